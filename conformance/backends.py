@@ -1,0 +1,111 @@
+"""Backend records: what the user names on the command line, resolved to a device and dispatch key.
+
+This is the only place that knows backend names. The engine and the static coverage see a
+:class:`Backend` record and never special-case the reference backend: ``mlu`` is resolved exactly
+like a vendor's ``privateuse1:MODULE`` except that its module is ours.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+
+from opdb.errors import InputError
+
+#: Environment variable read by the reference backend: comma-separated overload names to leave out.
+WITHOUT_ENV = "OPCONFORM_MLU_WITHOUT"
+
+_BUILTIN = {
+    # name: (device type, dispatch key)
+    "cpu": ("cpu", "CPU"),
+    "meta": ("meta", "Meta"),
+    "cuda": ("cuda", "CUDA"),
+    "mps": ("mps", "MPS"),
+    "xpu": ("xpu", "XPU"),
+}
+
+BACKEND_NAMES = (*_BUILTIN, "mlu", "privateuse1:MODULE")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A backend under test.
+
+    ``name`` is as the user spelled it (``mlu``, ``cuda``, ``privateuse1:torch_mlu``);
+    ``device`` is the torch device type tensors are moved to; ``dispatch_key`` is the key the
+    dispatcher is asked about; ``module`` is the Python module imported to bring it up, if any;
+    ``without`` lists overloads deliberately left out of the reference backend.
+    """
+
+    name: str
+    device: str
+    dispatch_key: str
+    module: str | None = None
+    without: tuple[str, ...] = ()
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device == "cpu"
+
+
+def _available(device: str) -> bool:
+    import torch
+
+    if device in ("cpu", "meta"):
+        return True
+    mod = getattr(torch, device, None)
+    if device == "mps":
+        return bool(torch.backends.mps.is_available())
+    return bool(mod is not None and mod.is_available())
+
+
+def parse_without(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return ()
+    return tuple(sorted({part.strip() for part in text.split(",") if part.strip()}))
+
+
+def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
+    """Resolve a backend name, bringing the backend up (importing its module) if needed.
+
+    Raises :class:`InputError` for an unknown or unavailable backend.
+    """
+    import torch
+
+    key = name.strip()
+    lower = key.lower()
+    if without is None:
+        without = parse_without(os.environ.get(WITHOUT_ENV))
+    if without and lower != "mlu":
+        raise InputError(
+            f"--without applies only to the reference backend 'mlu', not {name!r}"
+        )
+    if lower in _BUILTIN:
+        device, dispatch_key = _BUILTIN[lower]
+        if not _available(device):
+            raise InputError(
+                f"backend {name!r} is not available in this torch build "
+                f"({torch.__version__}): torch.{device} reports no device"
+            )
+        return Backend(name=lower, device=device, dispatch_key=dispatch_key)
+    if lower == "mlu":
+        import kernels
+
+        kernels.install(without=without)
+        return Backend(
+            name="mlu", device="mlu", dispatch_key="PrivateUse1", module="kernels", without=without
+        )
+    if lower.startswith("privateuse1:"):
+        modname = key.split(":", 1)[1]
+        if not modname:
+            raise InputError("backend 'privateuse1:' needs a module name, e.g. privateuse1:torch_mlu")
+        try:
+            importlib.import_module(modname)
+        except ImportError as exc:
+            raise InputError(f"backend {name!r}: cannot import module {modname!r}: {exc}") from None
+        device = torch._C._get_privateuse1_backend_name()
+        return Backend(name=key, device=device, dispatch_key="PrivateUse1", module=modname)
+    raise InputError(
+        f"unknown backend {name!r}; expected one of: {', '.join(BACKEND_NAMES)}"
+    )

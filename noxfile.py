@@ -1,0 +1,44 @@
+"""Nox sessions. All installs go through constraints.txt so torch stays the pinned CPU build."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint"]
+PYTHON = ["3.11"]
+CONSTRAINTS = ("-c", "constraints.txt")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Run the test suite (the README's test command)."""
+    session.install(*CONSTRAINTS, "-e", ".[test]")
+    session.run("python", "-m", "pytest", "-n", "2", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """Ruff and mypy over the packages."""
+    session.install(*CONSTRAINTS, "-e", ".[dev]")
+    session.run("ruff", "check", ".")
+    session.run("mypy", "opdb", "conformance", "reports", "kernels")
+
+
+@nox.session(python=PYTHON, default=False)
+def report(session: nox.Session) -> None:
+    """Full conformance run on the reference backend, writing results.jsonl and report.html."""
+    session.install(*CONSTRAINTS, "-e", ".[test]")
+    session.run(
+        "conformance", "run", "--backend", "mlu", "-o", "results.jsonl", "--html", "report.html",
+        *session.posargs,
+    )
+
+
+@nox.session(python=PYTHON, default=False)
+def bench(session: nox.Session) -> None:
+    """Run every benchmark script in benchmarks/."""
+    session.install(*CONSTRAINTS, "-e", ".[test]")
+    import pathlib
+
+    for script in sorted(pathlib.Path("benchmarks").glob("bench_*.py")):
+        session.run("python", str(script), *session.posargs)
