@@ -1,0 +1,902 @@
+"""Neural-network kernels of the reference backend, in plain NumPy.
+
+Each function here takes and returns ``numpy.ndarray`` objects and knows nothing about torch; the
+registrations that bind them to ATen overloads for the ``mlu`` device live in
+:mod:`kernels.nn_ops`. Keeping the maths torch-free lets the tests compare each function with
+torch's CPU kernel directly, and lets a backend team read the algorithms without the plumbing.
+
+Everything is vectorized. The only Python loops run over a kernel window (col2im, pooling), which
+is what NumPy leaves us: convolution is im2col (a strided view, :func:`as_strided`) followed by one
+batched GEMM over the groups (``np.matmul``), so the heavy lifting is float32 BLAS.
+
+Half-precision inputs (float16, bfloat16) are computed in float32 and rounded once at the end, as
+torch's CPU kernels do with their "opmath" type.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import product
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+__all__ = [
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d_backward",
+    "avg_pool2d",
+    "avg_pool2d_backward",
+    "batch_norm",
+    "batch_norm_backward",
+    "conv_backward",
+    "conv_forward",
+    "conv_transpose_backward",
+    "conv_transpose_forward",
+    "embedding_dense_backward",
+    "gelu",
+    "gelu_backward",
+    "layer_norm",
+    "layer_norm_backward",
+    "log_softmax",
+    "log_softmax_backward",
+    "max_pool2d_with_indices",
+    "max_pool2d_with_indices_backward",
+    "native_dropout",
+    "native_dropout_backward",
+    "nll_loss_backward",
+    "nll_loss_forward",
+    "pooling_output_size",
+    "softmax",
+    "softmax_backward",
+    "threshold_backward",
+]
+
+Ints = Sequence[int]
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def _opmath(a: np.ndarray) -> np.ndarray:
+    """Upcast half-precision floats to float32 (torch's CPU "opmath" type); others unchanged."""
+    if a.dtype.kind == "f" and a.dtype.itemsize < 4 or a.dtype.name == "bfloat16":
+        return a.astype(np.float32)
+    return a
+
+
+def _expand(v: Ints | int, n: int, name: str) -> tuple[int, ...]:
+    if isinstance(v, int):
+        return (v,) * n
+    t = tuple(int(i) for i in v)
+    if len(t) == 1:
+        return t * n
+    if len(t) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values")
+    return t
+
+
+def _pad_spatial(
+    x: np.ndarray, before: Ints, after: Ints | None = None, value: float = 0
+) -> np.ndarray:
+    """Pad the trailing ``len(before)`` axes of ``x``; no copy when nothing is padded."""
+    after = before if after is None else after
+    nd = len(before)
+    if not any(before) and not any(after):
+        return x
+    width = [(0, 0)] * (x.ndim - nd) + list(zip(before, after, strict=True))
+    return np.pad(x, width, constant_values=value)
+
+
+def _window_slice(start: int, step: int, count: int) -> slice:
+    """``count`` positions ``start, start + step, ...``."""
+    return slice(start, start + step * (count - 1) + 1, step)
+
+
+# --------------------------------------------------------------------------------------------
+# convolution (any number of spatial dims), im2col + batched GEMM
+
+
+def _im2col(
+    xp: np.ndarray, k: Ints, stride: Ints, dilation: Ints, groups: int
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Columns of a padded input ``(N, C, *S)``: returns ``(G, N*prod(out), C/G*prod(k))``."""
+    nd = len(k)
+    n, c = xp.shape[:2]
+    cg = c // groups
+    out = tuple(
+        (xp.shape[2 + i] - dilation[i] * (k[i] - 1) - 1) // stride[i] + 1 for i in range(nd)
+    )
+    if min(out, default=1) <= 0:
+        raise RuntimeError("convolution: kernel size can't be greater than the padded input size")
+    st = xp.strides
+    view = as_strided(
+        xp,
+        (n, groups, cg, *out, *k),
+        (
+            st[0],
+            st[1] * cg,
+            st[1],
+            *(st[2 + i] * stride[i] for i in range(nd)),
+            *(st[2 + i] * dilation[i] for i in range(nd)),
+        ),
+        writeable=False,
+    )
+    # (G, N, *out, Cg, *k) -> rows are output positions, columns are (channel, window offset)
+    perm = (1, 0, *range(3, 3 + nd), 2, *range(3 + nd, 3 + 2 * nd))
+    cols = view.transpose(perm).reshape(groups, n * math.prod(out), cg * math.prod(k))
+    return cols, out
+
+
+def _col2im(
+    dcols: np.ndarray,
+    padded_shape: Ints,
+    k: Ints,
+    stride: Ints,
+    dilation: Ints,
+    groups: int,
+    out: Ints,
+) -> np.ndarray:
+    """Adjoint of :func:`_im2col`: scatter-add columns back into a padded input."""
+    nd = len(k)
+    n, c = padded_shape[:2]
+    cg = c // groups
+    d = dcols.reshape(groups, n, *out, cg, *k)
+    # window offsets first so that each slice read below is contiguous
+    d = np.ascontiguousarray(
+        d.transpose(*range(3 + nd, 3 + 2 * nd), 1, 0, 2 + nd, *range(2, 2 + nd))
+    )
+    gx = np.zeros((n, groups, cg, *padded_shape[2:]), dtype=dcols.dtype)
+    for kidx in product(*(range(s) for s in k)):
+        sl = tuple(_window_slice(kidx[i] * dilation[i], stride[i], out[i]) for i in range(nd))
+        gx[(Ellipsis, *sl)] += d[kidx]
+    return gx.reshape(n, c, *padded_shape[2:])
+
+
+def _to_cols(y: np.ndarray, groups: int) -> np.ndarray:
+    """``(N, C, *S)`` -> ``(G, N*prod(S), C/G)``."""
+    n, c = y.shape[:2]
+    s = math.prod(y.shape[2:])
+    return y.reshape(n, groups, c // groups, s).transpose(1, 0, 3, 2).reshape(groups, n * s, -1)
+
+
+def _from_cols(y: np.ndarray, n: int, spatial: Ints) -> np.ndarray:
+    """``(G, N*prod(S), Cg)`` -> contiguous ``(N, G*Cg, *S)``."""
+    g, _, cg = y.shape
+    y = y.reshape(g, n, math.prod(spatial), cg).transpose(1, 0, 3, 2)
+    return np.ascontiguousarray(y).reshape(n, g * cg, *spatial)
+
+
+def _add_bias(y: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    if bias is not None:
+        y += bias.astype(y.dtype, copy=False).reshape((1, -1) + (1,) * (y.ndim - 2))
+    return y
+
+
+def conv_forward(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    groups: int,
+) -> np.ndarray:
+    """Convolution (cross-correlation) of ``x (N, C, *S)`` with ``weight (O, C/G, *k)``."""
+    nd = x.ndim - 2
+    dtype = np.result_type(x, weight)
+    x, weight = _opmath(x), _opmath(weight)
+    stride, padding = _expand(stride, nd, "stride"), _expand(padding, nd, "padding")
+    dilation = _expand(dilation, nd, "dilation")
+    k = weight.shape[2:]
+    cols, out = _im2col(_pad_spatial(x, padding), k, stride, dilation, groups)
+    wmat = weight.reshape(groups, weight.shape[0] // groups, -1).transpose(0, 2, 1)
+    y = _from_cols(np.matmul(cols, wmat), x.shape[0], out)
+    return _add_bias(y, bias).astype(dtype, copy=False)
+
+
+def conv_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    weight: np.ndarray,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    groups: int,
+    output_mask: Sequence[bool],
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """Gradients of :func:`conv_forward` w.r.t. input, weight and bias (``None`` when masked)."""
+    nd = x.ndim - 2
+    dtype = np.result_type(grad_out, x, weight)
+    grad_out, x, weight = _opmath(grad_out), _opmath(x), _opmath(weight)
+    stride, padding = _expand(stride, nd, "stride"), _expand(padding, nd, "padding")
+    dilation = _expand(dilation, nd, "dilation")
+    k = weight.shape[2:]
+    out = grad_out.shape[2:]
+    go_cols = _to_cols(grad_out, groups)  # (G, N*out, Og)
+    gi = gw = gb = None
+    if output_mask[1]:
+        cols, _ = _im2col(_pad_spatial(x, padding), k, stride, dilation, groups)
+        gw = np.matmul(go_cols.transpose(0, 2, 1), cols).reshape(weight.shape).astype(dtype)
+    if output_mask[0]:
+        wmat = weight.reshape(groups, weight.shape[0] // groups, -1)  # (G, Og, Cg*k)
+        dcols = np.matmul(go_cols, wmat)
+        padded = (*x.shape[:2], *(x.shape[2 + i] + 2 * padding[i] for i in range(nd)))
+        gxp = _col2im(dcols, padded, k, stride, dilation, groups, out)
+        crop = tuple(slice(p, p + s) for p, s in zip(padding, x.shape[2:], strict=True))
+        gi = np.ascontiguousarray(gxp[(Ellipsis, *crop)]).astype(dtype, copy=False)
+    if output_mask[2]:
+        gb = grad_out.sum(axis=(0, *range(2, grad_out.ndim))).astype(dtype)
+    return gi, gw, gb
+
+
+def conv_transpose_forward(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    stride: Ints,
+    padding: Ints,
+    output_padding: Ints,
+    dilation: Ints,
+    groups: int,
+) -> np.ndarray:
+    """Transposed convolution of ``x (N, Cin, *S)`` with ``weight (Cin, Cout/G, *k)``."""
+    nd = x.ndim - 2
+    dtype = np.result_type(x, weight)
+    x, weight = _opmath(x), _opmath(weight)
+    stride, padding = _expand(stride, nd, "stride"), _expand(padding, nd, "padding")
+    dilation = _expand(dilation, nd, "dilation")
+    output_padding = _expand(output_padding, nd, "output_padding")
+    k = weight.shape[2:]
+    s_in = x.shape[2:]
+    out = tuple(
+        (s_in[i] - 1) * stride[i]
+        - 2 * padding[i]
+        + dilation[i] * (k[i] - 1)
+        + output_padding[i]
+        + 1
+        for i in range(nd)
+    )
+    cout = weight.shape[1] * groups
+    wmat = weight.reshape(groups, weight.shape[0] // groups, -1)  # (G, Cin_g, Cout_g*k)
+    dcols = np.matmul(_to_cols(x, groups), wmat)
+    full = (x.shape[0], cout, *(o + 2 * p for o, p in zip(out, padding, strict=True)))
+    y = _col2im(dcols, full, k, stride, dilation, groups, s_in)
+    crop = tuple(slice(p, p + o) for p, o in zip(padding, out, strict=True))
+    y = np.ascontiguousarray(y[(Ellipsis, *crop)])
+    return _add_bias(y, bias).astype(dtype, copy=False)
+
+
+def conv_transpose_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    weight: np.ndarray,
+    stride: Ints,
+    padding: Ints,
+    output_padding: Ints,
+    dilation: Ints,
+    groups: int,
+    output_mask: Sequence[bool],
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """Gradients of :func:`conv_transpose_forward`."""
+    nd = x.ndim - 2
+    dtype = np.result_type(grad_out, x, weight)
+    grad_out, x, weight = _opmath(grad_out), _opmath(x), _opmath(weight)
+    stride, padding = _expand(stride, nd, "stride"), _expand(padding, nd, "padding")
+    dilation = _expand(dilation, nd, "dilation")
+    k = weight.shape[2:]
+    gi = gw = gb = None
+    if output_mask[0]:
+        # the input gradient of a transposed convolution is the plain convolution
+        gi = conv_forward(grad_out, weight, None, stride, padding, dilation, groups).astype(dtype)
+    if output_mask[1]:
+        go_cols, out = _im2col(_pad_spatial(grad_out, padding), k, stride, dilation, groups)
+        s_in = x.shape[2:]
+        if tuple(out) != tuple(s_in):  # output_padding rows beyond the last window
+            n = x.shape[0]
+            go_cols = go_cols.reshape(groups, n, *out, -1)
+            go_cols = go_cols[(slice(None), slice(None), *(slice(0, s) for s in s_in))]
+            go_cols = go_cols.reshape(groups, n * math.prod(s_in), -1)
+        x_cols = _to_cols(x, groups)  # (G, N*S, Cin_g)
+        gw = np.matmul(x_cols.transpose(0, 2, 1), go_cols).reshape(weight.shape).astype(dtype)
+    if output_mask[2]:
+        gb = grad_out.sum(axis=(0, *range(2, grad_out.ndim))).astype(dtype)
+    return gi, gw, gb
+
+
+# --------------------------------------------------------------------------------------------
+# normalization
+
+
+def batch_norm(
+    x: np.ndarray,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    running_mean: np.ndarray | None,
+    running_var: np.ndarray | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``native_batch_norm``: returns ``(out, save_mean, save_invstd)``.
+
+    In training the batch statistics normalize ``x`` and the running statistics (if given) are
+    updated in place with the unbiased variance; in evaluation the running statistics are used
+    and the saved statistics are empty, as on CPU.
+    """
+    dtype = x.dtype
+    xf = _opmath(x)
+    c = x.shape[1]
+    axes = (0, *range(2, x.ndim))
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    if training:
+        count = x.size // c if c else 0
+        mean = xf.mean(axis=axes)
+        centered = xf - mean.reshape(bshape)
+        flat = centered.reshape(x.shape[0], c, -1)
+        var = np.einsum("ncs,ncs->c", flat, flat) / max(count, 1)
+        invstd = 1.0 / np.sqrt(var + eps)
+        if running_mean is not None:
+            running_mean *= 1 - momentum
+            running_mean += (momentum * mean).astype(running_mean.dtype)
+        if running_var is not None:
+            unbiased = var * (count / (count - 1)) if count > 1 else var * np.inf
+            running_var *= 1 - momentum
+            running_var += (momentum * unbiased).astype(running_var.dtype)
+        save_mean, save_invstd = mean.astype(dtype), invstd.astype(dtype)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        mean = _opmath(running_mean)
+        invstd = 1.0 / np.sqrt(_opmath(running_var) + eps)
+        centered = xf - mean.reshape(bshape)
+        save_mean = save_invstd = np.empty((0,), dtype=dtype)
+    scale = invstd if weight is None else invstd * _opmath(weight)
+    out = centered
+    out *= scale.astype(out.dtype, copy=False).reshape(bshape)
+    if bias is not None:
+        out += _opmath(bias).reshape(bshape)
+    return out.astype(dtype, copy=False), save_mean, save_invstd
+
+
+def batch_norm_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    weight: np.ndarray | None,
+    running_mean: np.ndarray | None,
+    running_var: np.ndarray | None,
+    save_mean: np.ndarray | None,
+    save_invstd: np.ndarray | None,
+    training: bool,
+    eps: float,
+    output_mask: Sequence[bool],
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """``native_batch_norm_backward``: gradients w.r.t. input, weight, bias."""
+    dtype = x.dtype
+    go, xf = _opmath(grad_out), _opmath(x)
+    c = x.shape[1]
+    axes = (0, *range(2, x.ndim))
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    if training:
+        assert save_mean is not None and save_invstd is not None
+        mean, invstd = _opmath(save_mean), _opmath(save_invstd)
+    else:
+        assert running_mean is not None and running_var is not None
+        mean = _opmath(running_mean)
+        invstd = (1.0 / np.sqrt(_opmath(running_var) + eps)).astype(mean.dtype)
+    w = np.ones(c, dtype=go.dtype) if weight is None else _opmath(weight)
+    centered = xf - mean.reshape(bshape)
+    sum_go = go.sum(axis=axes)
+    dot = np.einsum(
+        "ncs,ncs->c", centered.reshape(x.shape[0], c, -1), go.reshape(x.shape[0], c, -1)
+    )
+    gi = gw = gb = None
+    if output_mask[0]:
+        if training:
+            count = x.size // c
+            proj = (dot * invstd * invstd / count).reshape(bshape)
+            gi = go - centered * proj
+            gi -= (sum_go / count).reshape(bshape)
+            gi *= (invstd * w).reshape(bshape)
+        else:
+            gi = go * (invstd * w).reshape(bshape)
+        gi = gi.astype(dtype, copy=False)
+    if output_mask[1]:
+        gw = (dot * invstd).astype(dtype if weight is None else weight.dtype)
+    if output_mask[2]:
+        gb = sum_go.astype(dtype if weight is None else weight.dtype)
+    return gi, gw, gb
+
+
+def layer_norm(
+    x: np.ndarray,
+    normalized_shape: Ints,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    eps: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``native_layer_norm``: returns ``(out, mean, rstd)``; statistics keep the reduced axes."""
+    dtype = x.dtype
+    axis = x.ndim - len(normalized_shape)
+    if tuple(x.shape[axis:]) != tuple(normalized_shape):
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(x.shape)}"
+        )
+    lead = x.shape[:axis]
+    m = math.prod(normalized_shape)
+    xf = _opmath(x).reshape(-1, m)
+    mean = xf.mean(axis=1, keepdims=True)
+    centered = xf - mean
+    var = np.einsum("ij,ij->i", centered, centered)[:, None] / max(m, 1)
+    rstd = 1.0 / np.sqrt(var + eps)
+    out = centered
+    out *= rstd
+    if weight is not None:
+        out *= _opmath(weight).reshape(1, m)
+    if bias is not None:
+        out += _opmath(bias).reshape(1, m)
+    stat_shape = (*lead,) + (1,) * len(normalized_shape)
+    return (
+        out.reshape(x.shape).astype(dtype, copy=False),
+        mean.reshape(stat_shape).astype(dtype),
+        rstd.reshape(stat_shape).astype(dtype),
+    )
+
+
+def layer_norm_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    normalized_shape: Ints,
+    mean: np.ndarray,
+    rstd: np.ndarray,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    output_mask: Sequence[bool],
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """``native_layer_norm_backward``."""
+    dtype = x.dtype
+    m = math.prod(normalized_shape)
+    go = _opmath(grad_out).reshape(-1, m)
+    xf = _opmath(x).reshape(-1, m)
+    mu = _opmath(mean).reshape(-1, 1)
+    rs = _opmath(rstd).reshape(-1, 1)
+    xhat = (xf - mu) * rs
+    gi = gw = gb = None
+    if output_mask[0]:
+        g = go if weight is None else go * _opmath(weight).reshape(1, m)
+        a = g.mean(axis=1, keepdims=True)
+        b = np.einsum("ij,ij->i", g, xhat)[:, None] / max(m, 1)
+        gi = ((g - a - xhat * b) * rs).reshape(x.shape).astype(dtype, copy=False)
+    if output_mask[1] and weight is not None:
+        gw = np.einsum("ij,ij->j", go, xhat).reshape(weight.shape).astype(weight.dtype)
+    if output_mask[2] and bias is not None:
+        gb = go.sum(axis=0).reshape(bias.shape).astype(bias.dtype)
+    return gi, gw, gb
+
+
+# --------------------------------------------------------------------------------------------
+# pooling
+
+
+def pooling_output_size(size: int, k: int, pad: int, stride: int, dilation: int, ceil: bool) -> int:
+    """ATen's ``pooling_output_shape`` (the last window must start inside input or left pad)."""
+    num = size + 2 * pad - dilation * (k - 1) - 1 + (stride - 1 if ceil else 0)
+    out = num // stride + 1
+    if ceil and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _pool_params(
+    x: np.ndarray, kernel_size: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil: bool
+) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]:
+    k = _expand(kernel_size, 2, "kernel_size")
+    s = _expand(stride, 2, "stride") if len(stride) else k
+    p = _expand(padding, 2, "padding")
+    d = _expand(dilation, 2, "dilation")
+    if x.ndim not in (3, 4):
+        raise RuntimeError(
+            f"pooling: expected 3D or 4D input, but got input of size {list(x.shape)}"
+        )
+    if any(pi > ki // 2 for pi, ki in zip(p, k, strict=True)):
+        raise RuntimeError("pad should be at most half of effective kernel size")
+    hw = x.shape[-2:]
+    out = tuple(pooling_output_size(hw[i], k[i], p[i], s[i], d[i], ceil) for i in range(2))
+    if min(out) <= 0:
+        raise RuntimeError(f"Output size is too small: {out}")
+    return k, s, p, d, out  # type: ignore[return-value]
+
+
+def _first_valid(out: int, stride: int, pad: int, dilation: int) -> np.ndarray:
+    start = np.arange(out) * stride - pad
+    neg = start < 0
+    start[neg] += dilation * ((-start[neg] + dilation - 1) // dilation)
+    return start
+
+
+def max_pool2d_with_indices(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil_mode: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``max_pool2d_with_indices``: values and flat ``h * W + w`` indices into each input plane.
+
+    A NaN wins over any number and a later NaN over an earlier one, as in ATen's CPU kernel.
+    """
+    k, s, p, d, out = _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode)
+    h, w = x.shape[-2:]
+    extra = [
+        max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - (x.shape[-2 + i] + 2 * p[i]))
+        for i in range(2)
+    ]
+    low = -np.inf if x.dtype.kind in "fc" else np.iinfo(x.dtype).min
+    xp = _pad_spatial(x, p, [p[i] + extra[i] for i in range(2)], value=low)
+    best = np.full((*x.shape[:-2], *out), low, dtype=x.dtype)
+    hi = _first_valid(out[0], s[0], p[0], d[0])
+    wi = _first_valid(out[1], s[1], p[1], d[1])
+    index = np.broadcast_to(hi[:, None] * w + wi[None, :], best.shape).copy()
+    base = (np.arange(out[0]) * s[0] - p[0])[:, None] * w + (np.arange(out[1]) * s[1] - p[1])[
+        None, :
+    ]
+    for i in range(k[0]):
+        for j in range(k[1]):
+            v = xp[
+                ..., _window_slice(i * d[0], s[0], out[0]), _window_slice(j * d[1], s[1], out[1])
+            ]
+            upd = v > best
+            if x.dtype.kind in "fc":
+                upd |= np.isnan(v)
+            np.copyto(best, v, where=upd)
+            np.copyto(index, base + (i * d[0] * w + j * d[1]), where=upd)
+    return best, index
+
+
+def max_pool2d_with_indices_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil_mode: bool,
+    indices: np.ndarray,
+) -> np.ndarray:
+    """Scatter-add ``grad_out`` into the input positions named by ``indices``."""
+    k, s, _, d, _ = _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode)
+    h, w = x.shape[-2:]
+    planes = math.prod(x.shape[:-2])
+    go = _opmath(grad_out).reshape(planes, -1)
+    flat = indices.reshape(planes, -1) + (np.arange(planes) * (h * w))[:, None]
+    gx = np.zeros(planes * h * w, dtype=go.dtype)
+    if all(s[i] >= d[i] * (k[i] - 1) + 1 for i in range(2)):
+        gx[flat.ravel()] = go.ravel()  # windows do not overlap: indices are unique
+    else:
+        np.add.at(gx, flat.ravel(), go.ravel())
+    return gx.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+def _avg_divisor(
+    size: int, out: int, k: int, s: int, p: int, count_include_pad: bool
+) -> np.ndarray:
+    start = np.arange(out) * s - p
+    end = np.minimum(start + k, size + p)
+    pool = end - start
+    if count_include_pad:
+        return pool
+    return np.minimum(end, size) - np.maximum(start, 0)
+
+
+def avg_pool2d(
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+) -> np.ndarray:
+    """``avg_pool2d`` with ATen's divisor rules (padding and ceil-mode windows)."""
+    k, s, p, d, out = _pool_params(x, kernel_size, stride, padding, (1, 1), ceil_mode)
+    dtype = x.dtype
+    xf = _opmath(x)
+    extra = [max(0, (out[i] - 1) * s[i] + k[i] - (x.shape[-2 + i] + 2 * p[i])) for i in range(2)]
+    xp = _pad_spatial(xf, p, [p[i] + extra[i] for i in range(2)])
+    rows = xp[..., _window_slice(0, s[0], out[0]), :].copy()
+    for i in range(1, k[0]):
+        rows += xp[..., _window_slice(i, s[0], out[0]), :]
+    acc = rows[..., _window_slice(0, s[1], out[1])].copy()
+    for j in range(1, k[1]):
+        acc += rows[..., _window_slice(j, s[1], out[1])]
+    if divisor_override:
+        acc /= divisor_override
+    else:
+        dh = _avg_divisor(x.shape[-2], out[0], k[0], s[0], p[0], count_include_pad)
+        dw = _avg_divisor(x.shape[-1], out[1], k[1], s[1], p[1], count_include_pad)
+        acc /= (dh[:, None] * dw[None, :]).astype(acc.dtype)
+    return acc.astype(dtype, copy=False)
+
+
+def avg_pool2d_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+) -> np.ndarray:
+    """Gradient of :func:`avg_pool2d`: each output spreads ``grad / divisor`` over its window."""
+    k, s, p, d, out = _pool_params(x, kernel_size, stride, padding, (1, 1), ceil_mode)
+    go = _opmath(grad_out)
+    if divisor_override:
+        g = go / divisor_override
+    else:
+        dh = _avg_divisor(x.shape[-2], out[0], k[0], s[0], p[0], count_include_pad)
+        dw = _avg_divisor(x.shape[-1], out[1], k[1], s[1], p[1], count_include_pad)
+        g = go / (dh[:, None] * dw[None, :]).astype(go.dtype)
+    h, w = x.shape[-2:]
+    full = [max((out[i] - 1) * s[i] + k[i], x.shape[-2 + i] + 2 * p[i]) for i in range(2)]
+    # spread along W first, then along H (the window is separable)
+    rows = np.zeros((*g.shape[:-1], full[1]), dtype=g.dtype)
+    for j in range(k[1]):
+        rows[..., _window_slice(j, s[1], out[1])] += g
+    gx = np.zeros((*g.shape[:-2], full[0], full[1]), dtype=g.dtype)
+    for i in range(k[0]):
+        gx[..., _window_slice(i, s[0], out[0]), :] += rows
+    gx = gx[..., p[0] : p[0] + h, p[1] : p[1] + w]
+    return np.ascontiguousarray(gx).astype(x.dtype, copy=False)
+
+
+def _adaptive_matrix(size: int, out: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """0/1 matrix ``(out, size)`` of ATen's adaptive windows, and the window lengths."""
+    o = np.arange(out)
+    start = (o * size) // out
+    end = -((-(o + 1) * size) // out)  # ceil
+    pos = np.arange(size)
+    mat = ((pos[None, :] >= start[:, None]) & (pos[None, :] < end[:, None])).astype(dtype)
+    return mat, (end - start)
+
+
+def adaptive_avg_pool2d(x: np.ndarray, output_size: Ints) -> np.ndarray:
+    """``_adaptive_avg_pool2d``: window sums as two small matrix products, then the mean."""
+    oh, ow = _expand(output_size, 2, "output_size")
+    dtype = x.dtype
+    xf = _opmath(x)
+    mh, ch = _adaptive_matrix(x.shape[-2], oh, xf.dtype)
+    mw, cw = _adaptive_matrix(x.shape[-1], ow, xf.dtype)
+    y = np.matmul(np.matmul(mh, xf), mw.T)
+    y /= (ch[:, None] * cw[None, :]).astype(y.dtype)
+    return y.astype(dtype, copy=False)
+
+
+def adaptive_avg_pool2d_backward(grad_out: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``_adaptive_avg_pool2d_backward``."""
+    oh, ow = grad_out.shape[-2:]
+    go = _opmath(grad_out)
+    mh, ch = _adaptive_matrix(x.shape[-2], oh, go.dtype)
+    mw, cw = _adaptive_matrix(x.shape[-1], ow, go.dtype)
+    g = go / (ch[:, None] * cw[None, :]).astype(go.dtype)
+    return np.matmul(np.matmul(mh.T, g), mw).astype(x.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------------------------
+# softmax family and losses
+
+
+def softmax(x: np.ndarray, dim: int) -> np.ndarray:
+    dtype = x.dtype
+    xf = _opmath(x)
+    if xf.ndim == 0:
+        return np.ones_like(x)
+    e = xf - xf.max(axis=dim, keepdims=True)
+    np.exp(e, out=e)
+    e /= e.sum(axis=dim, keepdims=True)
+    return e.astype(dtype, copy=False)
+
+
+def log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
+    dtype = x.dtype
+    xf = _opmath(x)
+    if xf.ndim == 0:
+        return np.zeros_like(x)
+    shifted = xf - xf.max(axis=dim, keepdims=True)
+    lse = np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+    shifted -= lse
+    return shifted.astype(dtype, copy=False)
+
+
+def softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.ndarray:
+    """``_softmax_backward_data``: ``y * (g - sum(g * y))``."""
+    dtype = out.dtype
+    g, y = _opmath(grad_out), _opmath(out)
+    if y.ndim == 0:
+        return np.zeros_like(out)
+    gy = g * y
+    gy -= y * gy.sum(axis=dim, keepdims=True)
+    return gy.astype(dtype, copy=False)
+
+
+def log_softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.ndarray:
+    """``_log_softmax_backward_data``: ``g - exp(y) * sum(g)``."""
+    dtype = out.dtype
+    g, y = _opmath(grad_out), _opmath(out)
+    if y.ndim == 0:
+        return np.zeros_like(out)
+    gi = g - np.exp(y) * g.sum(axis=dim, keepdims=True)
+    return gi.astype(dtype, copy=False)
+
+
+_REDUCTION_NONE, _REDUCTION_MEAN, _REDUCTION_SUM = 0, 1, 2
+
+
+def _nll_rows(x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Flatten ``(N, C, *d)`` / ``(C,)`` scores to ``(M, C)`` rows and the target to ``(M,)``."""
+    if x.ndim == 1:
+        return x[None, :], target.reshape(1), ()
+    rows = np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
+    return rows, target.reshape(-1), tuple(target.shape)
+
+
+def _nll_picked(
+    target: np.ndarray, c: int, weight: np.ndarray | None, ignore_index: int, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    valid = target != ignore_index
+    bad = valid & ((target < 0) | (target >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(target[bad][0])} is out of bounds.")
+    t = np.where(valid, target, 0)
+    w = np.ones(t.shape, dtype=dtype) if weight is None else _opmath(weight)[t].astype(dtype)
+    w[~valid] = 0
+    return t, w
+
+
+def nll_loss_forward(
+    x: np.ndarray,
+    target: np.ndarray,
+    weight: np.ndarray | None,
+    reduction: int,
+    ignore_index: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``nll_loss_forward`` / ``nll_loss2d_forward``: ``(output, total_weight)``."""
+    dtype = x.dtype
+    rows, tgt, tshape = _nll_rows(_opmath(x), target)
+    t, w = _nll_picked(tgt, rows.shape[1], weight, ignore_index, rows.dtype)
+    losses = -np.take_along_axis(rows, t[:, None], axis=1)[:, 0] * w
+    if reduction == _REDUCTION_NONE:
+        return losses.reshape(tshape).astype(dtype), np.zeros((), dtype=dtype)
+    total_weight = w.sum(dtype=rows.dtype)
+    total = losses.sum(dtype=rows.dtype)
+    if reduction == _REDUCTION_MEAN:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = total / total_weight
+    return np.asarray(total, dtype=dtype), np.asarray(total_weight, dtype=dtype)
+
+
+def nll_loss_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    target: np.ndarray,
+    weight: np.ndarray | None,
+    reduction: int,
+    ignore_index: int,
+    total_weight: np.ndarray,
+) -> np.ndarray:
+    """``nll_loss_backward`` / ``nll_loss2d_backward``."""
+    dtype = x.dtype
+    rows, tgt, _ = _nll_rows(_opmath(x), target)
+    t, w = _nll_picked(tgt, rows.shape[1], weight, ignore_index, rows.dtype)
+    g = _opmath(grad_out)
+    if reduction == _REDUCTION_NONE:
+        scale = -w * g.reshape(-1)
+    elif reduction == _REDUCTION_MEAN:
+        scale = -w * (g.reshape(()) / _opmath(total_weight).reshape(()))
+    else:
+        scale = -w * g.reshape(())
+    gr = np.zeros_like(rows)
+    gr[np.arange(rows.shape[0]), t] = scale
+    if x.ndim == 1:
+        return gr[0].astype(dtype, copy=False)
+    moved = gr.reshape(x.shape[0], *x.shape[2:], x.shape[1])
+    return np.ascontiguousarray(np.moveaxis(moved, -1, 1)).astype(dtype, copy=False)
+
+
+# --------------------------------------------------------------------------------------------
+# embedding, activations, dropout
+
+
+def embedding_dense_backward(
+    grad_out: np.ndarray,
+    indices: np.ndarray,
+    num_weights: int,
+    padding_idx: int,
+    scale_grad_by_freq: bool,
+) -> np.ndarray:
+    """Sum the output gradient rows into the embedding rows they were read from."""
+    dtype = grad_out.dtype
+    idx = indices.reshape(-1).astype(np.intp, copy=False)
+    g = _opmath(grad_out).reshape(idx.size, -1)
+    if scale_grad_by_freq:
+        counts = np.bincount(idx, minlength=num_weights)
+        g = g / counts[idx][:, None].astype(g.dtype)
+    if padding_idx >= 0:
+        keep = idx != padding_idx
+        idx, g = idx[keep], g[keep]
+    gw = np.zeros((num_weights, g.shape[1]), dtype=g.dtype)
+    np.add.at(gw, idx, g)
+    return gw.astype(dtype, copy=False)
+
+
+def threshold_backward(grad_out: np.ndarray, x: np.ndarray, threshold: float) -> np.ndarray:
+    """``threshold_backward``: pass the gradient where ``x > threshold`` (relu's backward)."""
+    dtype = np.result_type(grad_out, x)
+    return np.where(x <= threshold, np.zeros((), dtype=dtype), grad_out).astype(dtype, copy=False)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_C = 0.044715
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf  # well-kept, vectorized, float32-preserving
+
+    return erf(x)
+
+
+def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    dtype = x.dtype
+    xf = _opmath(x)
+    if approximate == "tanh":
+        inner = np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_C * xf * xf * xf))
+        y = 0.5 * xf * (1.0 + inner)
+    elif approximate == "none":
+        y = 0.5 * xf * (1.0 + _erf(xf * _INV_SQRT_2))
+    else:
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    return y.astype(dtype, copy=False)
+
+
+def gelu_backward(grad_out: np.ndarray, x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    dtype = np.result_type(grad_out, x)
+    g, xf = _opmath(grad_out), _opmath(x)
+    if approximate == "tanh":
+        x2 = xf * xf
+        t = np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_C * x2 * xf))
+        dinner = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_C * x2)
+        d = 0.5 * (1.0 + t) + 0.5 * xf * (1.0 - t * t) * dinner
+    elif approximate == "none":
+        cdf = 0.5 * (1.0 + _erf(xf * _INV_SQRT_2))
+        pdf = np.exp(-0.5 * xf * xf) * _INV_SQRT_2PI
+        d = cdf + xf * pdf
+    else:
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    return (g * d).astype(dtype, copy=False)
+
+
+def native_dropout(
+    x: np.ndarray, p: float, train: bool | None, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``native_dropout``: zero each element with probability ``p``, scale the rest by ``1/(1-p)``."""
+    if not train:
+        return x.copy(), np.ones(x.shape, dtype=bool)
+    keep = 1.0 - p
+    mask = rng.random(x.shape, dtype=np.float32) < keep if keep < 1 else np.ones(x.shape, bool)
+    scale = 0.0 if keep == 0 else 1.0 / keep
+    xf = _opmath(x)
+    out = xf * mask
+    out *= np.asarray(scale, dtype=out.dtype)
+    return out.astype(x.dtype, copy=False), mask
+
+
+def native_dropout_backward(grad_out: np.ndarray, mask: np.ndarray, scale: float) -> np.ndarray:
+    g = _opmath(grad_out)
+    out = g * mask
+    out *= np.asarray(scale, dtype=out.dtype)
+    return out.astype(grad_out.dtype, copy=False)
