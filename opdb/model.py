@@ -1,0 +1,141 @@
+"""The records of the op database: frozen dataclasses, one key (the overload name) everywhere."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import torch
+
+Kind = Literal["functional", "inplace", "out"]
+KINDS: tuple[Kind, ...] = ("functional", "inplace", "out")
+
+# Python's augmented-assignment dunders, as torchgen's BaseOperatorName.parse knows them:
+# ``__iand__`` is the in-place form of ``__and__``.
+_AUGMENTED = re.compile(r"__i(add|sub|mul|div|mod|pow|lshift|rshift|and|xor|or)__")
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``"add.Tensor"`` -> ``("add", "Tensor")``; ``"relu"`` -> ``("relu", "")``."""
+    base, _, overload = name.partition(".")
+    return base, overload
+
+
+def family_of(base: str) -> tuple[str, bool]:
+    """The family of a base name and whether the base is an in-place name.
+
+    ``add_`` -> (``add``, True); ``__iand__`` -> (``__and__``, True); ``add`` -> (``add``, False).
+    Out overloads keep their base name (``add.out`` is base ``add``), so they join the family
+    without help.
+    """
+    if base.startswith("__") and base.endswith("__"):
+        m = _AUGMENTED.fullmatch(base)
+        return (f"__{m[1]}__", True) if m else (base, False)
+    if base.endswith("_") and len(base) > 1:
+        return base[:-1], True
+    return base, False
+
+
+def kind_of(schema: torch._C.FunctionSchema, inplace_name: bool) -> Kind:
+    """``out`` if the schema has keyword-only arguments it writes to (torchgen's ``is_out_fn``),
+    ``inplace`` if the base name is an in-place name (``add_``, ``__iand__``), else
+    ``functional``. Ops that mutate other arguments without either mark (torchgen's "mutable"
+    kind) count as functional here."""
+    for arg in schema.arguments:
+        info = arg.alias_info
+        if arg.kwarg_only and info is not None and info.is_write:
+            return "out"
+    return "inplace" if inplace_name else "functional"
+
+
+@dataclass(frozen=True)
+class Overload:
+    """One overload of an aten operator, as ``native_functions.yaml`` (or ``autogen:``) defines it.
+
+    ``name`` is the key used everywhere (``add.Tensor``; a base with no overload name is just
+    ``relu``). ``dispatch`` is the entry's dispatch table with comma-separated keys split
+    (an entry with neither a table nor ``structured_delegate`` gets torchgen's implicit
+    ``CompositeImplicitAutograd`` entry); autogen'd overloads have an empty table.
+    ``tags`` are the YAML's tags plus those torchgen implies (``out``, ``inplace``,
+    ``pt2_compliant_tag``; ``generated`` for autogen'd overloads).
+    """
+
+    name: str
+    base: str
+    overload_name: str
+    schema_str: str
+    kind: Kind
+    family: str
+    dispatch: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    structured: bool = False
+    structured_delegate: str | None = None
+    variants: frozenset[str] = frozenset({"function"})
+    tags: frozenset[str] = frozenset()
+    python_module: str | None = None
+    autogen: bool = False
+    autogen_from: str | None = None
+    loc: SourceLocation = SourceLocation("<unknown>", 0)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    @cached_property
+    def schema(self) -> torch._C.FunctionSchema:
+        """The schema parsed by torch's own parser (once; cached)."""
+        import torch
+
+        return torch._C.parse_schema(self.schema_str)
+
+    @property
+    def qualname(self) -> str:
+        """``aten::add.Tensor`` — the dispatcher's spelling."""
+        return f"aten::{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Derivative:
+    """What ``derivatives.yaml`` says about one overload.
+
+    ``differentiable`` is False when the entry marks every input ``non_differentiable`` or
+    ``not_implemented(...)`` or declares no differentiable output. ``backward_ops`` are the
+    overload names the backward formulas (the ``Default`` ones; per-key formulas such as
+    ``AutogradNestedTensor`` are not for dense backends) may call, resolved at the level of
+    base names: a call ``sum(...)`` records every functional overload of ``sum`` (an in-place
+    call ``mul_(...)`` every in-place overload of ``mul_``), and ``backward_bases`` keeps the
+    bases. A backend lacks a backward op only if it has *none* of a base's recorded overloads.
+    Helpers from ``FunctionsManual.cpp`` are not aten ops and are skipped, so ops those
+    helpers call inside are not seen.
+
+    ``entry`` is the ``derivatives.yaml`` entry the formulas come from: the overload itself, or
+    its functional sibling for an in-place overload without an entry of its own (as torchgen
+    matches them by signature). ``not_implemented`` names inputs whose formula is
+    ``not_implemented(...)``.
+    """
+
+    name: str
+    differentiable: bool
+    backward_ops: frozenset[str] = frozenset()
+    backward_bases: frozenset[str] = frozenset()
+    entry: str = ""
+    inputs: tuple[str, ...] = ()
+    not_implemented: tuple[str, ...] = ()
+    loc: SourceLocation = SourceLocation("<unknown>", 0)
