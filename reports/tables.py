@@ -1,0 +1,241 @@
+"""pandas tables over results: the verdict table, one row per overload, counts, dtype outcomes.
+
+Definitions used everywhere (report, CSV/JSON, diff):
+
+* *tested* — the check ran the overload on the backend and got an outcome: ``pass``, ``fail``,
+  ``unsupported``, ``crash`` or ``timeout``. ``skip`` and "no record" are *not tested*.
+* *parity* — two numbers, always shown together: ``passed ÷ tested`` and ``tested ÷ total``.
+* an overload's overall verdict is the worst verdict among its tested checks
+  (``crash`` > ``timeout`` > ``fail`` > ``unsupported`` > ``pass``), or ``not tested``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from reports.ops import Annotations, annotate
+from reports.results import DTYPES, TESTED_VERDICTS, VERDICT_FIELDS, Results, read
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+NOT_TESTED = "not tested"
+
+#: Most severe first; used to pick an overload's overall verdict and to sort matrix columns.
+SEVERITY: tuple[str, ...] = ("crash", "timeout", "fail", "unsupported", "pass", "skip", NOT_TESTED)
+
+def frame(results: Results) -> pd.DataFrame:
+    """The verdict table of already-read results (see :func:`reports.load` for the columns)."""
+    import pandas as pd
+
+    cols = [*VERDICT_FIELDS, "source", "line", "run"]
+    df = pd.DataFrame.from_records(list(results.verdicts), columns=cols)
+    for col in ("examples", "line"):
+        df[col] = df[col].astype("int64")
+    for col in ("seed", "run"):
+        df[col] = df[col].astype("Int64")
+    df["duration_s"] = df["duration_s"].astype("float64")
+    df.attrs["runs"] = [dict(r) for r in results.runs]
+    df.attrs["sources"] = list(results.sources)
+    df.attrs["warnings"] = list(results.warnings)
+    return df
+
+
+def add_annotations(df: pd.DataFrame, ann: Annotations) -> pd.DataFrame:
+    """Add ``family``, ``kind``, ``tags`` (tuple) and ``status`` columns from ``ann``."""
+    infos = [ann.info(n) for n in df["overload"]]
+    df = df.copy()
+    df["family"] = [i.family for i in infos]
+    df["kind"] = [i.kind for i in infos]
+    df["tags"] = [i.tags for i in infos]
+    df["status"] = [i.status for i in infos]
+    df.attrs["annotation"] = ann.source
+    df.attrs["annotation_note"] = ann.note
+    return df
+
+
+def load(
+    path_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    coverage: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    annotate_ops: bool = True,
+) -> pd.DataFrame:
+    """Read results files (JSONL) into a pandas DataFrame, one row per verdict record.
+
+    Columns: ``overload check backend verdict category message missing_op examples duration_s
+    seed torch_version repro expected dtypes`` as the engine wrote them (``dtypes`` is a dict
+    ``{dtype: {"examples", "cpu_ok", "backend_ok", "agree"}}``; ``"NaN"``-style strings are
+    floats again), then ``source`` (file), ``line`` (1-based line in it), ``run`` (index into
+    ``df.attrs["runs"]``, the run header records) and, unless ``annotate_ops=False``,
+    ``family kind tags status`` — from ``coverage`` (a static coverage JSON path or dict) when
+    given, else from :mod:`opdb`, else guessed from the overload name
+    (``df.attrs["annotation"]`` says which; ``status`` needs ``coverage``).
+
+    Records are kept as written: if a file holds the same (backend, overload, check) twice (a
+    re-run appended to it), both rows are there; :func:`latest` keeps the last one.
+    Damaged lines are skipped with a :class:`reports.results.ResultsWarning` naming
+    ``file:line`` (also listed in ``df.attrs["warnings"]``); a missing or wholly unreadable
+    file raises :class:`opdb.errors.InputError`.
+
+    >>> df = reports.load("results.jsonl")
+    >>> df[df.verdict == "fail"].groupby("check").size()
+    """
+    results = read(path_or_paths)
+    df = frame(results)
+    if annotate_ops or coverage is not None:
+        df = add_annotations(df, annotate(df["overload"].unique(), coverage))
+    return df
+
+
+def latest(df: pd.DataFrame) -> pd.DataFrame:
+    """Keep the last record for each (backend, overload, check)."""
+    key = ["backend", "overload", "check"]
+    out = df.copy()
+    out["backend"] = out["backend"].fillna("")
+    out = out.drop_duplicates(subset=key, keep="last")
+    out.attrs.update(df.attrs)
+    return out
+
+
+def worst(verdicts: Iterable[str]) -> str:
+    """The overall verdict of one overload from the verdicts of its checks."""
+    seen = [v for v in verdicts if v in TESTED_VERDICTS or v not in SEVERITY]
+    if not seen:
+        return NOT_TESTED
+    rank = {v: i for i, v in enumerate(SEVERITY)}
+    return min(seen, key=lambda v: rank.get(v, -1))
+
+
+@dataclass(frozen=True)
+class Counts:
+    """``total`` overloads (or overload × check cells), how many tested, how many passed."""
+
+    total: int
+    tested: int
+    passed: int
+    by_verdict: Mapping[str, int]
+
+    @property
+    def not_tested(self) -> int:
+        return self.total - self.tested
+
+    @property
+    def pass_rate(self) -> float | None:
+        """passed ÷ tested (``None`` when nothing was tested)."""
+        return self.passed / self.tested if self.tested else None
+
+    @property
+    def tested_rate(self) -> float | None:
+        """tested ÷ total."""
+        return self.tested / self.total if self.total else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total, "tested": self.tested, "passed": self.passed,
+            "not_tested": self.not_tested, "pass_rate": self.pass_rate,
+            "tested_rate": self.tested_rate, "by_verdict": dict(self.by_verdict),
+        }
+
+
+def count(verdicts: Iterable[str], total: int) -> Counts:
+    """Counts over a list of verdicts; cells of ``total`` without a verdict are not tested."""
+    by: dict[str, int] = {}
+    n = 0
+    for v in verdicts:
+        by[v] = by.get(v, 0) + 1
+        n += 1
+    tested = sum(c for v, c in by.items() if v in TESTED_VERDICTS)
+    by[NOT_TESTED] = by.get(NOT_TESTED, 0) + max(total - n, 0)
+    return Counts(total=total, tested=tested, passed=by.get("pass", 0), by_verdict=by)
+
+
+def overload_table(
+    df: pd.DataFrame,
+    ann: Annotations,
+    *,
+    universe: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """One row per overload: ``overload family kind tags status verdict`` and one column per
+    check key (verdict string, ``"not tested"`` where there is no record).
+
+    ``universe`` adds overloads that have no record at all (all cells ``"not tested"``).
+    Rows are ordered by family, then name.
+    """
+    import pandas as pd
+
+    cur = latest(df)
+    keys = column_keys(cur)
+    cur = cur.assign(column=column_of(cur))
+    wide = cur.pivot(index="overload", columns="column", values="verdict") if len(cur) else (
+        pd.DataFrame(index=pd.Index([], name="overload"))
+    )
+    names = list(dict.fromkeys([*(universe or ()), *wide.index]))
+    wide = wide.reindex(index=names, columns=keys).fillna(NOT_TESTED)
+    infos = [ann.info(n) for n in names]
+    out = pd.DataFrame({
+        "overload": names,
+        "family": [i.family for i in infos],
+        "kind": [i.kind for i in infos],
+        "tags": [",".join(i.tags) for i in infos],
+        "status": [i.status for i in infos],
+    })
+    for k in keys:
+        out[k] = wide[k].to_numpy() if len(names) else []
+    out["verdict"] = [worst(row) for row in wide.itertuples(index=False)] if keys else NOT_TESTED
+    out = out.sort_values(["family", "overload"], kind="stable").reset_index(drop=True)
+    return out
+
+
+def column_keys(df: pd.DataFrame) -> list[str]:
+    """Matrix column keys, in first-seen order: ``check``, or ``backend:check`` when the data
+    holds more than one backend. Run headers' ``checks`` lists count as seen."""
+    backends = list(dict.fromkeys(df["backend"].fillna("")))
+    multi = len(backends) > 1
+    keys: list[str] = []
+    if not multi:
+        for run in df.attrs.get("runs", []):
+            for c in run.get("checks") or ():
+                if isinstance(c, str):
+                    keys.append(c)
+    keys.extend(column_of(df))
+    return list(dict.fromkeys(keys))
+
+
+def column_of(df: pd.DataFrame) -> list[str]:
+    backends = df["backend"].fillna("")
+    if backends.nunique() > 1:
+        return [f"{b}:{c}" for b, c in zip(backends, df["check"], strict=True)]
+    return list(df["check"])
+
+
+def dtype_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Long table of per-dtype outcomes: ``overload check backend dtype examples cpu_ok
+    backend_ok agree`` — one row per (verdict record, dtype) that the record counted."""
+    import pandas as pd
+
+    rows = []
+    for ov, check, backend, dts in zip(
+        df["overload"], df["check"], df["backend"], df["dtypes"], strict=True
+    ):
+        for dt, c in (dts or {}).items():
+            rows.append((ov, check, backend, dt, c["examples"], c["cpu_ok"], c["backend_ok"],
+                         c["agree"]))
+    cols = ["overload", "check", "backend", "dtype", "examples", "cpu_ok", "backend_ok", "agree"]
+    out = pd.DataFrame(rows, columns=cols)
+    order = {d: i for i, d in enumerate(DTYPES)}
+    out["_o"] = out["dtype"].map(lambda d: order.get(d, len(order)))
+    return out.sort_values(["overload", "check", "_o"], kind="stable").drop(columns="_o")
+
+
+def dtype_cell(examples: int, cpu_ok: int, backend_ok: int, agree: int) -> str:
+    """Classify one dtype-matrix cell (see docs/reports.md, "Dtype matrix")."""
+    if examples <= 0:
+        return "none"
+    if agree >= examples:
+        return "agree" if cpu_ok > 0 else "both_reject"
+    if backend_ok < cpu_ok:
+        return "backend_rejects"
+    return "disagree"
