@@ -1,0 +1,194 @@
+"""The ``mlu`` device: PrivateUse1 renamed, the ``torch.mlu`` module, memory figures and the RNG.
+
+This is the only module that touches torch's private Python-backend API
+(``torch.utils.backend_registration._setup_privateuseone_for_python_backend``). :func:`setup` runs it
+once per process, however often it is called or this module imported.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+import weakref
+
+import numpy as np
+import torch
+
+DEVICE_NAME = "mlu"
+_DEVICE_DESCRIPTION = "opconform NumPy reference device"
+
+_lock = threading.Lock()
+_done = False
+
+# ---------------------------------------------------------------------------------------------
+# Memory accounting: every NumPy buffer that backs an mlu storage is registered here; a weakref
+# finalizer gives its bytes back when the buffer dies.
+# ---------------------------------------------------------------------------------------------
+_allocated = 0
+_peak = 0
+#: id(root ndarray) -> weakref to it; lets ``_tensor.from_numpy`` tell device memory from a temp.
+_live: dict[int, weakref.ReferenceType[np.ndarray]] = {}
+
+
+def _release(key: int, nbytes: int) -> None:
+    global _allocated
+    _allocated -= nbytes
+    _live.pop(key, None)
+
+
+def track(root: np.ndarray) -> None:
+    """Count ``root`` (a buffer that now backs an mlu storage) until it is garbage collected."""
+    global _allocated, _peak
+    key = id(root)
+    if key in _live and _live[key]() is root:
+        return
+    nbytes = int(root.nbytes)
+    _live[key] = weakref.ref(root)
+    _allocated += nbytes
+    if _allocated > _peak:
+        _peak = _allocated
+    weakref.finalize(root, _release, key, nbytes)
+
+
+def is_device_buffer(root: np.ndarray) -> bool:
+    ref = _live.get(id(root))
+    return ref is not None and ref() is root
+
+
+# ---------------------------------------------------------------------------------------------
+# Random numbers: one NumPy generator per process (one device), seeded by manual_seed.
+# torch.manual_seed(s) also reaches it through torch.mlu.manual_seed_all.
+# ---------------------------------------------------------------------------------------------
+_initial_seed = 67280421310721
+_rng = np.random.Generator(np.random.PCG64(_initial_seed))
+
+
+def generator() -> np.random.Generator:
+    """The NumPy generator all random kernels draw from."""
+    return _rng
+
+
+def _check_device(device: object) -> int:
+    if device is None:
+        return 0
+    if isinstance(device, int):
+        index = device
+    else:
+        dev = torch.device(device)  # type: ignore[arg-type]
+        if dev.type != DEVICE_NAME:
+            raise ValueError(f"Expected a {DEVICE_NAME} device, but got: {dev}")
+        index = 0 if dev.index is None else dev.index
+    if index not in (0, -1):
+        raise RuntimeError(f"Invalid device index {index}: the {DEVICE_NAME} backend has 1 device")
+    return 0
+
+
+def _build_module() -> types.ModuleType:
+    mod = types.ModuleType(f"torch.{DEVICE_NAME}", "The opconform NumPy reference device.")
+
+    def is_available() -> bool:
+        """The reference device is always available."""
+        return True
+
+    def is_initialized() -> bool:
+        return True
+
+    def _is_in_bad_fork() -> bool:
+        return False
+
+    def device_count() -> int:
+        """One device: ``mlu:0``."""
+        return 1
+
+    def current_device() -> int:
+        return 0
+
+    def set_device(device: object) -> None:
+        """Only device 0 exists; anything else raises like CUDA does for a bad ordinal."""
+        _check_device(device)
+
+    def synchronize(device: object = None) -> None:
+        """Kernels run eagerly on the host; nothing to wait for."""
+        _check_device(device)
+
+    def manual_seed(seed: int) -> None:
+        """Seed the generator behind ``rand``/``randn``/``uniform_``/``normal_``/``bernoulli_``..."""
+        global _rng, _initial_seed
+        _initial_seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
+        _rng = np.random.Generator(np.random.PCG64(_initial_seed))
+
+    def manual_seed_all(seed: int) -> None:
+        manual_seed(seed)
+
+    def seed() -> None:
+        manual_seed(int(np.random.SeedSequence().entropy) & 0xFFFF_FFFF_FFFF_FFFF)
+
+    def seed_all() -> None:
+        seed()
+
+    def initial_seed() -> int:
+        return _initial_seed
+
+    def get_device_name(device: object = None) -> str:
+        _check_device(device)
+        return _DEVICE_DESCRIPTION
+
+    def get_device_capability(device: object = None) -> tuple[int, int]:
+        _check_device(device)
+        return (0, 0)
+
+    def memory_allocated(device: object = None) -> int:
+        """Bytes held by live mlu storages (their NumPy buffers)."""
+        _check_device(device)
+        return _allocated
+
+    def max_memory_allocated(device: object = None) -> int:
+        """Peak of :func:`memory_allocated` since start or :func:`reset_peak_memory_stats`."""
+        _check_device(device)
+        return _peak
+
+    def reset_peak_memory_stats(device: object = None) -> None:
+        global _peak
+        _check_device(device)
+        _peak = _allocated
+
+    def empty_cache() -> None:
+        """Buffers are freed when their last tensor dies; nothing is cached."""
+
+    for fn in (
+        is_available, is_initialized, _is_in_bad_fork, device_count, current_device, set_device,
+        synchronize, manual_seed, manual_seed_all, seed, seed_all, initial_seed, get_device_name,
+        get_device_capability, memory_allocated, max_memory_allocated, reset_peak_memory_stats,
+        empty_cache,
+    ):
+        fn.__module__ = mod.__name__
+        setattr(mod, fn.__name__, fn)
+    return mod
+
+
+def setup() -> types.ModuleType:
+    """Bring up the ``mlu`` device once per process and return ``torch.mlu``."""
+    global _done
+    with _lock:
+        if _done:
+            return getattr(torch, DEVICE_NAME)  # type: ignore[no-any-return]
+        current = torch._C._get_privateuse1_backend_name()
+        if current not in ("privateuseone", DEVICE_NAME):
+            raise RuntimeError(
+                f"PrivateUse1 is already taken by backend {current!r}; "
+                f"the {DEVICE_NAME} reference backend cannot be brought up in this process"
+            )
+        module = _build_module()
+        if current == DEVICE_NAME and hasattr(torch, DEVICE_NAME):
+            # Someone (an earlier copy of this module, e.g. after importlib.reload) did it already.
+            _done = True
+            return getattr(torch, DEVICE_NAME)  # type: ignore[no-any-return]
+        from torch.utils.backend_registration import (
+            _setup_privateuseone_for_python_backend,
+        )
+
+        _setup_privateuseone_for_python_backend(DEVICE_NAME, backend_module=module)
+        sys.modules[module.__name__] = module
+        _done = True
+        return module

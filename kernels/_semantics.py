@@ -1,0 +1,228 @@
+"""CPU semantics every kernel shares, decided by torch's own rules.
+
+* Result dtypes come from ``torch.result_type`` (C++, knows wrapped Python numbers) and
+  ``torch._prims_common.elementwise_dtypes`` with an ``ELEMENTWISE_TYPE_PROMOTION_KIND`` — never
+  from a table of our own. Both answers are cached per dtype signature.
+* ``out=``: a result type the ``out`` tensor cannot hold safely (``can_safe_cast_to``) is refused
+  with CPU's message; a wrong-shaped ``out`` is resized (with CPU's deprecation warning when it
+  had elements); ``out`` is returned.
+* In-place: ``self`` is mutated and returned; a result type ``self`` cannot hold is refused with
+  CPU's message, a result shape that is not ``self``'s too.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch._prims_common import (
+    ELEMENTWISE_TYPE_PROMOTION_KIND,
+    can_safe_cast_to,
+    elementwise_dtypes,
+)
+
+from kernels._tensor import NP_DTYPE, np_dtype, restride, to_numpy
+
+__all__ = [
+    "Kind",
+    "check_result_fits",
+    "compute_array",
+    "dtypes",
+    "infer_size",
+    "promote",
+    "quiet",
+    "resize_out",
+    "scalar_type_name",
+    "write_inplace",
+    "write_out",
+]
+
+Kind = ELEMENTWISE_TYPE_PROMOTION_KIND
+
+_f32 = np.dtype(np.float32)
+
+
+def quiet() -> np.errstate:
+    """NumPy's floating-point warnings off: torch is silent about inf/nan results."""
+    return np.errstate(all="ignore")
+
+
+def scalar_type_name(dtype: torch.dtype) -> str:
+    """c10's ScalarType name (``Float``, ``Long``, ``BFloat16``...) as CPU error messages use it."""
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = torch.empty(0, dtype=dtype).type().removeprefix("torch.").removesuffix("Tensor")
+        _NAMES[dtype] = name
+    return name
+
+
+_NAMES: dict[torch.dtype, str] = {}
+
+# --------------------------------------------------------------------------------------------
+# Promotion
+# --------------------------------------------------------------------------------------------
+_INT_PROBE = torch.empty(1, dtype=torch.int32)
+_WRAPPABLE = (torch.float64, torch.complex128)
+
+
+def _normalize(x: Any) -> Any:
+    """Wrapped Python numbers (0-dim CPU tensors made from ``x + 2.5``) back to numbers."""
+    if isinstance(x, torch.Tensor):
+        if (x.dim() == 0 and x.dtype in _WRAPPABLE and x.device.type == "cpu"
+                and torch.result_type(_INT_PROBE, x) != x.dtype):
+            return x.item()
+        return x
+    return x
+
+
+def _signature(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return (x.dtype, x.dim() == 0)
+    if x is None:
+        return None
+    return type(x)
+
+
+_REPR = {bool: True, int: 1, float: 1.0, complex: 1j}
+_cache: dict[Any, tuple[torch.dtype, torch.dtype]] = {}
+
+
+def _representative(sig: Any) -> Any:
+    if isinstance(sig, tuple):
+        dtype, zero_dim = sig
+        return torch.empty(() if zero_dim else (1,), dtype=dtype, device="meta")
+    return _REPR[sig]
+
+
+def dtypes(kind: ELEMENTWISE_TYPE_PROMOTION_KIND, *args: Any) -> tuple[torch.dtype, torch.dtype]:
+    """``(computation dtype, result dtype)`` of an elementwise op over ``args`` (tensors/numbers;
+    ``None`` is ignored), as ``torch._prims_common.elementwise_dtypes`` decides."""
+    if len(args) == 2 and args[0] is not None and args[1] is not None:
+        promoted = torch.result_type(args[0], args[1])
+        key: Any = (kind, promoted)
+        hit = _cache.get(key)
+        if hit is None:
+            hit = elementwise_dtypes(
+                torch.empty(1, dtype=promoted, device="meta"), type_promotion_kind=kind
+            )
+            _cache[key] = hit
+        return hit
+    norm = [_normalize(a) for a in args if a is not None]
+    key = (kind, *(_signature(a) for a in norm))
+    hit = _cache.get(key)
+    if hit is None:
+        hit = elementwise_dtypes(*(_representative(s) for s in key[1:]), type_promotion_kind=kind)
+        _cache[key] = hit
+    return hit
+
+
+def promote(*args: Any) -> torch.dtype:
+    """The promoted dtype of ``args`` (torch's tensor/0-dim/number category rules)."""
+    if len(args) == 2:
+        return torch.result_type(args[0], args[1])
+    return dtypes(Kind.NO_OPMATH, *args)[1]
+
+
+def compute_array(x: Any, dtype: torch.dtype) -> Any:
+    """``x`` (tensor or number) as a NumPy array/scalar of the computation dtype ``dtype``."""
+    npd = NP_DTYPE[dtype]
+    if isinstance(x, torch.Tensor):
+        arr = to_numpy(x)
+        return arr if arr.dtype == npd else arr.astype(npd)
+    return np.asarray(x, dtype=npd) if not isinstance(x, np.ndarray) else x.astype(npd)
+
+
+def infer_size(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """Broadcast two shapes; raises CPU's (TensorIterator's) message when they do not."""
+    ndim = max(len(a), len(b))
+    out = [1] * ndim
+    for i in range(ndim - 1, -1, -1):
+        off = ndim - 1 - i
+        sa = a[len(a) - 1 - off] if len(a) - 1 - off >= 0 else 1
+        sb = b[len(b) - 1 - off] if len(b) - 1 - off >= 0 else 1
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) "
+                f"at non-singleton dimension {i}"
+            )
+        out[i] = sb if sa == 1 else sa
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
+# out= and in-place
+# --------------------------------------------------------------------------------------------
+def check_result_fits(result_dtype: torch.dtype, target_dtype: torch.dtype) -> None:
+    """CPU's refusal of an ``out``/``self`` dtype that cannot hold the result type."""
+    if result_dtype != target_dtype and not can_safe_cast_to(
+        cast_to=target_dtype, cast_from=result_dtype
+    ):
+        raise RuntimeError(
+            f"result type {scalar_type_name(result_dtype)} can't be cast to the desired output "
+            f"type {scalar_type_name(target_dtype)}"
+        )
+
+
+def resize_out(out: torch.Tensor, shape: Sequence[int]) -> None:
+    """Resize ``out`` to ``shape`` as ``at::native::resize_output`` does (warning included)."""
+    shape = list(shape)
+    if list(out.shape) == shape:
+        return
+    if out.numel() != 0:
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+            f"which does not match the required output shape {shape}. This behavior is deprecated, "
+            "and in a future PyTorch release outputs will not be resized unless they have zero "
+            "elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+            "elements with t.resize_(0).",
+            UserWarning,
+            stacklevel=2,
+        )
+    restride(out, shape)
+
+
+def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = None,
+              *, check: bool = True) -> torch.Tensor:
+    """Store ``value`` (array or number) in ``out`` after CPU's dtype check and resize; return ``out``."""
+    value = np.asarray(value)
+    if check and result_dtype is not None:
+        check_result_fits(result_dtype, out.dtype)
+    resize_out(out, value.shape)
+    dst = to_numpy(out)
+    if dst.dtype.kind != "c" and value.dtype.kind == "c":
+        value = value.real
+    np.copyto(dst, value, casting="unsafe")
+    return out
+
+
+def write_inplace(self: torch.Tensor, value: Any, result_dtype: torch.dtype | None = None
+                  ) -> torch.Tensor:
+    """Store ``value`` into ``self`` (in-place op): dtype and shape checks as on CPU; return ``self``."""
+    value = np.asarray(value)
+    if result_dtype is not None:
+        check_result_fits(result_dtype, self.dtype)
+    if value.shape != tuple(self.shape):
+        try:
+            bshape = np.broadcast_shapes(value.shape, tuple(self.shape))
+        except ValueError:
+            bshape = None
+        if bshape != tuple(self.shape):
+            raise RuntimeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                f"{list(bshape) if bshape is not None else list(value.shape)}"
+            )
+    dst = to_numpy(self)
+    if dst.dtype.kind != "c" and value.dtype.kind == "c":
+        value = value.real
+    np.copyto(dst, value, casting="unsafe")
+    return self
+
+
+def np_result(arr: Any, dtype: torch.dtype) -> np.ndarray:
+    """``arr`` cast to the NumPy dtype of ``dtype`` (no copy when it already is)."""
+    npd = np_dtype(dtype)
+    arr = np.asarray(arr)
+    return arr if arr.dtype == npd else arr.astype(npd)

@@ -1,0 +1,146 @@
+"""One decorator keyed by overload name, and the install step that hands kernels to the dispatcher.
+
+``@register("add.Tensor", "add_.Tensor")`` mirrors ``torch.library.impl``: the key is the overload
+name exactly as torch spells it (no ``aten::`` prefix; a nameless overload is just the base name,
+e.g. ``"exp"``). A name registered twice is refused, and every name is checked against the live
+``torch.ops.aten`` namespace when the decorator runs, so a typo fails at import, not at run time.
+
+:func:`install` registers everything (minus ``without``, with ``overrides`` swapped in) for the
+PrivateUse1 dispatch key through one ``torch.library.Library`` handle. Installing again with other
+arguments destroys that handle first, so a left-out overload is *really* missing: the dispatcher
+raises its own ``NotImplementedError: Could not run 'aten::X' with arguments from the 'mlu'
+backend``. (An overload that has a CompositeExplicitAutograd kernel in ATen falls back to it when
+left out, as it would for a real backend lacking it.)
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+import torch
+
+__all__ = ["install", "implemented", "register", "registered", "kernel", "resolve_overload"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_KERNELS: dict[str, Callable[..., Any]] = {}
+_ORIGIN: dict[str, str] = {}
+_lock = threading.RLock()
+_lib: torch.library.Library | None = None
+_state: tuple[frozenset[str], tuple[tuple[str, int], ...]] | None = None
+_installed: frozenset[str] = frozenset()
+_loaded = False
+
+#: Modules of this package that hold no kernels (everything else is imported by :func:`install`).
+_NOT_KERNEL_MODULES = frozenset({"registry"})
+
+
+def resolve_overload(name: str) -> torch._ops.OpOverload:
+    """``"add.Tensor"`` -> ``torch.ops.aten.add.Tensor``; ``ValueError`` for an unknown name."""
+    base, _, overload = name.partition(".")
+    try:
+        packet = getattr(torch.ops.aten, base)
+        return getattr(packet, overload or "default")  # type: ignore[no-any-return]
+    except (AttributeError, RuntimeError):
+        raise ValueError(f"{name!r} is not an aten overload known to torch {torch.__version__}") from None
+
+
+def register(*names: str) -> Callable[[F], F]:
+    """Register the decorated function as the mlu kernel for each overload in ``names``."""
+    if not names:
+        raise TypeError("register() needs at least one overload name, e.g. register('add.Tensor')")
+
+    def deco(fn: F) -> F:
+        origin = f"{fn.__module__}.{fn.__qualname__}"
+        with _lock:
+            for name in names:
+                if name.startswith("aten::"):
+                    raise ValueError(f"register({name!r}): give the overload name without 'aten::'")
+                resolve_overload(name)
+                if name in _KERNELS:
+                    raise ValueError(
+                        f"overload {name!r} is already registered by {_ORIGIN[name]}; "
+                        f"refusing a second kernel from {origin}"
+                    )
+                _KERNELS[name] = fn
+                _ORIGIN[name] = origin
+        return fn
+
+    return deco
+
+
+def _load_kernel_modules() -> None:
+    """Import every kernel module of the package (so their ``@register`` decorators run)."""
+    global _loaded
+    if _loaded:
+        return
+    import kernels
+
+    for info in sorted(pkgutil.iter_modules(kernels.__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name in _NOT_KERNEL_MODULES:
+            continue
+        importlib.import_module(f"kernels.{info.name}")
+    _loaded = True
+
+
+def registered() -> frozenset[str]:
+    """Every overload the package has a kernel for (installed or not)."""
+    _load_kernel_modules()
+    return frozenset(_KERNELS)
+
+
+def kernel(name: str) -> Callable[[...], Any]:  # type: ignore[misc]
+    """The package's own kernel for ``name`` (ignores overrides)."""
+    _load_kernel_modules()
+    return _KERNELS[name]
+
+
+def implemented() -> frozenset[str]:
+    """Overload names currently registered for PrivateUse1 by :func:`install`."""
+    return _installed
+
+
+def install(without: Iterable[str] = (), overrides: Mapping[str, Callable[..., Any]] | None = None
+            ) -> frozenset[str]:
+    """Bring up ``mlu`` and register its kernels; returns :func:`implemented`.
+
+    Same arguments as the current installation: no-op. Different ones: the previous registrations
+    are destroyed and everything is registered anew.
+    """
+    global _lib, _state, _installed
+    from kernels import _device
+
+    _device.setup()
+    _load_kernel_modules()
+    without_set = frozenset(without)
+    overrides = dict(overrides or {})
+    state = (without_set, tuple(sorted((k, id(v)) for k, v in overrides.items())))
+    with _lock:
+        if state == _state:
+            return _installed
+        unknown = sorted(without_set - _KERNELS.keys())
+        if unknown:
+            raise ValueError(
+                "cannot leave out overloads the mlu reference backend does not implement: "
+                + ", ".join(unknown)
+            )
+        for name in overrides:
+            resolve_overload(name)
+        if _lib is not None:
+            _lib._destroy()
+            _lib = None
+            _installed = frozenset()
+        lib = torch.library.Library("aten", "IMPL", "PrivateUse1")  # noqa: TOR901
+        table = {**_KERNELS, **overrides}
+        for name in sorted(table):
+            if name in without_set:
+                continue
+            lib.impl(name, table[name])
+        _lib = lib
+        _state = state
+        _installed = frozenset(n for n in table if n not in without_set)
+        return _installed

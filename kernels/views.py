@@ -1,0 +1,95 @@
+"""View kernels: results share the base's storage (writes through a view reach the base).
+
+Only the view overloads that have no composite kernel in ATen are implemented here (``view``,
+``as_strided``, ``_reshape_alias``, ``view_as_real``, ``view_as_complex``, ``unfold``); the others
+(``transpose``, ``permute``, ``select``, ``slice``, ``expand``, ``squeeze``, ``unsqueeze``,
+``diagonal``, ``split``, ``unbind``, ``t``, ``detach``, ``alias``, ``view.dtype``...) are
+CompositeExplicitAutograd in ATen and reach us through ``as_strided``, so their sizes, strides and
+storage offsets are torch's own. Geometry of ``view``/``unfold`` is computed by the same op on a
+``meta`` tensor of identical geometry, so strides and error messages are CPU's.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels._tensor import BUF_ATTR, alias, contiguous_strides
+from kernels.registry import register
+
+
+def _meta(t: torch.Tensor) -> torch.Tensor:
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+
+def _from_meta(base: torch.Tensor, m: torch.Tensor, dtype: torch.dtype | None = None
+               ) -> torch.Tensor:
+    return alias(base, m.shape, m.stride(), base.storage_offset() + m.storage_offset(), dtype)
+
+
+def check_in_bounds(t: torch.Tensor, size: list[int], stride: list[int], offset: int) -> None:
+    """CPU's ``setStorage`` bounds check for ``as_strided``-style views of ``t``'s storage."""
+    if any(s < 0 for s in stride):
+        raise RuntimeError(
+            f"as_strided: Negative strides are not supported at the moment, got strides: {stride}"
+        )
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    if any(n == 0 for n in size):
+        return
+    itemsize = t.element_size()
+    need = (offset + sum((n - 1) * s for n, s in zip(size, stride, strict=False)) + 1) * itemsize
+    have = getattr(t.untyped_storage(), BUF_ATTR).nbytes
+    if need > have:
+        raise RuntimeError(
+            f"setStorage: sizes {size}, strides {stride}, storage offset {offset}, and itemsize "
+            f"{itemsize} requiring a storage size of {need} are out of bounds for storage of "
+            f"size {have}"
+        )
+
+
+@register("view")
+def view(self: torch.Tensor, size: list[int]) -> torch.Tensor:
+    size = [int(s) for s in size]
+    if -1 not in size and self.is_contiguous():
+        numel = 1
+        for s in size:
+            numel *= s
+        if numel == self.numel():
+            return alias(self, size, contiguous_strides(size))
+    return _from_meta(self, _meta(self).view(size))
+
+
+@register("_reshape_alias")
+def _reshape_alias(self: torch.Tensor, size: list[int], stride: list[int]) -> torch.Tensor:
+    return alias(self, size, stride)
+
+
+@register("as_strided")
+def as_strided(self: torch.Tensor, size: list[int], stride: list[int],
+               storage_offset: int | None = None) -> torch.Tensor:
+    size = [int(s) for s in size]
+    stride = [int(s) for s in stride]
+    if len(size) != len(stride):
+        raise RuntimeError(
+            f"mismatch in length of strides and shape: {len(stride)} strides vs {len(size)} sizes"
+        )
+    off = self.storage_offset() if storage_offset is None else int(storage_offset)
+    check_in_bounds(self, size, stride, off)
+    return alias(self, size, stride, off)
+
+
+@register("view_as_real")
+def view_as_real(self: torch.Tensor) -> torch.Tensor:
+    m = torch.view_as_real(_meta(self))
+    return alias(self, m.shape, m.stride(), self.storage_offset() * 2 + m.storage_offset(), m.dtype)
+
+
+@register("view_as_complex")
+def view_as_complex(self: torch.Tensor) -> torch.Tensor:
+    m = torch.view_as_complex(_meta(self))
+    return alias(self, m.shape, m.stride(), self.storage_offset() // 2 + m.storage_offset(), m.dtype)
+
+
+@register("unfold")
+def unfold(self: torch.Tensor, dimension: int, size: int, step: int) -> torch.Tensor:
+    return _from_meta(self, _meta(self).unfold(dimension, size, step))
