@@ -1,0 +1,369 @@
+"""Neural-network overloads of ``mlu``: the dispatcher-facing side of :mod:`kernels.nn`.
+
+Each op is defined once, as an *impl* that takes the overload's arguments (tensors still as
+tensors) and returns NumPy arrays; :func:`define` registers it under its functional overload name
+(results wrapped as new mlu tensors) and, where torch has one, its ``out=`` overload (results
+written into the given tensors with CPU's dtype check and resize, the tensors returned).
+
+Which overloads: those the dispatcher asks a PrivateUse1 backend for when a CNN and a transformer
+encoder train (found by running them on ``mlu`` and reading the "Could not run 'aten::...'"
+errors). Convolution goes through ``convolution_overrideable`` /
+``convolution_backward_overrideable``: ``aten::_convolution`` picks that route for any backend
+that is not CPU/CUDA/MPS/XPU, which is the documented entry point for out-of-tree devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from kernels import _device, nn
+from kernels._semantics import write_inplace, write_out
+from kernels._tensor import NP_DTYPE, TORCH_DTYPE, from_numpy, to_numpy
+from kernels.registry import register
+
+__all__ = ["define"]
+
+Impl = Callable[..., Any]
+
+
+def _arr(t: torch.Tensor | None) -> np.ndarray | None:
+    return None if t is None else to_numpy(t)
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_wrap(v) for v in value)
+    if value is None:
+        return None
+    value = np.asarray(value)
+    return from_numpy(value, TORCH_DTYPE[value.dtype])
+
+
+def _store(outs: Sequence[torch.Tensor], values: Any) -> Any:
+    single = not isinstance(values, tuple)
+    vals = (values,) if single else values
+    for out, v in zip(outs, vals, strict=True):
+        if v is not None:
+            v = np.asarray(v)
+            write_out(out, v, TORCH_DTYPE[v.dtype])
+    return outs[0] if single else tuple(outs)
+
+
+def define(functional: str, out: str | None = None, out_names: Sequence[str] = ("out",)
+           ) -> Callable[[Impl], Impl]:
+    """Register ``impl`` as ``functional`` and (if given) as the ``out=`` overload ``out``."""
+
+    def deco(impl: Impl) -> Impl:
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            with np.errstate(all="ignore"):
+                return _wrap(impl(*args, **kwargs))
+
+        kernel.__name__ = kernel.__qualname__ = impl.__name__
+        register(functional)(kernel)
+        if out is not None:
+
+            def out_kernel(*args: Any, **kwargs: Any) -> Any:
+                outs = [kwargs.pop(n) for n in out_names]
+                with np.errstate(all="ignore"):
+                    return _store(outs, impl(*args, **kwargs))
+
+            out_kernel.__name__ = out_kernel.__qualname__ = impl.__name__ + "_out"
+            register(out)(out_kernel)
+        return impl
+
+    return deco
+
+
+# --------------------------------------------------------------------------------------------
+# convolution
+
+
+@define("convolution_overrideable", "convolution_overrideable.out")
+def convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
+                output_padding: list[int], groups: int) -> np.ndarray:
+    x, w, b = to_numpy(input), to_numpy(weight), _arr(bias)
+    if transposed:
+        return nn.conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, groups)
+    return nn.conv_forward(x, w, b, stride, padding, dilation, groups)
+
+
+@define("convolution_backward_overrideable", "convolution_backward_overrideable.out",
+        ("out0", "out1", "out2"))
+def convolution_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
+                         stride: list[int], padding: list[int], dilation: list[int],
+                         transposed: bool, output_padding: list[int], groups: int,
+                         output_mask: list[bool]) -> tuple[Any, Any, Any]:
+    go, x, w = to_numpy(grad_output), to_numpy(input), to_numpy(weight)
+    if transposed:
+        return nn.conv_transpose_backward(go, x, w, stride, padding, output_padding, dilation,
+                                          groups, output_mask)
+    return nn.conv_backward(go, x, w, stride, padding, dilation, groups, output_mask)
+
+
+# --------------------------------------------------------------------------------------------
+# normalization
+
+
+def _bn(input: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
+        running_mean: torch.Tensor | None, running_var: torch.Tensor | None, training: bool,
+        momentum: float, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # running statistics are updated in place through the aliasing NumPy views
+    return nn.batch_norm(to_numpy(input), _arr(weight), _arr(bias), _arr(running_mean),
+                         _arr(running_var), training, momentum, eps)
+
+
+@define("native_batch_norm", "native_batch_norm.out", ("out", "save_mean", "save_invstd"))
+def native_batch_norm(input: torch.Tensor, weight: torch.Tensor | None,
+                      bias: torch.Tensor | None, running_mean: torch.Tensor | None,
+                      running_var: torch.Tensor | None, training: bool, momentum: float,
+                      eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _bn(input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+@define("_native_batch_norm_legit", "_native_batch_norm_legit.out",
+        ("out", "save_mean", "save_invstd"))
+def native_batch_norm_legit(input: torch.Tensor, weight: torch.Tensor | None,
+                            bias: torch.Tensor | None, running_mean: torch.Tensor,
+                            running_var: torch.Tensor, training: bool, momentum: float,
+                            eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _bn(input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+@define("_native_batch_norm_legit.no_stats", "_native_batch_norm_legit.no_stats_out",
+        ("out", "save_mean", "save_invstd"))
+def native_batch_norm_legit_no_stats(input: torch.Tensor, weight: torch.Tensor | None,
+                                     bias: torch.Tensor | None, training: bool, momentum: float,
+                                     eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _bn(input, weight, bias, None, None, training, momentum, eps)
+
+
+@define("_native_batch_norm_legit_no_training", "_native_batch_norm_legit_no_training.out",
+        ("out0", "out1", "out2"))
+def native_batch_norm_legit_no_training(input: torch.Tensor, weight: torch.Tensor | None,
+                                        bias: torch.Tensor | None, running_mean: torch.Tensor,
+                                        running_var: torch.Tensor, momentum: float, eps: float
+                                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _bn(input, weight, bias, running_mean, running_var, False, momentum, eps)
+
+
+@define("native_batch_norm_backward", "native_batch_norm_backward.out", ("out0", "out1", "out2"))
+def native_batch_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
+                               weight: torch.Tensor | None, running_mean: torch.Tensor | None,
+                               running_var: torch.Tensor | None, save_mean: torch.Tensor | None,
+                               save_invstd: torch.Tensor | None, train: bool, eps: float,
+                               output_mask: list[bool]) -> tuple[Any, Any, Any]:
+    return nn.batch_norm_backward(to_numpy(grad_out), to_numpy(input), _arr(weight),
+                                  _arr(running_mean), _arr(running_var), _arr(save_mean),
+                                  _arr(save_invstd), train, eps, output_mask)
+
+
+@define("native_layer_norm", "native_layer_norm.out", ("out0", "out1", "out2"))
+def native_layer_norm(input: torch.Tensor, normalized_shape: list[int],
+                      weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return nn.layer_norm(to_numpy(input), normalized_shape, _arr(weight), _arr(bias), eps)
+
+
+@define("native_layer_norm_backward", "native_layer_norm_backward.out", ("out0", "out1", "out2"))
+def native_layer_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
+                               normalized_shape: list[int], mean: torch.Tensor,
+                               rstd: torch.Tensor, weight: torch.Tensor | None,
+                               bias: torch.Tensor | None, output_mask: list[bool]
+                               ) -> tuple[Any, Any, Any]:
+    return nn.layer_norm_backward(to_numpy(grad_out), to_numpy(input), normalized_shape,
+                                  to_numpy(mean), to_numpy(rstd), _arr(weight), _arr(bias),
+                                  output_mask)
+
+
+# --------------------------------------------------------------------------------------------
+# pooling
+
+
+@define("max_pool2d_with_indices", "max_pool2d_with_indices.out", ("out", "indices"))
+def max_pool2d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
+                            padding: list[int] = (0,), dilation: list[int] = (1,),
+                            ceil_mode: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    return nn.max_pool2d_with_indices(to_numpy(self), kernel_size, stride, padding, dilation,
+                                      ceil_mode)
+
+
+@define("max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward.grad_input",
+        ("grad_input",))
+def max_pool2d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tensor,
+                                     kernel_size: list[int], stride: list[int],
+                                     padding: list[int], dilation: list[int], ceil_mode: bool,
+                                     indices: torch.Tensor) -> np.ndarray:
+    return nn.max_pool2d_with_indices_backward(to_numpy(grad_output), to_numpy(self), kernel_size,
+                                               stride, padding, dilation, ceil_mode,
+                                               to_numpy(indices))
+
+
+@define("avg_pool2d", "avg_pool2d.out")
+def avg_pool2d(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
+               padding: list[int] = (0,), ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> np.ndarray:
+    return nn.avg_pool2d(to_numpy(self), kernel_size, stride, padding, ceil_mode,
+                         count_include_pad, divisor_override)
+
+
+@define("avg_pool2d_backward", "avg_pool2d_backward.grad_input", ("grad_input",))
+def avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor, kernel_size: list[int],
+                        stride: list[int], padding: list[int], ceil_mode: bool,
+                        count_include_pad: bool, divisor_override: int | None) -> np.ndarray:
+    return nn.avg_pool2d_backward(to_numpy(grad_output), to_numpy(self), kernel_size, stride,
+                                  padding, ceil_mode, count_include_pad, divisor_override)
+
+
+@define("_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out")
+def adaptive_avg_pool2d(self: torch.Tensor, output_size: list[int]) -> np.ndarray:
+    return nn.adaptive_avg_pool2d(to_numpy(self), output_size)
+
+
+@define("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out")
+def adaptive_avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor) -> np.ndarray:
+    return nn.adaptive_avg_pool2d_backward(to_numpy(grad_output), to_numpy(self))
+
+
+# --------------------------------------------------------------------------------------------
+# softmax family
+
+
+def _softmax_result(x: np.ndarray, half_to_float: bool) -> np.ndarray:
+    if half_to_float:
+        if x.dtype not in (NP_DTYPE[torch.float16], NP_DTYPE[torch.bfloat16]):
+            raise RuntimeError("conversion is supported for Half type only")
+        return x.astype(np.float32)
+    return x
+
+
+def _dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n if ndim else 0
+
+
+@define("_softmax", "_softmax.out")
+def softmax(self: torch.Tensor, dim: int, half_to_float: bool) -> np.ndarray:
+    x = to_numpy(self)
+    return _softmax_result(nn.softmax(x, _dim(dim, x.ndim)), half_to_float)
+
+
+@define("_log_softmax", "_log_softmax.out")
+def log_softmax(self: torch.Tensor, dim: int, half_to_float: bool) -> np.ndarray:
+    x = to_numpy(self)
+    return _softmax_result(nn.log_softmax(x, _dim(dim, x.ndim)), half_to_float)
+
+
+@define("_softmax_backward_data", "_softmax_backward_data.out", ("grad_input",))
+def softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: int,
+                          input_dtype: torch.dtype) -> np.ndarray:
+    y = to_numpy(output)
+    g = nn.softmax_backward(to_numpy(grad_output), y, _dim(dim, y.ndim))
+    return g.astype(NP_DTYPE[input_dtype], copy=False)
+
+
+@define("_log_softmax_backward_data", "_log_softmax_backward_data.out")
+def log_softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: int,
+                              input_dtype: torch.dtype) -> np.ndarray:
+    y = to_numpy(output)
+    g = nn.log_softmax_backward(to_numpy(grad_output), y, _dim(dim, y.ndim))
+    return g.astype(NP_DTYPE[input_dtype], copy=False)
+
+
+# --------------------------------------------------------------------------------------------
+# activations
+
+
+def _check_activation_dtype(x: np.ndarray, name: str) -> None:
+    if x.dtype == np.bool_:
+        raise RuntimeError(f'"{name}" not implemented for \'Bool\'')
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    _check_activation_dtype(x, "clamp_min_cpu")
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+@define("relu", "relu.out")
+def relu(self: torch.Tensor) -> np.ndarray:
+    return _relu(to_numpy(self))
+
+
+@register("relu_")
+def relu_(self: torch.Tensor) -> torch.Tensor:
+    return write_inplace(self, _relu(to_numpy(self)))
+
+
+def _threshold(x: np.ndarray, threshold: Any, value: Any) -> np.ndarray:
+    _check_activation_dtype(x, "threshold_cpu")
+    return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)
+
+
+@define("threshold", "threshold.out")
+def threshold(self: torch.Tensor, threshold: Any, value: Any) -> np.ndarray:
+    return _threshold(to_numpy(self), threshold, value)
+
+
+@register("threshold_")
+def threshold_(self: torch.Tensor, threshold: Any, value: Any) -> torch.Tensor:
+    return write_inplace(self, _threshold(to_numpy(self), threshold, value))
+
+
+@define("threshold_backward", "threshold_backward.grad_input", ("grad_input",))
+def threshold_backward(grad_output: torch.Tensor, self: torch.Tensor, threshold: Any
+                       ) -> np.ndarray:
+    return nn.threshold_backward(to_numpy(grad_output), to_numpy(self), threshold)
+
+
+def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    if x.dtype.kind not in "f" and x.dtype != NP_DTYPE[torch.bfloat16]:
+        raise RuntimeError(f"\"GeluKernelImpl\" not implemented for '{x.dtype}'")
+    return nn.gelu(x, approximate)
+
+
+@define("gelu", "gelu.out")
+def gelu(self: torch.Tensor, *, approximate: str = "none") -> np.ndarray:
+    return _gelu(to_numpy(self), approximate)
+
+
+@register("gelu_")
+def gelu_(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
+    with np.errstate(all="ignore"):
+        return write_inplace(self, _gelu(to_numpy(self), approximate))
+
+
+@define("gelu_backward", "gelu_backward.grad_input", ("grad_input",))
+def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate: str = "none"
+                  ) -> np.ndarray:
+    return nn.gelu_backward(to_numpy(grad_output), to_numpy(self), approximate)
+
+
+# --------------------------------------------------------------------------------------------
+# dropout and embedding
+
+
+@define("native_dropout", "native_dropout.out", ("out0", "out1"))
+def native_dropout(input: torch.Tensor, p: float, train: bool | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    return nn.native_dropout(to_numpy(input), p, train, _device.generator())
+
+
+@define("native_dropout_backward", "native_dropout_backward.out")
+def native_dropout_backward(grad_output: torch.Tensor, mask: torch.Tensor, scale: float
+                            ) -> np.ndarray:
+    return nn.native_dropout_backward(to_numpy(grad_output), to_numpy(mask), scale)
+
+
+@define("embedding_dense_backward", "embedding_dense_backward.out")
+def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int,
+                             padding_idx: int, scale_grad_by_freq: bool) -> np.ndarray:
+    return nn.embedding_dense_backward(to_numpy(grad_output), to_numpy(indices), num_weights,
+                                       padding_idx, scale_grad_by_freq)

@@ -1,0 +1,348 @@
+"""``_foreach_*`` overloads of ``mlu``: what ``torch.optim`` runs by default on this device.
+
+``torch.optim`` uses its ``foreach`` implementation on every device listed by
+``torch.utils._foreach_utils._get_foreach_kernels_supported_devices()``, and the PrivateUse1
+device is in that list, so SGD (momentum) and Adam/AdamW call ``_foreach_add_``, ``_foreach_mul_``,
+``_foreach_lerp_``, ``_foreach_addcmul_``, ``_foreach_sqrt``, ``_foreach_div_``,
+``_foreach_addcdiv_``... ATen has a CompositeExplicitAutograd "slow path" for every one of them
+(one per-tensor op per list element), which a backend may leave alone; here the common ones get a
+kernel with the same split that CUDA makes:
+
+* **fast path** — every tensor on ``mlu`` with one floating dtype (float32/float64), matching
+  shapes, real Python-number scalars: one NumPy ufunc per list element, written in place through
+  the aliasing NumPy views (no dispatcher round trip per tensor);
+* **slow path** — anything else (mixed dtypes or devices, integer or half tensors, broadcasting,
+  the ``.Tensor`` overloads): the per-tensor ATen op for each element, exactly as ATen's own slow
+  path does, so promotion and error messages are CPU's.
+
+The fast path evaluates each formula in the order ATen's CPU kernel does (``self + alpha * other``,
+``self + value * t1 * t2``, ``self + value * t1 / t2``, lerp's two-sided form), so results agree
+with CPU bit for bit on the optimizer steps.
+
+Overloads not registered here (``_foreach_norm``, ``_foreach_pow``, ``_foreach_maximum``, the
+rarely used unary ones...) run on ATen's slow path, built from the per-tensor kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from kernels._tensor import DEVICE, from_numpy, to_numpy
+from kernels.registry import register
+
+__all__: list[str] = []
+
+aten = torch.ops.aten
+_FAST_DTYPES = (torch.float32, torch.float64)
+_REAL = (bool, int, float)
+
+
+def _fast(*lists: Sequence[Any]) -> bool:
+    """CUDA-style fast-route test: one float dtype, one device (mlu), equal shapes."""
+    first = lists[0]
+    if not first:
+        return False
+    dtype = first[0].dtype
+    if dtype not in _FAST_DTYPES:
+        return False
+    for lst in lists:
+        if len(lst) != len(first):
+            return False
+        for t, ref in zip(lst, first, strict=True):
+            if (not isinstance(t, torch.Tensor) or t.dtype != dtype or t.device.type != DEVICE
+                    or t.shape != ref.shape):
+                return False
+    return True
+
+
+def _real(*scalars: Any) -> bool:
+    return all(isinstance(s, _REAL) for s in scalars)
+
+
+def _check_lengths(name: str, *lists: Sequence[Any]) -> None:
+    n = len(lists[0])
+    if n == 0:
+        raise RuntimeError(f"{name}: Tensor list must have at least one tensor.")
+    for lst in lists[1:]:
+        if len(lst) != n:
+            raise RuntimeError(
+                f"{name}: Tensor lists must have the same number of tensors, got {n} and {len(lst)}"
+            )
+
+
+def _scalars_from_tensor(scalars: torch.Tensor, n: int) -> list[Any]:
+    if scalars.dim() != 1 or scalars.numel() != n:
+        raise RuntimeError(
+            f"Expected length of scalars to match input of length {n} but got {scalars.numel()} "
+            "instead."
+        )
+    return to_numpy(scalars).tolist()
+
+
+# --------------------------------------------------------------------------------------------
+# binary: add / sub (with alpha), mul / div
+
+
+def _alpha_term(b: Any, alpha: Any) -> Any:
+    if alpha == 1:
+        return b
+    if isinstance(b, np.ndarray):
+        return np.multiply(b, alpha)
+    return b * alpha
+
+
+_BINARY: dict[str, tuple[np.ufunc, bool]] = {
+    # foreach name: (ufunc, takes alpha)
+    "add": (np.add, True),
+    "sub": (np.subtract, True),
+    "mul": (np.multiply, False),
+    "div": (np.divide, False),
+}
+
+
+def _make_binary(name: str, ufunc: np.ufunc, has_alpha: bool) -> None:
+    op, op_ = getattr(aten, name), getattr(aten, name + "_")
+    fname = f"_foreach_{name}"
+
+    def per_tensor(inplace: bool, t: torch.Tensor, other: Any, alpha: Any) -> Any:
+        fn = op_ if inplace else op
+        kw = {"alpha": alpha} if has_alpha and alpha != 1 else {}
+        return (fn.Tensor if isinstance(other, torch.Tensor) else fn.Scalar)(t, other, **kw)
+
+    def run(inplace: bool, self: list[torch.Tensor], others: list[Any], alpha: Any,
+            fast: bool) -> list[torch.Tensor] | None:
+        if fast:
+            results = []
+            for t, o in zip(self, others, strict=True):
+                a = to_numpy(t)
+                b = to_numpy(o) if isinstance(o, torch.Tensor) else o
+                b = _alpha_term(b, alpha) if has_alpha else b
+                if inplace:
+                    ufunc(a, b, out=a)
+                else:
+                    results.append(from_numpy(ufunc(a, b), t.dtype))
+            return None if inplace else results
+        out = [per_tensor(inplace, t, o, alpha) for t, o in zip(self, others, strict=True)]
+        return None if inplace else out
+
+    def scalar_kernel(inplace: bool) -> Callable[..., Any]:
+        def kernel(self: list[torch.Tensor], scalar: Any) -> Any:
+            _check_lengths(fname, self)
+            with np.errstate(all="ignore"):
+                return run(inplace, self, [scalar] * len(self), 1, _fast(self) and _real(scalar))
+        return kernel
+
+    def list_kernel(inplace: bool) -> Callable[..., Any]:
+        def kernel(self: list[torch.Tensor], other: list[torch.Tensor], **kw: Any) -> Any:
+            _check_lengths(fname, self, other)
+            alpha = kw.get("alpha", 1)
+            with np.errstate(all="ignore"):
+                return run(inplace, self, list(other), alpha, _fast(self, other) and _real(alpha))
+        return kernel
+
+    def scalarlist_kernel(inplace: bool) -> Callable[..., Any]:
+        def kernel(self: list[torch.Tensor], scalars: list[Any]) -> Any:
+            _check_lengths(fname, self, scalars)
+            with np.errstate(all="ignore"):
+                return run(inplace, self, list(scalars), 1, _fast(self) and _real(*scalars))
+        return kernel
+
+    def tensor_kernel(inplace: bool) -> Callable[..., Any]:
+        def kernel(self: list[torch.Tensor], other: torch.Tensor, **kw: Any) -> Any:
+            _check_lengths(fname, self)
+            alpha = kw.get("alpha", 1)
+            return run(inplace, self, [other] * len(self), alpha, False)
+        return kernel
+
+    variants = {"Scalar": scalar_kernel, "List": list_kernel, "ScalarList": scalarlist_kernel}
+    if name in ("add", "mul", "div"):
+        variants["Tensor"] = tensor_kernel
+    for overload, factory in variants.items():
+        for inplace in (False, True):
+            kname = f"{fname}{'_' if inplace else ''}.{overload}"
+            k = factory(inplace)
+            k.__name__ = k.__qualname__ = kname.replace(".", "__")
+            register(kname)(k)
+
+
+for _name, (_ufunc, _alpha) in _BINARY.items():
+    _make_binary(_name, _ufunc, _alpha)
+
+
+# --------------------------------------------------------------------------------------------
+# pointwise: addcmul / addcdiv
+
+
+def _make_pointwise(name: str, combine: Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
+                    ) -> None:
+    op, op_ = getattr(aten, name), getattr(aten, name + "_")
+    fname = f"_foreach_{name}"
+
+    def run(inplace: bool, self: list[torch.Tensor], t1: list[torch.Tensor],
+            t2: list[torch.Tensor], values: list[Any]) -> Any:
+        _check_lengths(fname, self, t1, t2, values)
+        if _fast(self, t1, t2) and _real(*values):
+            results = []
+            with np.errstate(all="ignore"):
+                for t, a1, a2, v in zip(self, t1, t2, values, strict=True):
+                    a = to_numpy(t)
+                    term = combine(to_numpy(a1), to_numpy(a2), v)
+                    if inplace:
+                        np.add(a, term, out=a)
+                    else:
+                        results.append(from_numpy(a + term, t.dtype))
+            return None if inplace else results
+        fn = op_ if inplace else op
+        out = [fn(t, a1, a2, value=v) for t, a1, a2, v in zip(self, t1, t2, values, strict=True)]
+        return None if inplace else out
+
+    for inplace in (False, True):
+        suffix = "_" if inplace else ""
+
+        def scalar(self: list, tensor1: list, tensor2: list, value: Any = 1, *,
+                   _i: bool = inplace) -> Any:
+            return run(_i, self, tensor1, tensor2, [value] * len(self))
+
+        def scalarlist(self: list, tensor1: list, tensor2: list, scalars: list, *,
+                       _i: bool = inplace) -> Any:
+            return run(_i, self, tensor1, tensor2, list(scalars))
+
+        def tensor(self: list, tensor1: list, tensor2: list, scalars: torch.Tensor, *,
+                   _i: bool = inplace) -> Any:
+            return run(_i, self, tensor1, tensor2, _scalars_from_tensor(scalars, len(self)))
+
+        for overload, k in (("Scalar", scalar), ("ScalarList", scalarlist), ("Tensor", tensor)):
+            kname = f"{fname}{suffix}.{overload}"
+            k.__name__ = k.__qualname__ = kname.replace(".", "__")
+            register(kname)(k)
+
+
+def _addcmul_term(t1: np.ndarray, t2: np.ndarray, value: Any) -> np.ndarray:
+    term = np.multiply(t1, value) if value != 1 else t1.copy()
+    term *= t2
+    return term
+
+
+def _addcdiv_term(t1: np.ndarray, t2: np.ndarray, value: Any) -> np.ndarray:
+    term = np.multiply(t1, value) if value != 1 else t1.copy()
+    term /= t2
+    return term
+
+
+_make_pointwise("addcmul", _addcmul_term)
+_make_pointwise("addcdiv", _addcdiv_term)
+
+
+# --------------------------------------------------------------------------------------------
+# lerp
+
+
+def _lerp(start: np.ndarray, end: np.ndarray, weight: Any) -> np.ndarray:
+    """ATen's two-sided lerp: ``start + w*(end-start)`` for ``|w| < 0.5``, else from ``end``."""
+    diff = end - start
+    if isinstance(weight, np.ndarray):
+        small = np.abs(weight) < 0.5
+        return np.where(small, start + weight * diff, end - diff * (1 - weight))
+    if abs(weight) < 0.5:
+        return start + weight * diff
+    return end - diff * (1 - weight)
+
+
+def _lerp_run(inplace: bool, self: list[torch.Tensor], ends: list[torch.Tensor],
+              weights: list[Any]) -> Any:
+    _check_lengths("_foreach_lerp", self, ends, weights)
+    tensor_weights = isinstance(weights[0], torch.Tensor)
+    fast = (_fast(self, ends, weights) if tensor_weights else _fast(self, ends) and _real(*weights))
+    if fast:
+        results = []
+        with np.errstate(all="ignore"):
+            for t, e, w in zip(self, ends, weights, strict=True):
+                a = to_numpy(t)
+                value = _lerp(a, to_numpy(e), to_numpy(w) if tensor_weights else w)
+                if inplace:
+                    np.copyto(a, value)
+                else:
+                    results.append(from_numpy(value, t.dtype))
+        return None if inplace else results
+    fn = aten.lerp_ if inplace else aten.lerp
+    out = [(fn.Tensor if tensor_weights else fn.Scalar)(t, e, w)
+           for t, e, w in zip(self, ends, weights, strict=True)]
+    return None if inplace else out
+
+
+for _inplace in (False, True):
+    _sfx = "_" if _inplace else ""
+
+    def _lerp_list(self: list, tensors1: list, weights: list, *, _i: bool = _inplace) -> Any:
+        return _lerp_run(_i, self, tensors1, list(weights))
+
+    def _lerp_scalar(self: list, tensors1: list, weight: Any, *, _i: bool = _inplace) -> Any:
+        return _lerp_run(_i, self, tensors1, [weight] * len(self))
+
+    def _lerp_scalarlist(self: list, tensors1: list, weight: list, *, _i: bool = _inplace
+                         ) -> Any:
+        return _lerp_run(_i, self, tensors1, list(weight))
+
+    for _ov, _k in (("List", _lerp_list), ("Scalar", _lerp_scalar),
+                    ("ScalarList", _lerp_scalarlist)):
+        _kname = f"_foreach_lerp{_sfx}.{_ov}"
+        _k.__name__ = _k.__qualname__ = _kname.replace(".", "__")
+        register(_kname)(_k)
+
+
+# --------------------------------------------------------------------------------------------
+# unary
+
+
+_UNARY: dict[str, np.ufunc] = {
+    "sqrt": np.sqrt,
+    "neg": np.negative,
+    "abs": np.abs,
+    "exp": np.exp,
+    "reciprocal": np.reciprocal,
+}
+
+
+def _make_unary(name: str, ufunc: np.ufunc) -> None:
+    op, op_ = getattr(aten, name), getattr(aten, name + "_")
+    fname = f"_foreach_{name}"
+
+    def functional(self: list[torch.Tensor]) -> list[torch.Tensor]:
+        _check_lengths(fname, self)
+        if _fast(self):
+            with np.errstate(all="ignore"):
+                return [from_numpy(ufunc(to_numpy(t)), t.dtype) for t in self]
+        return [op(t) for t in self]
+
+    def inplace(self: list[torch.Tensor]) -> None:
+        _check_lengths(fname, self)
+        if _fast(self):
+            with np.errstate(all="ignore"):
+                for t in self:
+                    a = to_numpy(t)
+                    ufunc(a, out=a)
+            return
+        for t in self:
+            op_(t)
+
+    functional.__name__ = functional.__qualname__ = fname
+    inplace.__name__ = inplace.__qualname__ = fname + "_"
+    register(fname)(functional)
+    register(fname + "_")(inplace)
+
+
+for _name, _uf in _UNARY.items():
+    _make_unary(_name, _uf)
+
+
+@register("_foreach_zero_")
+def _foreach_zero_(self: list[torch.Tensor]) -> None:
+    for t in self:
+        if t.device.type == DEVICE:
+            to_numpy(t)[...] = 0
+        else:
+            t.zero_()
