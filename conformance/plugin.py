@@ -1,3 +1,387 @@
-"""pytest plugin (entry point ``pytest11: conformance``). Inactive unless ``--backend`` is given."""
+"""pytest plugin (entry point ``pytest11: conformance``). Inactive unless ``--backend`` is given.
+
+With ``--backend NAME`` the session gains one test item per (overload, check), id
+``add.Tensor::promotion``; ``-k``, ``-x``, ``--lf``, ``--junitxml`` and ``-n`` (pytest-xdist)
+work on them as on any test. Verdict records go to ``--results FILE`` (JSONL), written by one
+process only — the xdist controller, or the lone process — from the reports the items produce,
+so the file is complete and valid with ``-n``. Workers also keep an about-to-run file per process;
+when a worker dies (segfault, or the per-item watchdog firing on a hang) the controller turns
+that file into a ``crash`` or ``timeout`` verdict for the item that was running.
+"""
 
 from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import uuid
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from conformance.backends import Backend
+    from conformance.engine import EngineSettings, Inflight, Item
+    from conformance.expectations import Expectations, Hints, Tolerances
+    from conformance.results import ResultsWriter
+    from conformance.verdicts import Verdict
+
+_PROP = "conformance_verdict"  # user_properties key carrying the verdict record (JSON text)
+_STATE = "conformance-state"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "operator conformance against CPU (opconform)")
+    group.addoption("--backend", default=None, metavar="NAME",
+                    help="backend under test: cpu, meta, cuda, mps, xpu, mlu, "
+                         "privateuse1:MODULE. Without it the plugin does nothing.")
+    group.addoption("--ops", default=None, metavar="REGEX",
+                    help="overloads whose name, base name or family fully matches REGEX "
+                         "(e.g. 'add|mul' selects add.Tensor, add_.Scalar, mul.out, ...)")
+    group.addoption("--checks", default=None, metavar="LIST",
+                    help="comma-separated checks (default: forward,promotion,broadcast)")
+    group.addoption("--max-examples", type=int, default=None, metavar="K",
+                    help="Hypothesis examples per (overload, check) (default 10; promotion x3)")
+    group.addoption("--conformance-seed", type=int, default=0, metavar="S",
+                    help="seed: the same seed gives the same verdicts (default 0)")
+    group.addoption("--results", default=None, metavar="FILE",
+                    help="write verdict records to FILE (JSONL, docs/ARCHITECTURE.md)")
+    group.addoption("--native-functions", default=None, metavar="PATH",
+                    help="native_functions.yaml to read (default: the copy packaged with torch)")
+    group.addoption("--without", default=None, metavar="LIST",
+                    help="reference backend only: comma-separated overloads to leave out")
+    group.addoption("--expected-failures", default=None, metavar="FILE",
+                    help="expected failures YAML (default: "
+                         "conformance/data/expected_failures/<backend>.yaml)")
+    group.addoption("--hints", default=None, metavar="FILE",
+                    help="input hints YAML (default: opdb/data/hints.yaml)")
+    group.addoption("--tolerances", default=None, metavar="FILE",
+                    help="tolerances YAML (default: opdb/data/tolerances.yaml)")
+    group.addoption("--conformance-timeout", type=float, default=120.0, metavar="SECONDS",
+                    help="per-item watchdog: a hung item is recorded as 'timeout' and its "
+                         "process ends (use -n so a worker is replaced) (default 120; 0 = off)")
+    group.addoption("--hypothesis-db", default=None, metavar="DIR",
+                    help="Hypothesis example database (default .conformance/hypothesis under "
+                         "the rootdir; 'none' for no database)")
+
+
+class State:
+    """Per-session state of an active plugin."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from conformance.backends import parse_without, resolve
+        from conformance.checks import CHECKS, DEFAULT_CHECKS
+        from conformance.engine import EngineSettings, Inflight
+        from conformance.expectations import (
+            expected_failures_path,
+            load_expectations,
+            load_hints,
+            load_tolerances,
+        )
+        from opdb.errors import InputError
+
+        opt = config.getoption
+        self.config = config
+        self.is_worker = hasattr(config, "workerinput")
+        try:
+            without = parse_without(opt("--without")) if opt("--without") else None
+            self.backend: Backend = resolve(opt("--backend"), without=without)
+            checks = [c.strip() for c in (opt("--checks") or ",".join(DEFAULT_CHECKS)).split(",")
+                      if c.strip()]
+            unknown = [c for c in checks if c not in CHECKS]
+            if unknown:
+                raise InputError(f"--checks: unknown check {unknown[0]!r} (known: "
+                                 f"{', '.join(CHECKS)})")
+            self.checks = checks
+            self.ops = opt("--ops")
+            try:
+                self.ops_re = re.compile(self.ops) if self.ops else None
+            except re.error as exc:
+                raise InputError(f"--ops: invalid regular expression {self.ops!r}: {exc}") \
+                    from None
+            max_examples = opt("--max-examples")
+            if max_examples is not None and max_examples < 1:
+                raise InputError("--max-examples must be at least 1")
+            self.hints: Hints = load_hints(opt("--hints"))
+            self.tolerances: Tolerances = load_tolerances(opt("--tolerances"))
+            xf = opt("--expected-failures") or expected_failures_path(self.backend.name)
+            if opt("--expected-failures") and not Path(xf).exists():
+                raise InputError("--expected-failures: file not found", file=str(xf))
+            self.expectations: Expectations = load_expectations(xf)
+        except InputError as exc:
+            raise pytest.UsageError(f"conformance: {exc}") from None
+        db = opt("--hypothesis-db")
+        if db is None:
+            db = str(Path(config.rootpath) / ".conformance" / "hypothesis")
+        elif db.lower() == "none":
+            db = None
+        self.settings: EngineSettings = EngineSettings(
+            max_examples=max_examples or 10, seed=opt("--conformance-seed"), database=db)
+        self.timeout = float(opt("--conformance-timeout") or 0)
+        if self.is_worker:
+            self.run_id = config.workerinput.get("conformance_run_id", "local")
+            self.worker = config.workerinput.get("workerid", "main")
+        else:
+            self.run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+            self.worker = "main"
+        self.inflight_dir = Path(config.rootpath) / ".conformance" / "inflight" / self.run_id
+        self.inflight: Inflight = Inflight(self.inflight_dir / f"{self.worker}.json")
+        self.writer: ResultsWriter | None = None
+        self.written: set[str] = set()
+        self._db: Any = None
+
+    # -- results (controller / lone process only) --------------------------------------------
+    def open_results(self) -> None:
+        from conformance.results import ResultsWriter, run_record
+
+        path = self.config.getoption("--results")
+        if not path or self.is_worker:
+            return
+        self.writer = ResultsWriter(path)
+        import sys
+
+        self.writer.write(run_record(backend=self.backend, seed=self.settings.seed,
+                                     checks=self.checks, ops=self.ops,
+                                     max_examples=self.settings.max_examples,
+                                     argv=list(getattr(self.config.invocation_params, "args",
+                                                       sys.argv))))
+
+    def record(self, obj: dict[str, Any]) -> None:
+        key = f"{obj.get('overload')}::{obj.get('check')}"
+        if key in self.written:
+            return
+        self.written.add(key)
+        if self.writer is not None:
+            self.writer.write(obj)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Controller / lone process: write the record the item produced, or a crash/timeout."""
+        state = self
+        if state.is_worker:
+            return
+        for key, value in report.user_properties:
+            if key == _PROP:
+                state.record(json.loads(value))
+                return
+        if report.when == "???" and report.failed:  # xdist: the worker died running this item
+            worker = getattr(getattr(report, "node", None), "gateway", None)
+            wid = getattr(worker, "id", None)
+            marker = None
+            if wid:
+                from conformance.engine import Inflight
+
+                marker = Inflight.read(state.inflight_dir / f"{wid}.json")
+            if not marker or marker.get("nodeid") != report.nodeid:
+                overload, _, check = report.nodeid.partition("::")
+                marker = {"overload": overload, "check": check, "nodeid": report.nodeid}
+            if marker.get("state") == "timeout":
+                rec = _lost_record(state, marker, "timeout",
+                                   f"ran past the {state.timeout:g}s per-item timeout; worker ended")
+            else:
+                rec = _lost_record(state, marker, "crash",
+                                   f"the process running it died ({report.longreprtext.strip()})")
+            state.record(rec)
+
+    # -- the op list --------------------------------------------------------------------------
+    def db(self) -> Any:
+        import opdb
+        from opdb.errors import InputError
+
+        if self._db is None:
+            try:
+                self._db = opdb.load(self.config.getoption("--native-functions"))
+            except InputError as exc:
+                raise pytest.UsageError(f"conformance: {exc}") from None
+        return self._db
+
+    def selected(self) -> list[Any]:
+        db = self.db()
+        rx = self.ops_re
+        out = []
+        for ov in db.overloads:
+            if rx is None or any(rx.fullmatch(s) for s in (ov.name, ov.base, ov.family)):
+                out.append(ov)
+        return out
+
+
+def _state(config: pytest.Config) -> State | None:
+    return getattr(config, "_conformance_state", None)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("--backend", default=None):
+        return
+    state = State(config)
+    config._conformance_state = state  # type: ignore[attr-defined]
+    config.pluginmanager.register(state, _STATE)
+    state.open_results()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = _state(config)
+    if state is not None and state.writer is not None:
+        state.writer.close()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:  # xdist controller: one call per worker started
+    state = _state(node.config)
+    if state is not None:
+        node.workerinput["conformance_run_id"] = state.run_id
+
+
+class ConformanceFailure(Exception):
+    """Raised by an item whose verdict is ``fail``: message and repro, no traceback."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        super().__init__(verdict.message)
+
+
+class ConformanceItem(pytest.Item):
+    """One (overload, check): runs the engine and reports its verdict."""
+
+    def __init__(self, *, item: Item, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.item = item
+
+    def runtest(self) -> None:
+        from conformance.engine import run_check
+        from conformance.repro import snippet
+
+        state = _state(self.config)
+        assert state is not None
+        backend = state.backend
+        test_id = self.item.id
+        expected = state.expectations.reason_for(test_id)
+        state.inflight.start(self.nodeid, self.item.sig.name, self.item.check.name)
+        watchdog = _Watchdog(state, self, state.timeout) if state.timeout > 0 else None
+        try:
+            verdict = run_check(self.item, backend, settings=state.settings,
+                                hints=state.hints.for_op(self.item.sig.name),
+                                tolerance_fn=state.tolerances,
+                                repro_fn=lambda call: snippet(call, backend),
+                                inflight=state.inflight, expected=expected)
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+            state.inflight.finish()
+        self.user_properties.append((_PROP, json.dumps(_json_safe(verdict.to_json()))))
+        if verdict.verdict == "fail":
+            raise ConformanceFailure(verdict)
+        if verdict.verdict in ("skip", "unsupported"):
+            pytest.skip(f"{verdict.verdict} ({verdict.category}): {verdict.message}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str | Any:
+        if isinstance(excinfo.value, ConformanceFailure):
+            v = excinfo.value.verdict
+            text = f"[{v.category}] {v.message}\nexamples checked: {v.examples}"
+            if v.repro:
+                text += "\n\nrepro:\n" + v.repro
+            return text
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, self.name
+
+
+def _json_safe(obj: dict[str, Any]) -> dict[str, Any]:
+    from conformance.results import _finite
+
+    return _finite(obj)
+
+
+class _Watchdog:
+    """Ends the process if an item runs past the timeout, leaving a ``timeout`` verdict behind.
+
+    A thread, not a signal: a backend hung in native code never returns to the interpreter's
+    signal handler, but this thread still runs while the GIL is released. The marker goes to the
+    about-to-run file (the xdist controller reads it when the worker dies) and, in a lone
+    process, straight to the results file.
+    """
+
+    def __init__(self, state: State, node: ConformanceItem, seconds: float) -> None:
+        self.state, self.node, self.seconds = state, node, seconds
+        self.timer = threading.Timer(seconds, self.fire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def cancel(self) -> None:
+        self.timer.cancel()
+
+    def fire(self) -> None:
+        self.state.inflight.mark("timeout")
+        rec = _lost_record(self.state, self.state.inflight.item, "timeout",
+                           f"ran past the {self.seconds:g}s per-item timeout; process ended")
+        self.state.record(rec)
+        import sys
+
+        sys.stderr.write(f"\nconformance: {self.node.nodeid} timed out after "
+                         f"{self.seconds:g}s; ending process {os.getpid()}\n")
+        sys.stderr.flush()
+        os._exit(70)
+
+
+def _lost_record(state: State, marker: dict[str, Any] | None, verdict: str, message: str
+                 ) -> dict[str, Any]:
+    import torch
+
+    from conformance.verdicts import Verdict
+
+    marker = marker or {}
+    started = marker.get("started")
+    call = marker.get("call")
+    if call:
+        message += f"; last call: {call}"
+    rec = Verdict(
+        overload=marker.get("overload", "?"), check=marker.get("check", "?"),
+        backend=state.backend.name, verdict=verdict, category=None, message=message,
+        examples=0, duration_s=round(time.time() - started, 3) if started else 0.0,
+        seed=state.settings.seed, torch_version=torch.__version__, repro=marker.get("repro"),
+        expected=state.expectations.reason_for(f"{marker.get('overload')}::{marker.get('check')}"),
+    )
+    return rec.to_json()
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    state = _state(config)
+    if state is None:
+        return
+    from conformance.checks import CHECKS
+    from conformance.engine import Item
+    from conformance.strategies import OpSignature
+
+    overloads = state.selected()
+    new: list[pytest.Item] = []
+    for ov in overloads:
+        sig = OpSignature.of(ov)
+        for check in state.checks:
+            item = Item(sig, CHECKS[check])
+            node = ConformanceItem.from_parent(session, name=item.id, nodeid=item.id, item=item)
+            reason = state.expectations.reason_for(item.id)
+            if reason:
+                node.add_marker(pytest.mark.xfail(reason=reason, strict=False))
+            new.append(node)
+    items.extend(new)
+    universe = [f"{ov.name}::{c}" for ov in state.db().overloads for c in CHECKS]
+    for exp in state.expectations.unmatched(universe):
+        warnings.warn(pytest.PytestWarning(
+            f"{exp.file}:{exp.line}: expected failure {exp.id!r} matches no overload/check"),
+            stacklevel=1)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = _state(config)
+    if state is None:
+        return None
+    b = state.backend
+    return [f"conformance: backend={b.name} device={b.device} dispatch_key={b.dispatch_key} "
+            f"checks={','.join(state.checks)} max_examples={state.settings.max_examples} "
+            f"seed={state.settings.seed} results={config.getoption('--results')}"]

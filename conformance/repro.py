@@ -1,0 +1,131 @@
+"""Standalone repro snippets: paste into a shell where the backend is installed, see the mismatch.
+
+The snippet brings the backend up from the :class:`~conformance.backends.Backend` record
+(``Backend.module``), writes every tensor literally (small, from Hypothesis's shrunk example),
+runs the overload on CPU and on the device and prints both results with their dtypes and shapes.
+It needs only torch and the backend's module — not opconform.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from conformance.backends import Backend
+from conformance.strategies import DEVICE, Call
+
+_MAX_LITERAL = 4096  # elements; above this the tensor is written as a seeded random draw
+
+
+def bringup_lines(backend: Backend) -> list[str]:
+    """Python lines that bring the backend up, derived from its record.
+
+    A ``privateuse1:MODULE`` backend comes up by importing its module; a named backend whose
+    record carries a module (the reference backend) comes up through that module's
+    ``install()``, with the overloads it was told to leave out.
+    """
+    if backend.module is None:
+        return []
+    lines = [f"import {backend.module}"]
+    if backend.name != f"privateuse1:{backend.module}":
+        args = f"without={list(backend.without)!r}" if backend.without else ""
+        lines.append(f"{backend.module}.install({args})")
+    return lines
+
+
+def _number(x: Any) -> str:
+    if isinstance(x, bool):
+        return repr(x)
+    if isinstance(x, complex):
+        return f"complex({_number(x.real)}, {_number(x.imag)})"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "float('nan')"
+        if math.isinf(x):
+            return "float('inf')" if x > 0 else "float('-inf')"
+        return repr(x)
+    return repr(x)
+
+
+def tensor_literal(t: torch.Tensor) -> str:
+    """``torch.tensor([...], dtype=torch.float32).reshape(2, 3)`` — exact for every dtype."""
+    dtype = f"torch.{str(t.dtype).removeprefix('torch.')}"
+    t = t.detach().cpu()
+    if t.dim() == 0:
+        return f"torch.tensor({_number(t.item())}, dtype={dtype})"
+    if t.numel() > _MAX_LITERAL:
+        return f"torch.zeros({tuple(t.shape)!r}, dtype={dtype})  # too large to write literally"
+    flat = t.reshape(-1)
+    if t.dtype == torch.bfloat16:
+        values = flat.float().tolist()  # every bfloat16 is exact in float32
+    else:
+        values = flat.tolist()
+    body = ", ".join(_number(v) for v in values)
+    shape = ", ".join(str(d) for d in t.shape)
+    text = f"torch.tensor([{body}], dtype={dtype})"
+    return text if t.dim() == 1 and t.shape[0] == len(values) else f"{text}.reshape({shape})"
+
+
+def _value(v: Any, on_device: bool) -> str:
+    if v is DEVICE:
+        return "device"
+    if isinstance(v, torch.Tensor):
+        return tensor_literal(v) + (".to(device)" if on_device else "")
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x, on_device) for x in v) + "]"
+    if isinstance(v, torch.dtype):
+        return f"torch.{str(v).removeprefix('torch.')}"
+    if isinstance(v, float | complex | int | bool):
+        return _number(v)
+    return repr(v)
+
+
+_SHOW = '''def show(device):
+    try:
+        out = call(device)
+    except Exception as exc:
+        print(f"{device}: raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return
+    for i, o in enumerate(out if isinstance(out, (tuple, list)) else [out]):
+        if isinstance(o, torch.Tensor):
+            print(f"{device}: out[{i}] dtype={o.dtype} shape={tuple(o.shape)}")
+            print(o.cpu() if o.device.type != "meta" else "  (meta tensor: no values)")
+        else:
+            print(f"{device}: out[{i}] = {o!r}")
+'''
+
+
+def snippet(call: Call, backend: Backend, *, note: str | None = None) -> str:
+    """The standalone repro for ``call`` on ``backend``."""
+    sig = call.sig
+    lines = ["import torch"]
+    lines += bringup_lines(backend)
+    lines.append("")
+    if note:
+        lines.append(f"# {note}")
+    lines.append(f"# {sig.name}: {sig.schema_str}")
+    lines.append("def call(device):")
+    args, kwargs = [], []
+    given = dict(call.values)
+    positional = True
+    for spec in sig.args:
+        if spec.name not in given:
+            positional = False
+            continue
+        text = _value(given[spec.name], spec.name not in call.on_cpu)
+        if positional and not spec.kwarg_only:
+            args.append(text)
+        else:
+            positional = False
+            kwargs.append(f"{spec.name}={text}")
+    packet = f"torch.ops.aten.{sig.base}.{sig.overload_name or 'default'}"
+    joined = ",\n        ".join(args + kwargs)
+    lines.append(f"    return {packet}(\n        {joined},\n    )" if joined
+                 else f"    return {packet}()")
+    lines.append("")
+    lines.append(_SHOW)
+    lines.append('show("cpu")')
+    lines.append(f"show({backend.device!r})")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,648 @@
+"""Inputs from the schema: Hypothesis strategies built from argument types, tags and names.
+
+No per-op code lives here. What the schema cannot say comes from the hints data
+(``opdb/data/hints.yaml``, read by :mod:`conformance.expectations`): string enums, ranges and
+symbolic shapes, keyed by argument name or overload name.
+
+The strategies draw a :class:`Call` — the overload, its arguments with tensors on CPU, and which
+tensors stay on CPU when the call is moved to the device under test. Modes:
+
+* ``forward``   one dtype for all tensor arguments; ``pointwise`` ops get mutually broadcastable
+                shapes, other ops one shape for all tensors (unless a shape hint says otherwise).
+* ``broadcast`` mutually broadcastable shapes up to rank 4 with size-0 and size-1 dims and 0-dim
+                tensors, or (sometimes) a deliberately non-broadcastable set.
+* ``promotion`` each operand (Tensor / Scalar positional arguments) independently a tensor,
+                a 0-dim tensor, a 0-dim CPU tensor next to device tensors, or a Python scalar, with
+                its own dtype among the twelve.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import torch
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from conformance.engine_dtypes import DTYPE_NAMES, DTYPES, FORWARD_DTYPES, category
+
+MODES = ("forward", "broadcast", "promotion")
+
+# Base types the strategies can draw; anything else is drawn only as its default / None.
+_DRAWABLE = {"Tensor", "int", "SymInt", "float", "bool", "Scalar", "ScalarType", "str"}
+# Types that are always left to their default (or None): they choose placement, not values.
+_DEFAULTED = {"Layout", "MemoryFormat", "Generator", "Device", "DeviceIndex"}
+
+
+class NoStrategy(Exception):
+    """The schema has an argument the strategies cannot draw (reason in the message)."""
+
+
+class _Device:
+    """Placeholder for ``Device?`` arguments of factory ops: the device the call runs on."""
+
+    def __repr__(self) -> str:
+        return "DEVICE"
+
+
+DEVICE = _Device()
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One schema argument, with its torchgen type taken apart once."""
+
+    name: str
+    type: str  # as the schema spells it: "Tensor?", "int[1]?", "SymInt[]"
+    base: str  # Tensor, int, SymInt, float, bool, str, Scalar, ScalarType, Layout, ...
+    optional: bool
+    is_list: bool
+    list_size: int | None
+    elem_optional: bool
+    default: str | None
+    kwarg_only: bool
+    is_write: bool
+    is_out: bool
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.base == "Tensor" and not self.is_list
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not None or self.optional
+
+    def default_value(self) -> Any:
+        if self.default is None:
+            return None
+        text = self.default
+        if text in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[text]
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return text
+
+
+@dataclass(frozen=True)
+class OpSignature:
+    """What the engine needs to know about an overload: name, kind, tags and typed arguments."""
+
+    name: str
+    base: str
+    overload_name: str
+    kind: str
+    tags: frozenset[str]
+    args: tuple[ArgSpec, ...]
+    returns: tuple[str, ...]
+    schema_str: str
+
+    @classmethod
+    def parse(cls, name: str, schema_str: str, tags: frozenset[str] | set[str] = frozenset()
+              ) -> OpSignature:
+        from torchgen.model import FunctionSchema, ListType, OptionalType
+
+        text = schema_str.split("::", 1)[1] if schema_str.startswith("aten::") else schema_str
+        fs = FunctionSchema.parse(text)
+        args: list[ArgSpec] = []
+        groups = ((fs.arguments.flat_positional, False, False),
+                  (fs.arguments.flat_kwarg_only, True, False),
+                  (fs.arguments.out, True, True))
+        for group, kwarg_only, is_out in groups:
+            for a in group:
+                t = a.type
+                optional = isinstance(t, OptionalType)
+                if optional:
+                    t = t.elem
+                is_list = isinstance(t, ListType)
+                size = t.size if is_list else None
+                elem_optional = False
+                if is_list:
+                    t = t.elem
+                    if isinstance(t, OptionalType):
+                        elem_optional = True
+                        t = t.elem
+                base = getattr(getattr(t, "name", None), "name", str(t))
+                args.append(ArgSpec(
+                    name=a.name, type=str(a.type), base=base, optional=optional, is_list=is_list,
+                    list_size=size, elem_optional=elem_optional, default=a.default,
+                    kwarg_only=kwarg_only, is_write=bool(a.annotation and a.annotation.is_write),
+                    is_out=is_out,
+                ))
+        kind = {"functional": "functional", "inplace": "inplace", "out": "out"}.get(
+            fs.kind().name, fs.kind().name)
+        base = fs.name.name.base + ("_" if fs.name.name.inplace else "")
+        if fs.name.name.dunder_method:
+            base = f"__{base}__"
+        return cls(name=name, base=base, overload_name=fs.name.overload_name, kind=kind,
+                   tags=frozenset(tags), args=tuple(args),
+                   returns=tuple(str(r.type) for r in fs.returns), schema_str=text)
+
+    @classmethod
+    def of(cls, overload: Any) -> OpSignature:
+        """From an ``opdb.Overload`` (anything with ``name``, ``schema_str`` or ``schema``, ``tags``)."""
+        schema_str = getattr(overload, "schema_str", None) or str(overload.schema)
+        return cls.parse(overload.name, schema_str, frozenset(getattr(overload, "tags", ())))
+
+    @cached_property
+    def packet(self) -> Any:
+        """``torch.ops.aten.<base>.<overload>`` (``default`` for an empty overload name)."""
+        return getattr(getattr(torch.ops.aten, self.base), self.overload_name or "default")
+
+    @property
+    def tensor_args(self) -> tuple[ArgSpec, ...]:
+        return tuple(a for a in self.args if a.is_tensor and not a.is_out)
+
+    @property
+    def operands(self) -> tuple[ArgSpec, ...]:
+        """Positional non-optional Tensor and Scalar arguments: what promotion mixes."""
+        return tuple(a for a in self.args if not a.kwarg_only and not a.optional
+                     and not a.is_list and a.base in ("Tensor", "Scalar"))
+
+    @property
+    def is_pointwise(self) -> bool:
+        return "pointwise" in self.tags
+
+    @property
+    def is_factory(self) -> bool:
+        return not any(a.base == "Tensor" for a in self.args if not a.is_out)
+
+    def untestable(self) -> str | None:
+        """Why no strategy can be built for this overload (``None`` when one can)."""
+        for a in self.args:
+            if a.is_out:
+                continue
+            if a.base in _DRAWABLE or a.base in _DEFAULTED:
+                if a.is_list and a.base == "Tensor" and a.elem_optional and not a.optional:
+                    return f"argument '{a.type} {a.name}' (optional-tensor lists need a hint)"
+                continue
+            if not a.has_default:
+                return f"argument '{a.type} {a.name}' has a type the strategies cannot draw"
+        return None
+
+
+@dataclass(frozen=True)
+class Call:
+    """One concrete call: arguments in schema order (tensors on CPU), and placement."""
+
+    sig: OpSignature
+    values: tuple[tuple[str, Any], ...]  # (argument name, value); omitted arguments are absent
+    on_cpu: frozenset[str] = frozenset()  # tensor arguments kept on CPU when run on a device
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    def split(self, device: str) -> tuple[list[Any], dict[str, Any]]:
+        """Positional args and kwargs for ``sig.packet``, tensors moved to ``device``."""
+        given = dict(self.values)
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        positional = True
+        for spec in self.sig.args:
+            if spec.name not in given:
+                positional = False
+                continue
+            value = _place(given[spec.name], device, spec.name in self.on_cpu)
+            if positional and not spec.kwarg_only:
+                args.append(value)
+            else:
+                positional = False
+                kwargs[spec.name] = value
+        return args, kwargs
+
+    def run(self, device: str) -> Any:
+        args, kwargs = self.split(device)
+        return self.sig.packet(*args, **kwargs)
+
+    @property
+    def tensor_dtypes(self) -> frozenset[str]:
+        """Names (among the twelve) of the dtypes of every tensor argument."""
+        names: set[str] = set()
+        for _, v in self.values:
+            for t in v if isinstance(v, list | tuple) else (v,):
+                if isinstance(t, torch.Tensor):
+                    names.add(_dtype_name(t.dtype))
+        return frozenset(n for n in names if n in DTYPES)
+
+    def describe(self) -> str:
+        """``add.Tensor(int64[2, 3], float64[], alpha=2)`` for messages."""
+        parts = []
+        for name, value in self.values:
+            text = _brief(value, name in self.on_cpu)
+            spec = next(a for a in self.sig.args if a.name == name)
+            parts.append(f"{name}={text}" if spec.kwarg_only or spec.has_default else text)
+        return f"{self.sig.name}({', '.join(parts)})"
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _brief(value: Any, on_cpu: bool = False) -> str:
+    if isinstance(value, torch.Tensor):
+        where = " on cpu" if on_cpu else ""
+        return f"{_dtype_name(value.dtype)}{list(value.shape)}{where}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_brief(v) for v in value) + "]"
+    if isinstance(value, torch.dtype):
+        return _dtype_name(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float('{value}')"
+    return repr(value)
+
+
+def _place(value: Any, device: str, keep_on_cpu: bool) -> Any:
+    if value is DEVICE:
+        return torch.device(device)
+    if isinstance(value, torch.Tensor):
+        return value.clone() if keep_on_cpu or device == "cpu" else value.to(device)
+    if isinstance(value, list) and value and any(isinstance(v, torch.Tensor) for v in value):
+        return [_place(v, device, keep_on_cpu) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- tensors
+
+
+def _np_dtype(name: str) -> np.dtype:
+    if name in ("bfloat16",):
+        return np.dtype("float32")
+    return np.dtype(str(name) if name != "bool" else "bool")
+
+
+def _elements(name: str, *, specials: bool, safe: bool) -> st.SearchStrategy[Any]:
+    """Element values for dtype ``name``: small, so results stay exact enough and repros short."""
+    cat = category(name)
+    if cat == "bool":
+        return st.booleans()
+    if cat == "int":
+        lo, hi = (1, 4) if safe else ((0, 12) if name == "uint8" else (-9, 9))
+        return st.integers(lo, hi)
+    width = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64,
+             "complex64": 32, "complex128": 64}[name]
+    if safe:
+        finite = st.sampled_from([1.0, 2.0, 0.5, 3.0])
+    else:
+        finite = st.floats(-8, 8, width=width, allow_subnormal=False)
+    reals = (finite | st.sampled_from([math.nan, math.inf, -math.inf, -0.0])) if specials \
+        else finite
+    if cat == "complex":
+        return st.builds(complex, reals, reals)
+    return reals
+
+
+def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bool = False
+            ) -> st.SearchStrategy[torch.Tensor]:
+    """A CPU tensor of dtype ``name`` and ``shape``, drawn with :func:`hypothesis.extra.numpy.arrays`."""
+    np_dtype = _np_dtype(name)
+    torch_dtype = DTYPES[name]
+    arr = hnp.arrays(np_dtype, tuple(shape), elements=_elements(name, specials=specials, safe=safe))
+    return arr.map(lambda a: torch.from_numpy(np.array(a, copy=True)).to(torch_dtype))
+
+
+# --------------------------------------------------------------------------- hints
+
+
+@dataclass(frozen=True)
+class ArgHint:
+    """What the hints data says about one argument (all optional)."""
+
+    choices: tuple[Any, ...] | None = None
+    min: float | None = None
+    max: float | None = None
+    shape: tuple[Any, ...] | None = None  # symbolic shape for a tensor (letters are shared sizes)
+    dtypes: tuple[str, ...] | None = None  # dtypes a tensor argument may take (e.g. indices)
+    length: int | None = None  # list length for int[] arguments
+
+
+@dataclass(frozen=True)
+class OpHints:
+    """Hints for one overload: per argument, merged global-by-name then per-op."""
+
+    args: Mapping[str, ArgHint] = field(default_factory=dict)
+    max_side: int | None = None
+
+    def get(self, name: str) -> ArgHint:
+        return self.args.get(name, ArgHint())
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+@dataclass
+class _Plan:
+    shapes: dict[str, tuple[int, ...]]
+    dtypes: dict[str, str]
+    python: dict[str, Any] = field(default_factory=dict)
+    on_cpu: set[str] = field(default_factory=set)
+    specials: bool = False
+    safe: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int
+                     ) -> dict[str, tuple[int, ...]]:
+    sizes: dict[str, int] = {}
+    out: dict[str, tuple[int, ...]] = {}
+    for a in sig.tensor_args:
+        sym = hints.get(a.name).shape
+        if sym is None:
+            continue
+        dims = []
+        for d in sym:
+            if isinstance(d, int):
+                dims.append(d)
+            else:
+                if d not in sizes:
+                    sizes[d] = draw(st.integers(1, max_side), label=f"size {d}")
+                dims.append(sizes[d])
+        out[a.name] = tuple(dims)
+    return out
+
+
+def _shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str) -> dict[str, tuple[int, ...]]:
+    """Shapes for the tensor arguments (list elements use the first tensor's shape)."""
+    names = [a.name for a in sig.tensor_args]
+    if not names:
+        return {}
+    max_side = hints.max_side or (3 if mode == "broadcast" else 4)
+    fixed = _symbolic_shapes(draw, sig, hints, max_side)
+    free = [n for n in names if n not in fixed]
+    if not free:
+        return fixed
+    if mode == "broadcast" or (sig.is_pointwise and len(free) > 1):
+        max_dims = 4 if mode == "broadcast" else 3
+        bshapes = draw(hnp.mutually_broadcastable_shapes(
+            num_shapes=len(free), min_dims=0, max_dims=max_dims, min_side=0 if mode ==
+            "broadcast" else 1, max_side=max_side), label="broadcastable shapes")
+        shapes = dict(zip(free, bshapes.input_shapes, strict=True))
+        if mode == "forward" and draw(st.integers(0, 9), label="size-0 dim?") == 0:
+            # now and then a size-0 dimension, shared by every operand
+            shapes = {k: s[:-1] + (0,) if s and s[-1] != 1 else s for k, s in shapes.items()}
+    else:
+        one = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=max_side),
+                   label="shape")
+        shapes = dict.fromkeys(free, one)
+    shapes.update(fixed)
+    return shapes
+
+
+def _rank(plan: _Plan, sig: OpSignature) -> int:
+    for a in sig.tensor_args:
+        if a.name in plan.shapes:
+            return len(plan.shapes[a.name])
+    return 0
+
+
+def _first_shape(plan: _Plan, sig: OpSignature) -> tuple[int, ...]:
+    for a in sig.tensor_args:
+        if a.name in plan.shapes:
+            return plan.shapes[a.name]
+    return ()
+
+
+def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignature) -> list[int]:
+    name = spec.name
+    rank = _rank(plan, sig)
+    if name in ("dim", "dims"):
+        r = max(rank, 1)
+        picked = draw(st.lists(st.integers(-r, r - 1), max_size=r,
+                               unique_by=lambda d, r=r: d % r), label=name)
+        return picked
+    if name in ("size", "shape", "sizes") or "size" in name and spec.base == "SymInt":
+        first = _first_shape(plan, sig)
+        numel = math.prod(first)
+        return draw(st.sampled_from([list(first), [numel], [-1], list(reversed(first))])
+                    | st.lists(st.integers(0, 4), max_size=3), label=name)
+    length = hint.length or spec.list_size
+    lo = int(hint.min) if hint.min is not None else 0
+    hi = int(hint.max) if hint.max is not None else 3
+    if length:
+        return draw(st.lists(st.integers(lo, hi), min_size=length, max_size=length), label=name)
+    return draw(st.lists(st.integers(lo, hi), max_size=3), label=name)
+
+
+def _scalar(draw: Any, plan: _Plan, sig: OpSignature, name: str) -> Any:
+    dt = next(iter(plan.dtypes.values()), "float32")
+    cat = category(dt)
+    if cat == "bool":
+        return draw(st.booleans() | st.integers(0, 2), label=name)
+    if cat == "int":
+        return draw(st.integers(-3, 3), label=name)
+    return draw(st.integers(-3, 3) | st.floats(-2, 2, allow_subnormal=False), label=name)
+
+
+def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignature) -> Any:
+    """One non-tensor argument (or ``_OMIT``)."""
+    if hint.choices is not None:
+        return draw(st.sampled_from(hint.choices), label=spec.name)
+    base = spec.base
+    if base in _DEFAULTED:
+        if base == "Device" and sig.is_factory:
+            return DEVICE
+        return _OMIT if spec.has_default else None
+    if spec.optional and base not in ("ScalarType",) and draw(st.integers(0, 3), label=f"{spec.name} is None?") == 0:
+        return None
+    if base == "ScalarType":
+        if spec.optional and draw(st.integers(0, 2), label=f"{spec.name} given?") != 0:
+            return None
+        return DTYPES[draw(st.sampled_from(DTYPE_NAMES), label=spec.name)]
+    if base in ("int", "SymInt"):
+        if spec.is_list:
+            return _int_list(draw, spec, hint, plan, sig)
+        if spec.name == "dim" or spec.name.endswith("_dim") or spec.name in ("dim0", "dim1"):
+            r = max(_rank(plan, sig), 1)
+            return draw(st.integers(-r, r - 1), label=spec.name)
+        lo = int(hint.min) if hint.min is not None else 0
+        hi = int(hint.max) if hint.max is not None else 3
+        return draw(st.integers(lo, hi), label=spec.name)
+    if base == "bool":
+        if spec.is_list:
+            n = spec.list_size or 2
+            return draw(st.lists(st.booleans(), min_size=n, max_size=n), label=spec.name)
+        return draw(st.booleans(), label=spec.name)
+    if base == "float":
+        lo = hint.min if hint.min is not None else -2.0
+        hi = hint.max if hint.max is not None else 2.0
+        strat = st.floats(lo, hi, allow_subnormal=False)
+        if spec.is_list:
+            n = spec.list_size or 2
+            return draw(st.lists(strat, min_size=n, max_size=n), label=spec.name)
+        return draw(strat, label=spec.name)
+    if base == "Scalar":
+        if spec.is_list:
+            return draw(st.lists(st.integers(-3, 3), min_size=1, max_size=3), label=spec.name)
+        if spec.name in plan.python:
+            return plan.python[spec.name]
+        return _scalar(draw, plan, sig, spec.name)
+    if base == "str":
+        if spec.default is not None:
+            return _OMIT
+        raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
+    if spec.has_default:
+        return _OMIT
+    raise NoStrategy(f"argument '{spec.type} {spec.name}' has a type the strategies cannot draw")
+
+
+class _Omit:
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+_OMIT = _Omit()
+
+
+def _tensor_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignature) -> Any:
+    if spec.name in plan.python:
+        return plan.python[spec.name]
+    if spec.optional and spec.name not in plan.shapes:
+        return None
+    if spec.optional and draw(st.integers(0, 2), label=f"{spec.name} is None?") == 0:
+        return None
+    shape = plan.shapes.get(spec.name, _first_shape(plan, sig))
+    dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
+    if hint.dtypes:
+        dtype = draw(st.sampled_from(hint.dtypes), label=f"{spec.name} dtype")
+    return draw(tensors(dtype, shape, specials=plan.specials, safe=plan.safe), label=spec.name)
+
+
+def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignature) -> Any:
+    if spec.elem_optional:
+        raise NoStrategy(f"argument '{spec.type} {spec.name}' needs a hint")
+    shape = _first_shape(plan, sig) if plan.shapes else draw(
+        hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
+    dtype = next(iter(plan.dtypes.values()), "float32")
+    n = draw(st.integers(1, 3), label=f"len({spec.name})")
+    return [draw(tensors(dtype, shape, specials=plan.specials, safe=plan.safe)) for _ in range(n)]
+
+
+def _out_arg(draw: Any, spec: ArgSpec, plan: _Plan) -> Any:
+    first = next(iter(plan.dtypes.values()), "float32")
+    dt = draw(st.sampled_from([first, "float32", "int64", "bool"]), label=f"{spec.name} dtype")
+    return torch.empty(0, dtype=DTYPES[dt])
+
+
+def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
+    values: list[tuple[str, Any]] = []
+    for spec in sig.args:
+        hint = hints.get(spec.name)
+        if spec.is_out:
+            values.append((spec.name, _out_arg(draw, spec, plan)))
+            continue
+        if spec.base == "Tensor" and spec.is_list:
+            v = _tensor_list(draw, spec, hint, plan, sig) if not (spec.optional and draw(
+                st.integers(0, 3), label=f"{spec.name} is None?") == 0) else None
+        elif spec.base == "Tensor":
+            v = _tensor_arg(draw, spec, hint, plan, sig)
+        else:
+            v = _value(draw, spec, hint, plan, sig)
+        if v is _OMIT:
+            continue
+        values.append((spec.name, v))
+    return Call(sig=sig, values=tuple(values), on_cpu=frozenset(plan.on_cpu),
+                notes=tuple(plan.notes))
+
+
+def _tensor_arg_dtypes(draw: Any, sig: OpSignature, hints: OpHints, pool: Sequence[str]
+                       ) -> dict[str, str]:
+    """One dtype for every tensor argument (mixing is the promotion check's job)."""
+    shared = draw(st.sampled_from(tuple(pool)), label="dtype")
+    return {a.name: shared for a in sig.tensor_args}
+
+
+@st.composite
+def forward_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
+    """Calls for the ``forward`` check."""
+    shapes = _shapes(draw, sig, hints, mode="forward")
+    dtypes = _tensor_arg_dtypes(draw, sig, hints, FORWARD_DTYPES)
+    specials = draw(st.integers(0, 7), label="non-finite values?") == 0
+    plan = _Plan(shapes=shapes, dtypes=dtypes, specials=specials)
+    return _assemble(draw, sig, hints, plan)
+
+
+@st.composite
+def broadcast_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
+    """Calls for the ``broadcast`` check: broadcastable shapes, or (1 in 5) a conflicting set."""
+    shapes = _shapes(draw, sig, hints, mode="broadcast")
+    notes = []
+    names = [a.name for a in sig.tensor_args if not a.optional]
+    if len(names) >= 2 and draw(st.integers(0, 4), label="non-broadcastable?") == 0:
+        # make the first two operands disagree in one trailing dimension (neither is 1)
+        a, b = names[0], names[1]
+        sa, sb = list(shapes[a]) or [2], list(shapes[b]) or [3]
+        sa[-1], sb[-1] = 2, 3
+        shapes[a], shapes[b] = tuple(sa), tuple(sb)
+        notes.append("non-broadcastable")
+    dtype = draw(st.sampled_from(("float32", "int64", "bool", "float64")), label="dtype")
+    plan = _Plan(shapes=shapes, dtypes={a.name: dtype for a in sig.tensor_args}, notes=notes)
+    return _assemble(draw, sig, hints, plan)
+
+
+#: Promotion operand forms.
+OPERAND_KINDS = ("tensor", "zerodim", "cpu_zerodim", "python")
+
+
+def _python_scalar(draw: Any, dtype: str) -> Any:
+    cat = category(dtype)
+    return {"bool": True, "int": 2, "float": 2.5, "complex": complex(1.5, 0.5)}[cat]
+
+
+@st.composite
+def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
+    """Calls for the ``promotion`` check: each operand its own form and dtype."""
+    operands = sig.operands
+    shapes = _shapes(draw, sig, hints, mode="forward")
+    dtypes: dict[str, str] = {a.name: "float32" for a in sig.tensor_args}
+    python: dict[str, Any] = {}
+    on_cpu: set[str] = set()
+    notes: list[str] = []
+    kinds: dict[str, str] = {}
+    for i, spec in enumerate(operands):
+        dt = draw(st.sampled_from(DTYPE_NAMES), label=f"{spec.name} dtype")
+        if spec.base == "Scalar":
+            kind = "python"
+            dt = draw(st.sampled_from(("bool", "int64", "float64", "complex128")),
+                      label=f"{spec.name} scalar kind")
+        elif i == 0 or len(operands) == 1:
+            kind = draw(st.sampled_from(("tensor", "tensor", "zerodim")), label=f"{spec.name} form")
+        else:
+            kind = draw(st.sampled_from(OPERAND_KINDS), label=f"{spec.name} form")
+        kinds[spec.name] = kind
+        if kind == "python":
+            python[spec.name] = _python_scalar(draw, dt)
+            notes.append(f"{spec.name}=python {type(python[spec.name]).__name__}")
+            continue
+        dtypes[spec.name] = dt
+        if kind in ("zerodim", "cpu_zerodim") and sig.is_pointwise:
+            shapes[spec.name] = ()
+        if kind == "cpu_zerodim":
+            if sig.is_pointwise:
+                on_cpu.add(spec.name)
+                notes.append(f"{spec.name}=0-dim cpu tensor")
+    # a tensor argument that is not an operand (e.g. an optional weight) follows the first operand
+    first = next((dtypes[a.name] for a in operands if a.name in dtypes), "float32")
+    for a in sig.tensor_args:
+        if a.name not in {o.name for o in operands}:
+            dtypes[a.name] = first
+    plan = _Plan(shapes=shapes, dtypes=dtypes, python=python, on_cpu=on_cpu, safe=True,
+                 notes=notes)
+    return _assemble(draw, sig, hints, plan)
+
+
+def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[Call]:
+    """The strategy for ``mode`` (one of :data:`MODES`); raises :class:`NoStrategy` up front."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    reason = sig.untestable()
+    if reason:
+        raise NoStrategy(reason)
+    for spec in sig.args:
+        if spec.base == "str" and spec.default is None and hints.get(spec.name).choices is None:
+            raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
+    factory = {"forward": forward_calls, "broadcast": broadcast_calls,
+               "promotion": promotion_calls}[mode]
+    return factory(sig, hints)

@@ -1,0 +1,138 @@
+"""Verdict records and the exceptions checks raise to reach them.
+
+A check never returns a verdict itself: it raises :class:`CheckFailure` (with a category) for a
+disagreement with CPU, :class:`CpuRejected` when CPU refuses the example (not counted), and the
+engine turns the dispatcher's "Could not run 'aten::X' with arguments from the 'B' backend" error
+into ``unsupported`` with ``missing_op`` (see :func:`missing_op_from`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+VERDICTS = ("pass", "fail", "unsupported", "skip", "crash", "timeout")
+
+#: Categories by verdict. Fails: what disagreed; skips: why nothing was checked.
+FAIL_CATEGORIES = ("value", "dtype", "shape", "error_mismatch", "structure", "device", "flaky")
+SKIP_CATEGORIES = (
+    "no_valid_inputs",  # every example drawn was rejected by CPU
+    "cpu_unsupported",  # CPU (the oracle) has no kernel for it
+    "not_applicable",  # the check does not apply to this overload (e.g. broadcast of one tensor)
+    "no_strategy",  # an argument type the schema strategies cannot draw (Storage, Dimname, ...)
+    "no_host_values",  # the backend's tensors hold no values (meta): values not compared
+    "harness_error",  # a bug in the harness itself, reported rather than hidden
+)
+
+_COULD_NOT_RUN = re.compile(r"Could not run '([^']+)' with arguments from the '([^']+)' backend")
+
+
+def missing_op_from(exc: BaseException) -> tuple[str, str] | None:
+    """``(overload, backend)`` named by the dispatcher's missing-kernel error, else ``None``.
+
+    ``aten::add.Tensor`` -> ``add.Tensor``; ``aten::abs`` -> ``abs`` (the default overload).
+    """
+    if not isinstance(exc, NotImplementedError):
+        return None
+    m = _COULD_NOT_RUN.search(str(exc))
+    if m is None:
+        return None
+    name = m.group(1)
+    name = name.split("::", 1)[1] if name.startswith("aten::") else name
+    return name, m.group(2)
+
+
+def error_line(exc: BaseException) -> str:
+    """``RuntimeError: first line of the message`` (trimmed) — what messages and tallies show."""
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if len(first) > 200:
+        first = first[:197] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class CpuRejected(Exception):
+    """CPU raised on this example: it is not counted (CPU is the oracle)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+        super().__init__(error_line(exc))
+
+
+class CheckFailure(AssertionError):
+    """The backend disagreed with CPU. ``category`` is one of :data:`FAIL_CATEGORIES`."""
+
+    def __init__(self, category: str, message: str) -> None:
+        assert category in FAIL_CATEGORIES, category
+        self.category = category
+        self.message = message
+        super().__init__(message)
+
+
+class NotComparable(Exception):
+    """Values could not be read back from the backend (e.g. meta tensors hold no data)."""
+
+
+class Abort(BaseException):
+    """Stops the Hypothesis run at once (not an ``Exception``, so Hypothesis does not shrink it)."""
+
+    def __init__(self, verdict: str, category: str, message: str, missing_op: str | None = None):
+        self.verdict = verdict
+        self.category = category
+        self.message = message
+        self.missing_op = missing_op
+        self.call: object | None = None  # the call that hit it (for the repro)
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class DtypeTally:
+    """Counts over the examples in which some tensor argument had one dtype."""
+
+    examples: int = 0
+    cpu_ok: int = 0
+    backend_ok: int = 0
+    agree: int = 0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One record per (overload, check); field names are the results-file contract."""
+
+    overload: str
+    check: str
+    backend: str
+    verdict: str
+    category: str | None
+    message: str
+    examples: int
+    duration_s: float
+    seed: int
+    torch_version: str
+    missing_op: str | None = None
+    repro: str | None = None
+    expected: str | None = None
+    dtypes: Mapping[str, DtypeTally] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+
+    @property
+    def id(self) -> str:
+        return f"{self.overload}::{self.check}"
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"record": "verdict", **asdict(self)}
+        out["dtypes"] = {k: asdict(v) if isinstance(v, DtypeTally) else dict(v)
+                         for k, v in self.dtypes.items()}
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Verdict:
+        known = {f for f in cls.__dataclass_fields__}
+        kw = {k: v for k, v in obj.items() if k in known}
+        kw["dtypes"] = {k: DtypeTally(**v) for k, v in (obj.get("dtypes") or {}).items()}
+        return cls(**kw)
