@@ -156,15 +156,44 @@ def load(
     ``db.derivatives_path`` is None and autograd information is ``unknown``.
     Bad input raises :class:`~opdb.errors.InputError` naming the file and line.
     """
+    key = _memo_key(native_functions, derivatives)
+    if key is not None and key in _MEMO:
+        return _MEMO[key]
     # The parse makes ~100k small objects; with torch's heap alive, the cyclic collector's
     # passes over it cost more than the parse itself (0.4 s vs 0.14 s). Nothing here makes cycles.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(native_functions, derivatives)
+        db = _load(native_functions, derivatives)
     finally:
         if enabled:
             gc.enable()
+    if key is not None:
+        _MEMO[key] = db
+    return db
+
+
+#: load() results within one process, keyed by the files (path, size, mtime) and the number of
+#: operators the dispatcher knows (autogen'd schemas and extra ops come from it).
+_MEMO: dict[tuple[object, ...], OpDB] = {}
+
+
+def _memo_key(
+    native_functions: str | os.PathLike[str] | None, derivatives: str | os.PathLike[str] | None
+) -> tuple[object, ...] | None:
+    import torch
+
+    parts: list[object] = [len(torch._C._dispatch_get_all_op_names())]
+    for p in (native_functions, derivatives):
+        if p is None:
+            parts.append(None)
+            continue
+        try:
+            st = os.stat(p)
+        except OSError:
+            return None  # let _load report it
+        parts.append((os.path.realpath(p), st.st_size, st.st_mtime_ns))
+    return tuple(parts)
 
 
 def _load(
@@ -185,8 +214,9 @@ def _load(
         overloads.extend(generated.get(ov.name, ()))
     by_name = {ov.name: ov for ov in overloads}
 
+    d_path: Path | None
     if derivatives is not None:
-        d_path: Path | None = Path(derivatives)
+        d_path = Path(derivatives)
         if not d_path.is_file():
             raise InputError("derivatives.yaml not found", file=str(d_path))
     else:

@@ -216,17 +216,17 @@ def parse_derivatives(
     for ov in overloads.values():
         if ov.kind != "inplace" or ov.name in out:
             continue
-        d = by_sig.get(_signature(ov))
-        if d is not None:
+        src = by_sig.get(_signature(ov))
+        if src is not None:
             out[ov.name] = Derivative(
                 name=ov.name,
-                differentiable=d.differentiable,
-                backward_ops=d.backward_ops,
-                backward_bases=d.backward_bases,
-                entry=d.name,
-                inputs=d.inputs,
-                not_implemented=d.not_implemented,
-                loc=d.loc,
+                differentiable=src.differentiable,
+                backward_ops=src.backward_ops,
+                backward_bases=src.backward_bases,
+                entry=src.name,
+                inputs=src.inputs,
+                not_implemented=src.not_implemented,
+                loc=src.loc,
             )
     return out
 

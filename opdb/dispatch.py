@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from typing import Any
 
 
 class Status(str, enum.Enum):
@@ -37,7 +38,7 @@ _EXPLICIT = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutogra
 _IMPLICIT = "CompositeImplicitAutograd"
 
 
-def dispatch_key(name: str) -> object:
+def dispatch_key(name: str) -> Any:
     """``"CPU"`` -> ``torch._C.DispatchKey.CPU``; ValueError for an unknown key name."""
     import torch
 

@@ -113,3 +113,14 @@ def test_custom_path_without_tags_or_derivatives(tmp_path: Path) -> None:
     assert [ov.name for ov in db.families["add"]] == ["add.Tensor", "add.out", "add_.Tensor"]
     assert db["_adaptive_avg_pool2d.out"].autogen_from == "_adaptive_avg_pool2d"
     assert [(n, loc.line) for n, loc in db.unresolved_autogen] == [("not_in_torch.out", 22)]
+
+
+def test_load_is_memoized_until_the_file_changes(tmp_path: Path) -> None:
+    nf = tmp_path / "native_functions.yaml"
+    nf.write_text(MINI.read_text(encoding="utf-8"), encoding="utf-8")
+    first = opdb.load(nf)
+    assert opdb.load(nf) is first
+    nf.write_text(MINI.read_text(encoding="utf-8") + "\n- func: abs(Tensor self) -> Tensor\n",
+                  encoding="utf-8")
+    again = opdb.load(nf)
+    assert again is not first and "abs" in again and "abs" not in first

@@ -170,10 +170,10 @@ def run(args: argparse.Namespace) -> int:
             f"{db.native_functions_path}\n"
         )
         if db.unresolved_autogen:
-            names = ", ".join(n for n, _ in db.unresolved_autogen)
+            listed = ", ".join(n for n, _ in db.unresolved_autogen)
             out.write(
                 f"{len(db.unresolved_autogen)} autogen names the live dispatcher does not have "
-                f"(not listed): {names}\n"
+                f"(not listed): {listed}\n"
             )
         if db.extra_dispatcher_ops:
             out.write(
