@@ -88,10 +88,16 @@ def fallback_origin(key: str, probe: str | None = None) -> str | None:
 def classify(dispatch_key_name: str, names: Iterable[str]) -> dict[str, Status]:
     """Status of each overload name (``add.Tensor``) for a dispatch key (``CPU``, ``Meta``,
     ``PrivateUse1``, ...), from the live dispatcher's registrations."""
-    dispatch_key(dispatch_key_name)  # validate the key name
+    import torch
+
+    key = dispatch_key(dispatch_key_name)
+
+    def serves(alias: str) -> bool:  # e.g. XLA and Lazy are outside ...NonFunctional
+        return bool(torch._C._dispatch_is_included_in_alias(key, dispatch_key(alias)))
+
     native = _registered(dispatch_key_name)
-    explicit = frozenset().union(*(_registered(k) for k in _EXPLICIT))
-    implicit = _registered(_IMPLICIT)
+    explicit = frozenset().union(*(_registered(k) for k in _EXPLICIT if serves(k)))
+    implicit = _registered(_IMPLICIT) if serves(_IMPLICIT) else frozenset()
     fallback = has_fallback(dispatch_key_name)
     out: dict[str, Status] = {}
     for name in names:

@@ -93,6 +93,16 @@ def test_forward_without_backward_is_a_missing_backward_op(db: opdb.OpDB, libs: 
     assert "_adaptive_avg_pool2d" not in {r["forward"] for r in cov["missing_backward"]}
 
 
+@pytest.mark.parametrize("key", ["CPU", "Meta", "XLA", "PrivateUse1"])
+def test_availability_matches_the_computed_dispatch_table(db: opdb.OpDB, key: str) -> None:
+    """Whatever the status, "available" must be exactly what the dispatcher computes for the
+    key (XLA is outside CompositeExplicitAutogradNonFunctional's alias set; Meta has a fallback)."""
+    status = classify(key, [ov.name for ov in db.overloads])
+    for name, st in status.items():
+        computed = torch._C._dispatch_has_computed_kernel_for_dispatch_key(f"aten::{name}", key)
+        assert st.available == computed, (name, st)
+
+
 def test_unknown_key() -> None:
     with pytest.raises(ValueError, match="NoSuchKey"):
         classify("NoSuchKey", ["add.Tensor"])
