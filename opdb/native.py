@@ -102,21 +102,25 @@ def _get(entry: Entry, key: str, default: Any = None) -> Any:
 def parse_entry(
     entry: Entry, valid_tags: frozenset[str] | None, schema_cache: Callable[[Overload, Any], None]
 ) -> tuple[Overload, list[AutogenRequest]]:
-    for key in entry.items:
-        if key not in _KEY_TYPES:
-            raise InputError(
-                f"unknown key {key!r} in entry"
-                + (f" {entry.items['func'][0].split('(')[0]!r}" if "func" in entry.items
-                   and isinstance(entry.items["func"][0], str) else ""),
-                file=entry.file,
-                line=entry.line_of(key),
-            )
     if "func" not in entry.items:
         raise entry.error("entry has no 'func'")
     func = _get(entry, "func")
+    for key in entry.items:
+        if key not in _KEY_TYPES:
+            raise InputError(
+                f"unknown key {key!r} in entry {func.split('(', 1)[0]!r}",
+                file=entry.file,
+                line=entry.line_of(key),
+            )
     func_line = entry.line_of("func")
     schema = parse_schema(func, file=entry.file, line=func_line)
-    namespace = schema.name.split("::", 1)[0] if "::" in schema.name else "aten"
+    if "::" in schema.name and not schema.name.startswith("aten::"):
+        raise InputError(
+            f"{schema.name.split('(', 1)[0]!r}: only aten operators are supported",
+            file=entry.file,
+            line=func_line,
+        )
+    namespace = "aten"
     name = overload_name_of(schema)
     base = name.split(".", 1)[0]
     family, inplace_name = family_of(base)
