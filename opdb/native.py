@@ -120,7 +120,6 @@ def parse_entry(
             file=entry.file,
             line=func_line,
         )
-    namespace = "aten"
     name = overload_name_of(schema)
     base = name.split(".", 1)[0]
     family, inplace_name = family_of(base)
@@ -162,8 +161,8 @@ def parse_entry(
                 f"unknown tag {tag!r} (not in tags.yaml)", file=entry.file, line=entry.line_of("tags")
             )
     tags = set(tag_list)
-    # The tags torchgen adds to every entry (see NativeFunction.from_yaml).
-    implied = {"pt2_compliant_tag"} if namespace == "aten" else set()
+    # The tags torchgen adds to every (aten) entry (see NativeFunction.from_yaml).
+    implied = {"pt2_compliant_tag"}
     if kind == "out":
         implied.add("out")
     if inplace_name:
