@@ -16,8 +16,9 @@ kernel with the same split that CUDA makes:
   path does, so promotion and error messages are CPU's.
 
 The fast path evaluates each formula in the order ATen's CPU kernel does (``self + alpha * other``,
-``self + value * t1 * t2``, ``self + value * t1 / t2``, lerp's two-sided form), so results agree
-with CPU bit for bit on the optimizer steps.
+``self + value * t1 * t2``, ``self + value * t1 / t2``, lerp's two-sided form). Results agree with
+CPU within float32 rounding, not bit for bit: CPU's vectorized ``sqrt``/``exp`` are not always
+correctly rounded, NumPy's are.
 
 Overloads not registered here (``_foreach_norm``, ``_foreach_pow``, ``_foreach_maximum``, the
 rarely used unary ones...) run on ATen's slow path, built from the per-tensor kernels.
