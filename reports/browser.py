@@ -14,6 +14,7 @@ browser tests and ``benchmarks/bench_report.py``::
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import select
@@ -52,14 +53,24 @@ class Chromium:
         self.profile = tempfile.mkdtemp(prefix="opconform-chromium-")
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
+        # Move the child's ends above 9 so the shell's "3<&N 4>&M" cannot clobber them.
+        for name in ("to_child_r", "from_child_w"):
+            fd = locals()[name]
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+            os.close(fd)
+            if name == "to_child_r":
+                to_child_r = high
+            else:
+                from_child_w = high
+        self._log = open(os.path.join(self.profile, "chromium.log"), "w+b")  # noqa: SIM115
         args = [binary, *FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-pipe",
                 f"--window-size={width},{height}", "about:blank"]
-        # The shell puts our pipe ends on fds 3 (commands in) and 4 (replies out).
+        # bash (dash refuses fds > 9) puts our pipe ends on fds 3 (commands in), 4 (replies out).
         script = f'exec "$@" 3<&{to_child_r} 4>&{from_child_w}'
         self.proc = subprocess.Popen(
-            ["/bin/sh", "-c", script, "chromium", *args],
+            [shutil.which("bash") or "/bin/bash", "-c", script, "chromium", *args],
             pass_fds=(to_child_r, from_child_w),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
         )
         os.close(to_child_r)
         os.close(from_child_w)
@@ -116,9 +127,9 @@ class Chromium:
             self.events.append(ev)
 
     def _stderr(self) -> str:
-        if self.proc.poll() is None or self.proc.stderr is None:
-            return "(still running)"
-        return self.proc.stderr.read().decode(errors="replace")[-500:]
+        self._log.flush()
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-500:]
 
     # -- pages -------------------------------------------------------------------------------
     def open(self, path_or_url: str | os.PathLike[str]) -> Page:
@@ -154,8 +165,7 @@ class Chromium:
                     os.close(fd)
                 except OSError:
                     pass
-            if self.proc.stderr is not None:
-                self.proc.stderr.close()
+            self._log.close()
             shutil.rmtree(self.profile, ignore_errors=True)
 
     def __enter__(self) -> Chromium:

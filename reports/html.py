@@ -50,12 +50,14 @@ def environment() -> jinja2.Environment:
                                          "allow_nan": False}
     env.filters["pct"] = _pct
     env.filters["num"] = lambda n: f"{n:,}"
+    env.filters["vclass"] = verdict_class
     return env
 
 
 def static_asset(name: str) -> str:
     """Text of a file in reports/templates (CSS/JS inlined into the page)."""
-    return resources.files("reports").joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files("reports").joinpath("templates").joinpath(name).read_text(
+        encoding="utf-8")
 
 
 def _pct(x: float | None) -> str:
@@ -195,8 +197,9 @@ def page_data(
     if any(infos[n].status for n in universe):
         static = {s: 0 for s in STATUSES}
         for n in universe:
-            s = infos[n].status if infos[n].status in STATUSES else "unknown"
-            static[s] = static.get(s, 0) + 1
+            st = infos[n].status
+            key = st if st is not None and st in STATUSES else "unknown"
+            static[key] = static.get(key, 0) + 1
 
     runs = [_run_info(r) for r in df.attrs.get("runs", [])]
     backends = list(dict.fromkeys(b for b in cur["backend"] if b)) or list(
@@ -313,15 +316,12 @@ def write_html(
     title: str | None = None,
 ) -> None:
     """Render results files (and optionally a static coverage JSON) into one HTML file."""
-    from reports.tables import frame
+    from reports.export import write_text
     from reports.results import read
+    from reports.tables import frame
 
     res = read(results)
     df = frame(res)
     ann = annotate(df["overload"].unique(), coverage)
     html = render(page_data(df, ann, title=title))
-    out = os.fspath(output)
-    tmp = out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(html)
-    os.replace(tmp, out)
+    write_text(os.fspath(output), html)

@@ -302,13 +302,20 @@
       document.body.removeChild(ta); return ok;
     }
     if (navigator.clipboard && window.isSecureContext) {
-      navigator.clipboard.writeText(text).then(function () { done(true); }, function () { done(fallback()); });
+      /* a permission prompt that never resolves must not leave the button stuck */
+      var settled = false;
+      var timer = setTimeout(function () { if (!settled) { settled = true; done(fallback()); } }, 1000);
+      navigator.clipboard.writeText(text).then(function () {
+        if (!settled) { settled = true; clearTimeout(timer); done(true); }
+      }, function () {
+        if (!settled) { settled = true; clearTimeout(timer); done(fallback()); }
+      });
     } else done(fallback());
   }
   function openDrawer(title, verdict) {
     $("d-title").textContent = title;
     var pill = $("d-verdict");
-    pill.textContent = verdict || "";
+    pill.textContent = DCLS[verdict] && !KNOWN[verdict] ? DCLS[verdict] : (verdict || "");
     pill.className = "pill " + (verdict ? (KNOWN[verdict] ? vcls(verdict) : (verdict.indexOf(" ") < 0 && DCLS[verdict] ? "d-" + verdict : "v-other")) : "");
     pill.hidden = !verdict;
     dbody.textContent = "";

@@ -1,0 +1,70 @@
+"""``conformance report``: results files → one self-contained HTML report, or CSV/JSON/parquet."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from typing import Any
+
+FORMATS = ("html", "csv", "json", "parquet")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="render results files as an HTML report (or CSV/JSON/parquet tables)",
+        description=(
+            "Render one or more results files (JSONL written by `conformance run`) as one "
+            "self-contained HTML page — summary, family matrix, dtype matrix, missing variants "
+            "and backward ops — or as a table (--format csv|json|parquet). Damaged lines are "
+            "skipped with a warning naming file:line."
+        ),
+    )
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s), JSONL")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="output file (default: report.html, report.csv, ...; '-' = stdout "
+                        "for csv/json)")
+    p.add_argument("--coverage", metavar="COVERAGE.json",
+                   help="static coverage JSON from `conformance coverage -o` (adds static "
+                        "status, tags, missing variants and missing backward ops)")
+    p.add_argument("--format", choices=FORMATS, default="html")
+    p.add_argument("--title", help="page title (html)")
+    p.set_defaults(func=run)
+
+
+def emit_warnings(caught: list[warnings.WarningMessage], command: str) -> None:
+    """Print results-file warnings as one line each on stderr."""
+    from reports.results import ResultsWarning
+
+    for w in caught:
+        if issubclass(w.category, ResultsWarning):
+            print(f"conformance {command}: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+def run(args: argparse.Namespace) -> int:
+    from reports import export, html
+    from reports.ops import annotate
+    from reports.results import read
+    from reports.tables import add_annotations, frame
+
+    output = args.output or f"report.{args.format}"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = read(args.results)
+    emit_warnings(caught, "report")
+    df = frame(res)
+    ann = annotate(df["overload"].unique(), args.coverage)
+    if args.format == "html":
+        if output == "-":
+            sys.stdout.write(html.render(html.page_data(df, ann, title=args.title)))
+        else:
+            export.write_text(output, html.render(html.page_data(df, ann, title=args.title)))
+    else:
+        export.write(add_annotations(df, ann), ann, args.format, output)
+    if output != "-":
+        print(f"conformance report: wrote {output} ({len(df):,} verdict records from "
+              f"{len(res.sources)} file(s))", file=sys.stderr)
+    return 0

@@ -1,0 +1,172 @@
+"""The HTML report in a real browser: headless Chromium driven over the DevTools protocol.
+
+Screenshots go to test-artifacts/ (gitignored) for people and CI to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import reports
+from reports.browser import Chromium, available
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not available(),
+        reason="headless chromium not installed at /usr/bin/chromium (apt-get install chromium)",
+    ),
+]
+
+DATA = Path(__file__).parent / "data" / "reports"
+ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+READY = "window.__report && window.__report.ready"
+DRAWER_OPEN = ("document.getElementById('drawer').classList.contains('open') && "
+               "getComputedStyle(document.getElementById('drawer')).transform === 'none'")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Chromium(width=1440, height=900) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def small_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "small.html"
+    reports.write_html([DATA / "small.jsonl"], out, DATA / "coverage-small.json")
+    return out
+
+
+@pytest.fixture(scope="module")
+def synthetic_report(tmp_path_factory):
+    d = tmp_path_factory.mktemp("synth")
+    sys.path.insert(0, str(DATA))
+    try:
+        import synth
+    finally:
+        sys.path.remove(str(DATA))
+    results, coverage = synth.generate(str(d), n_overloads=600, seed=5)
+    out = d / "report.html"
+    reports.write_html([results], out, coverage)
+    return out
+
+
+def mark_cell(page, overload: str, column: str) -> None:
+    """Give the matrix cell (overload, column) the id #target (test-only) so it can be clicked."""
+    js = """(function(ov, col){
+      var heads = Array.from(document.querySelectorAll('#head > div')).map(function(h){return h.textContent;});
+      var j = heads.indexOf(col);
+      var rows = document.querySelectorAll('#spacer .grid-row:not(.group)');
+      for (var i = 0; i < rows.length; i++) {
+        if (rows[i].children[0].textContent === ov) { rows[i].children[j].id = 'target'; return true; }
+      }
+      return false;
+    })""" + f"({json.dumps(overload)}, {json.dumps(column)})"
+    assert page.eval(js), f"no cell for {overload} / {column}"
+
+
+def test_report_loads_and_screenshot(browser, synthetic_report):
+    page = browser.open(synthetic_report)
+    page.wait_for(READY)
+    assert page.eval("window.__report.rows") == 600
+    assert page.eval("document.getElementById('count').textContent") == "showing 600 of 600 overloads"
+    # lazily rendered: far fewer DOM rows than overloads
+    assert 10 < page.eval("document.querySelectorAll('#spacer .grid-row').length") < 200
+    assert page.errors() == []
+    png = page.screenshot(ARTIFACTS / "report.png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+
+
+def test_search_box_filters_rows(browser, synthetic_report):
+    page = browser.open(synthetic_report)
+    page.wait_for(READY)
+    page.type("#search", "add")
+    shown = page.eval("window.__report.shown()")
+    assert 0 < shown < 600
+    names = page.eval("Array.from(document.querySelectorAll('#spacer .grid-row:not(.group) .name'))"
+                      ".map(function(e){return e.textContent;})")
+    assert names and all("add" in n for n in names)
+    assert page.eval("document.getElementById('count').textContent") == f"showing {shown} of 600 overloads"
+    # regex search, then a broken regex is flagged, not thrown
+    page.eval("document.getElementById('search').value = ''")
+    page.type("#search", "/^_add_relu\\./")
+    names = page.eval("Array.from(document.querySelectorAll('#spacer .name')).map(function(e){return e.textContent;})")
+    assert names and all(n.startswith("_add_relu.") for n in names)
+    page.eval("document.getElementById('search').value = ''")
+    page.type("#search", "/(/")
+    assert page.eval("document.getElementById('count').textContent") == "invalid regex"
+    assert page.errors() == []
+
+
+def test_cell_click_shows_message_and_repro(browser, small_report):
+    page = browser.open(small_report)
+    page.wait_for(READY)
+    mark_cell(page, "add.Tensor", "promotion")
+    page.click("#target")
+    page.wait_for(DRAWER_OPEN)  # slid in: buttons are where they will stay
+    assert page.eval("document.getElementById('d-title').textContent") == "add.Tensor"
+    body = page.eval("document.getElementById('d-body').textContent")
+    assert "out.dtype=float32, but should be float64 [add.Tensor(int64, float64)]" in body
+    repro = page.eval("document.getElementById('repro').textContent")
+    assert repro.startswith("import torch\na = torch.tensor([1], dtype=torch.int64)")
+    browser.send("Browser.grantPermissions",
+                 {"permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+    page.click("#copy-repro")
+    label = page.wait_for("document.getElementById('copy-repro').textContent !== 'Copy' && "
+                          "document.getElementById('copy-repro').textContent")
+    assert label == "Copied"
+    assert page.eval("navigator.clipboard.readText()", await_promise=True) == repro
+    page.screenshot(ARTIFACTS / "report-drawer.png")
+    # the unsupported cell names the missing op
+    page.eval("document.getElementById('target').removeAttribute('id')")
+    mark_cell(page, "add.out", "forward")
+    page.click("#target")
+    assert "missing opadd.out" in page.eval("document.getElementById('d-body').textContent")
+    assert page.errors() == []
+
+
+def test_filters_and_dtype_matrix(browser, small_report):
+    page = browser.open(small_report)
+    page.wait_for(READY)
+    page.eval("var s=document.getElementById('f-verdict'); s.value='1'; "
+              "s.dispatchEvent(new Event('change'))")  # verdicts[1] == "fail" (overall)
+    assert page.eval("window.__report.shown()") == 2
+    names = page.eval("Array.from(document.querySelectorAll('#spacer .name')).map(function(e){return e.textContent;})")
+    assert names == ["add.Tensor", "add_.Tensor"]  # an expected failure is still a failure
+    page.click("button[data-tab=dtypes]")
+    heads = page.eval("Array.from(document.querySelectorAll('#head > div')).map(function(h){return h.textContent;})")
+    assert heads[-12:] == list(reports.DTYPES)
+    page.eval("var s=document.getElementById('f-verdict'); s.value=''; s.dispatchEvent(new Event('change'))")
+    mark_cell(page, "add.Tensor", "bool")
+    assert page.eval("document.getElementById('target').className") == "cell d-backend_rejects"
+    page.click("#target")
+    page.wait_for(DRAWER_OPEN)
+    body = page.eval("document.getElementById('d-body').textContent")
+    assert "backend rejects what CPU accepts" in body and "promotion" in body
+    page.screenshot(ARTIFACTS / "report-dtypes.png")
+    assert page.errors() == []
+
+
+def test_script_in_results_renders_as_text(browser, tmp_path):
+    out = tmp_path / "xss.html"
+    reports.write_html([DATA / "xss.jsonl"], out)
+    page = browser.open(out)
+    page.wait_for(READY)
+    page.type("#search", "add.Tensor")  # opdb may list every overload; bring this one into view
+    mark_cell(page, "add.Tensor", "forward")
+    page.click("#target")
+    page.wait_for(DRAWER_OPEN)
+    body = page.eval("document.getElementById('d-body').textContent")
+    assert "<script>window.__pwned=1</script> & <b>bold</b>" in body
+    assert "<img src=x onerror=\"window.__pwned=3\">" in body
+    assert page.eval("document.querySelector('#d-body b') === null")
+    page.click("#d-close")
+    page.click("button[data-tab=runs]")
+    assert page.eval("typeof window.__pwned") == "undefined"
+    assert not [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
+    assert page.errors() == []
