@@ -18,14 +18,27 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _selected(argv: Sequence[str]) -> list[str]:
+    """The commands whose modules must be imported: just the one named, or all for --help."""
+    for arg in argv:
+        if arg in COMMANDS:
+            return [arg]
+        if not arg.startswith("-"):
+            break
+    return list(COMMANDS)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """Build the parser, importing only the named command's module (start-up stays fast)."""
+    names = _selected(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="conformance",
         description="Operator coverage and CPU-parity conformance for PyTorch backends.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, modname in COMMANDS.items():
+    for name in names:
+        modname = COMMANDS[name]
         try:
             module = importlib.import_module(modname)
         except ModuleNotFoundError as exc:
@@ -39,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from opdb.errors import InputError
 
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
