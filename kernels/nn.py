@@ -526,33 +526,54 @@ def max_pool2d_with_indices(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``max_pool2d_with_indices``: values and flat ``h * W + w`` indices into each input plane.
 
-    A NaN wins over any number and a later NaN over an earlier one, as in ATen's CPU kernel.
+    Values first (the window maximum is separable: rows, then columns), then the index of the
+    first element equal to it. ATen's CPU scan (``val > max || isnan(val)``) gives NaN the win and
+    a later NaN over an earlier one, and leaves a window whose values are all the dtype's lowest
+    at its first valid position; both are reproduced.
     """
     k, s, p, d, out = _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode)
-    h, w = x.shape[-2:]
+    w = x.shape[-1]
     extra = [
         max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - (x.shape[-2 + i] + 2 * p[i]))
         for i in range(2)
     ]
-    low = -np.inf if x.dtype.kind in "fc" else np.iinfo(x.dtype).min
+    floating = x.dtype.kind == "f" or x.dtype.name == "bfloat16"
+    low = -np.inf if floating else np.iinfo(x.dtype).min
     xp = _pad_spatial(x, p, [p[i] + extra[i] for i in range(2)], value=low)
-    best = np.full((*x.shape[:-2], *out), low, dtype=x.dtype)
-    hi = _first_valid(out[0], s[0], p[0], d[0])
-    wi = _first_valid(out[1], s[1], p[1], d[1])
-    index = np.broadcast_to(hi[:, None] * w + wi[None, :], best.shape).copy()
-    base = (np.arange(out[0]) * s[0] - p[0])[:, None] * w + (np.arange(out[1]) * s[1] - p[1])[
-        None, :
-    ]
-    for i in range(k[0]):
-        for j in range(k[1]):
-            v = xp[
-                ..., _window_slice(i * d[0], s[0], out[0]), _window_slice(j * d[1], s[1], out[1])
-            ]
-            upd = v > best
-            if x.dtype.kind in "fc":
-                upd |= np.isnan(v)
-            np.copyto(best, v, where=upd)
-            np.copyto(index, base + (i * d[0] * w + j * d[1]), where=upd)
+    rows = xp[..., _window_slice(0, s[0], out[0]), :]
+    for i in range(1, k[0]):
+        rows = np.maximum(rows, xp[..., _window_slice(i * d[0], s[0], out[0]), :])
+    best = rows[..., _window_slice(0, s[1], out[1])]
+    for j in range(1, k[1]):
+        best = np.maximum(best, rows[..., _window_slice(j * d[1], s[1], out[1])])
+    if best.base is not None:  # a view of the input (1x1 windows): results never alias
+        best = best.copy()
+
+    # kernel position of the first maximum: scan the window backwards, the last hit wins
+    kpos = np.zeros(best.shape, dtype=np.int16)
+    hit = np.empty(best.shape, dtype=bool)
+    positions = [(i, j) for i in range(k[0]) for j in range(k[1])]
+    for n, (i, j) in reversed(list(enumerate(positions))):
+        v = xp[..., _window_slice(i * d[0], s[0], out[0]), _window_slice(j * d[1], s[1], out[1])]
+        np.equal(v, best, out=hit)
+        np.copyto(kpos, n, where=hit)
+    if floating:
+        nan = np.isnan(best)
+        if nan.any():  # the last NaN of the window, scanning forwards
+            for n, (i, j) in enumerate(positions):
+                v = xp[..., _window_slice(i * d[0], s[0], out[0]),
+                       _window_slice(j * d[1], s[1], out[1])]
+                np.copyto(kpos, n, where=np.isnan(v))
+    offsets = np.array([i * d[0] * w + j * d[1] for i, j in positions], dtype=np.int64)
+    base = (np.arange(out[0]) * s[0] - p[0])[:, None] * w + (np.arange(out[1]) * s[1] - p[1])
+    index = offsets[kpos]
+    index += base
+    lowest = best == low
+    if lowest.any():  # nothing beat the initial value: ATen keeps the first valid position
+        hi = _first_valid(out[0], s[0], p[0], d[0])
+        wi = _first_valid(out[1], s[1], p[1], d[1])
+        first = np.broadcast_to(hi[:, None] * w + wi[None, :], index.shape)
+        np.copyto(index, first, where=lowest)
     return best, index
 
 

@@ -183,6 +183,24 @@ def test_max_pool2d(case: tuple) -> None:
 
 
 @pytest.mark.parametrize("case", POOL_CASES, ids=str)
+def test_max_pool2d_special_values(case: tuple) -> None:
+    k, s, p, d, ceil = case
+    x = rand(1, 2, 9, 8, seed=3)
+    x[0, 0, :4, :4] = float("-inf")
+    x[0, 1, 2:5, 2:5] = float("nan")
+    x[0, 1, 6:, 6:] = 1.0  # ties: the first one wins
+    y, idx = torch.ops.aten.max_pool2d_with_indices(x, k, s, p, d, ceil)
+    ym, im = nn.max_pool2d_with_indices(x.numpy(), k, s, p, d, ceil)
+    close(ym, y, equal_nan=True)
+    close(im, idx)
+    xi = (x.nan_to_num(0, 5, -7) * 3).to(torch.int32)
+    yi, ii = torch.ops.aten.max_pool2d_with_indices(xi, k, s, p, d, ceil)
+    ymi, imi = nn.max_pool2d_with_indices(xi.numpy(), k, s, p, d, ceil)
+    close(ymi, yi)
+    close(imi, ii)
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=str)
 @pytest.mark.parametrize("include_pad", [True, False])
 @pytest.mark.parametrize("divisor", [None, 3])
 def test_avg_pool2d(case: tuple, include_pad: bool, divisor: int | None) -> None:
