@@ -28,6 +28,7 @@ from kernels._tensor import NP_DTYPE, np_dtype, restride, to_numpy
 
 __all__ = [
     "Kind",
+    "category",
     "check_result_fits",
     "compute_array",
     "dtypes",
@@ -48,6 +49,17 @@ _f32 = np.dtype(np.float32)
 def quiet() -> np.errstate:
     """NumPy's floating-point warnings off: torch is silent about inf/nan results."""
     return np.errstate(all="ignore")
+
+
+def category(dtype: torch.dtype) -> str:
+    """``bool``, ``integral``, ``floating`` or ``complex``: the one place dtype categories live."""
+    if dtype == torch.bool:
+        return "bool"
+    if dtype.is_complex:
+        return "complex"
+    if dtype.is_floating_point:
+        return "floating"
+    return "integral"
 
 
 def scalar_type_name(dtype: torch.dtype) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from kernels import _device
-from kernels._semantics import infer_size
+from kernels._semantics import infer_size, scalar_type_name
 from kernels._tensor import (
     NP_DTYPE,
     empty,
@@ -160,6 +160,300 @@ def fill_tensor(self: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
 def zero_(self: torch.Tensor) -> torch.Tensor:
     to_numpy(self)[...] = 0
     return self
+
+
+# --------------------------------------------------------------------------------------------
+# Ranges and eye (the factory functions zeros/ones/full/empty_like... are ATen composites over
+# empty + fill_)
+# --------------------------------------------------------------------------------------------
+
+
+def _store(out: torch.Tensor, value: np.ndarray) -> torch.Tensor:
+    """Resize ``out`` to ``value``'s shape (silently, as these factories do) and fill it."""
+    if tuple(out.shape) != value.shape:
+        restride(out, value.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.copyto(to_numpy(out), value, casting="unsafe")
+    return out
+
+
+@register("arange.start_out")
+def arange_start_out(start: Any, end: Any, step: Any = 1, *, out: torch.Tensor) -> torch.Tensor:
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not (np.isfinite(float(start)) and np.isfinite(float(end))):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    integral = not (out.dtype.is_floating_point or out.dtype.is_complex)
+    if integral:
+        n = int(np.ceil((float(end) - float(start)) / float(step)))
+        value = int(start) + int(step) * np.arange(max(n, 0), dtype=np.int64)
+    else:
+        n = int(np.ceil((float(end) - float(start)) / float(step)))
+        value = float(start) + float(step) * np.arange(max(n, 0), dtype=np.float64)
+    return _store(out, value)
+
+
+@register("eye.out")
+def eye_out(n: int, *, out: torch.Tensor) -> torch.Tensor:
+    return eye_m_out(n, n, out=out)
+
+
+@register("eye.m_out")
+def eye_m_out(n: int, m: int, *, out: torch.Tensor) -> torch.Tensor:
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    return _store(out, np.eye(n, m, dtype=NP_DTYPE[out.dtype]))
+
+
+def _linspace(start: Any, end: Any, steps: int, dtype: torch.dtype) -> np.ndarray:
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    npd = np.complex128 if dtype.is_complex else np.float64
+    if steps == 1:
+        return np.asarray([start], npd)
+    # ATen: the first half counts up from start, the second half down from end.
+    idx = np.arange(steps)
+    step = (np.asarray(end, npd) - np.asarray(start, npd)) / (steps - 1)
+    half = steps // 2
+    value = np.where(idx < half, start + step * idx, end - step * (steps - 1 - idx))
+    if not (dtype.is_floating_point or dtype.is_complex):
+        value = np.trunc(value.real) if not dtype.is_complex else value
+    return value
+
+
+@register("linspace.out")
+def linspace_out(start: Any, end: Any, steps: int, *, out: torch.Tensor) -> torch.Tensor:
+    return _store(out, _linspace(start, end, steps, out.dtype))
+
+
+@register("logspace.out")
+def logspace_out(start: Any, end: Any, steps: int, base: float = 10.0, *, out: torch.Tensor
+                 ) -> torch.Tensor:
+    with np.errstate(all="ignore"):
+        return _store(out, np.power(base, _linspace(start, end, steps, torch.float64)))
+
+
+# --------------------------------------------------------------------------------------------
+# Random kernels: NumPy's PCG64 behind torch.mlu.manual_seed. Streams differ from CPU's
+# mt19937 (as CUDA's do); distributions and reproducibility are what tests check.
+# --------------------------------------------------------------------------------------------
+
+
+def _rng(generator: Any) -> np.random.Generator:
+    if generator is not None:
+        raise RuntimeError("mlu: explicit torch.Generator objects are not supported; "
+                           "seed with torch.mlu.manual_seed / torch.manual_seed")
+    return _device.generator()
+
+
+def _fill_random(self: torch.Tensor, value: np.ndarray) -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.copyto(to_numpy(self), value, casting="unsafe")
+    return self
+
+
+def _float_check(self: torch.Tensor, op: str) -> None:
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise NotImplementedError(
+            f'"{op}" not implemented for \'{scalar_type_name(self.dtype)}\''
+        )
+
+
+def _sample_dtype(self: torch.Tensor) -> np.dtype[Any]:
+    return np.dtype(np.float64 if self.dtype == torch.float64 else np.float32)
+
+
+@register("uniform_")
+def uniform_(self: torch.Tensor, from_: float = 0.0, to: float = 1.0, *,
+             generator: Any = None, **kw: Any) -> torch.Tensor:
+    lo = kw.pop("from", from_)
+    _float_check(self, "check_uniform_bounds")
+    if lo > to:
+        raise RuntimeError(
+            f"uniform_ expects to return a [from, to) range, but found from={lo} > to={to}"
+        )
+    rng = _rng(generator)
+    u = rng.random(self.shape, dtype=_sample_dtype(self))
+    return _fill_random(self, lo + u * (to - lo))
+
+
+@register("normal_")
+def normal_(self: torch.Tensor, mean: float = 0.0, std: float = 1.0, *,
+            generator: Any = None) -> torch.Tensor:
+    _float_check(self, "normal_kernel_cpu")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    rng = _rng(generator)
+    z = rng.standard_normal(self.shape, dtype=_sample_dtype(self))
+    return _fill_random(self, mean + std * z)
+
+
+def _normal_out(mean: Any, std: Any, generator: Any) -> np.ndarray:
+    m = to_numpy(mean) if isinstance(mean, torch.Tensor) else np.asarray(mean)
+    s = to_numpy(std) if isinstance(std, torch.Tensor) else np.asarray(std)
+    if (s < 0).any():
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    shape = np.broadcast_shapes(m.shape, s.shape)
+    z = _rng(generator).standard_normal(shape)
+    return m + s * z
+
+
+def _normal_dtype(mean: Any, std: Any) -> torch.dtype:
+    for t in (mean, std):
+        if isinstance(t, torch.Tensor):
+            return t.dtype
+    return torch.get_default_dtype()
+
+
+for _name in ("normal.Tensor_float", "normal.float_Tensor", "normal.Tensor_Tensor"):
+
+    def _mk(name: str) -> None:
+        @register(name)
+        def normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> torch.Tensor:
+            return from_numpy(_normal_out(mean, std, generator), _normal_dtype(mean, std))
+
+        @register(name + "_out")
+        def normal_out(mean: Any, std: Any = 1.0, *, generator: Any = None,
+                       out: torch.Tensor) -> torch.Tensor:
+            return _store(out, _normal_out(mean, std, generator))
+
+    _mk(_name)
+
+
+@register("bernoulli_.float")
+def bernoulli_float(self: torch.Tensor, p: float = 0.5, *, generator: Any = None
+                    ) -> torch.Tensor:
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    u = _rng(generator).random(self.shape)
+    return _fill_random(self, u < p)
+
+
+@register("bernoulli_.Tensor")
+def bernoulli_tensor(self: torch.Tensor, p: torch.Tensor, *, generator: Any = None
+                     ) -> torch.Tensor:
+    pa = to_numpy(p)
+    if ((pa < 0) | (pa > 1)).any():
+        raise RuntimeError("bernoulli_ expects p to be in [0, 1]")
+    u = _rng(generator).random(self.shape)
+    return _fill_random(self, u < np.broadcast_to(pa, self.shape))
+
+
+@register("bernoulli.out")
+def bernoulli_out(self: torch.Tensor, *, generator: Any = None, out: torch.Tensor
+                  ) -> torch.Tensor:
+    pa = to_numpy(self)
+    if tuple(out.shape) != pa.shape:
+        restride(out, pa.shape)
+    u = _rng(generator).random(pa.shape)
+    return _fill_random(out, u < pa)
+
+
+def _random_range(self: torch.Tensor, lo: int, hi: int | None, generator: Any) -> torch.Tensor:
+    npd = NP_DTYPE[self.dtype]
+    if hi is None:
+        if self.dtype.is_floating_point:
+            mant = {torch.float16: 11, torch.bfloat16: 8, torch.float32: 24}.get(self.dtype, 53)
+            hi = 2 ** mant + 1
+        elif self.dtype == torch.bool:
+            hi = 2
+        else:
+            hi = int(np.iinfo(npd).max) + 1
+    if lo >= hi:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} "
+                           f">= to={hi}")
+    v = _rng(generator).integers(lo, hi, size=self.shape, dtype=np.int64, endpoint=False) if (
+        hi <= 2 ** 63) else _rng(generator).integers(lo, hi, size=self.shape, dtype=np.uint64)
+    return _fill_random(self, v)
+
+
+@register("random_")
+def random_(self: torch.Tensor, *, generator: Any = None) -> torch.Tensor:
+    return _random_range(self, 0, None, generator)
+
+
+@register("random_.to")
+def random_to(self: torch.Tensor, to: int, *, generator: Any = None) -> torch.Tensor:
+    return _random_range(self, 0, to, generator)
+
+
+@register("random_.from")
+def random_from(self: torch.Tensor, from_: int = 0, to: int | None = None, *,
+                generator: Any = None, **kw: Any) -> torch.Tensor:
+    return _random_range(self, kw.pop("from", from_), to, generator)
+
+
+@register("exponential_")
+def exponential_(self: torch.Tensor, lambd: float = 1.0, *, generator: Any = None
+                 ) -> torch.Tensor:
+    _float_check(self, "exponential_cpu")
+    if lambd <= 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    return _fill_random(self, _rng(generator).exponential(1.0 / lambd, self.shape))
+
+
+@register("geometric_")
+def geometric_(self: torch.Tensor, p: float, *, generator: Any = None) -> torch.Tensor:
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return _fill_random(self, _rng(generator).geometric(p, self.shape))
+
+
+@register("cauchy_")
+def cauchy_(self: torch.Tensor, median: float = 0.0, sigma: float = 1.0, *,
+            generator: Any = None) -> torch.Tensor:
+    _float_check(self, "cauchy_cpu")
+    return _fill_random(self, median + sigma * _rng(generator).standard_cauchy(self.shape))
+
+
+@register("log_normal_")
+def log_normal_(self: torch.Tensor, mean: float = 1.0, std: float = 2.0, *,
+                generator: Any = None) -> torch.Tensor:
+    _float_check(self, "log_normal_cpu")
+    return _fill_random(self, _rng(generator).lognormal(mean, std, self.shape))
+
+
+@register("randperm.generator_out")
+def randperm_out(n: int, *, generator: Any = None, out: torch.Tensor) -> torch.Tensor:
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got{n}")
+    return _store(out, _rng(generator).permutation(n))
+
+
+@register("multinomial")
+def multinomial(self: torch.Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Any = None) -> torch.Tensor:
+    p = to_numpy(self).astype(np.float64)
+    if p.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    rows = p.reshape(-1, p.shape[-1])
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    sums = rows.sum(-1, keepdims=True)
+    if (sums == 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and num_samples > rows.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    rng = _rng(generator)
+    rows = rows / sums
+    if replacement:
+        cdf = np.cumsum(rows, -1)
+        u = rng.random((rows.shape[0], num_samples))
+        res = (u[:, :, None] >= cdf[:, None, :]).sum(-1)
+        res = np.minimum(res, rows.shape[-1] - 1)
+    else:
+        # Gumbel-top-k: sampling without replacement in one vectorized step.
+        g = -np.log(-np.log(rng.random(rows.shape)))
+        keys = np.where(rows > 0, np.log(rows) + g, -np.inf)
+        res = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
+    return from_numpy(res.reshape(p.shape[:-1] + (num_samples,)), torch.int64)
 
 
 __all__ = ["memory_format_strides", "NP_DTYPE", "from_numpy", "np_dtype"]

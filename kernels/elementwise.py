@@ -18,10 +18,13 @@ import torch
 
 from kernels._semantics import (
     Kind,
+    category,
     check_result_fits,
     dtypes,
     infer_size,
+    promote,
     quiet,
+    scalar_type_name,
     write_inplace,
     write_out,
 )
@@ -47,11 +50,13 @@ def check_same_device(name: str, args: tuple[Any, ...], argnames: tuple[str, ...
 
 
 def operand(x: Any, npd: np.dtype[Any]) -> Any:
-    """A tensor or Python number as a NumPy operand of dtype ``npd``."""
+    """A tensor or Python number as a NumPy operand of dtype ``npd`` (``None`` stays ``None``)."""
     if isinstance(x, torch.Tensor):
         arr = to_numpy(x)
         return arr if arr.dtype == npd else arr.astype(npd)
-    return np.asarray(x).astype(npd) if not isinstance(x, bool) or npd.kind != "b" else np.bool_(x)
+    if x is None:
+        return None
+    return np.asarray(x).astype(npd)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -77,12 +82,17 @@ def _finish(name: str, mode: str, result: Any, result_dtype: torch.dtype,
 
 
 def _mode(name: str) -> str:
-    op = resolve_overload(name)
-    if any(a.is_out for a in op._schema.arguments):
+    """``out`` (has an out= argument), ``inplace`` (mutates its first argument) or ``functional``."""
+    schema = resolve_overload(name)._schema
+    if any(a.is_out for a in schema.arguments):
         return "out"
-    if op._schema.name.endswith("_"):
+    first = schema.arguments[0].alias_info if schema.arguments else None
+    if first is not None and first.is_write:
         return "inplace"
     return "functional"
+
+
+_TENSOR_TYPES = frozenset({"Tensor", "Optional[Tensor]", "Tensor?"})
 
 
 def _overloads(base: str) -> list[str]:
@@ -92,6 +102,20 @@ def _overloads(base: str) -> list[str]:
         if packet is None:
             continue
         for ov in packet.overloads():
+            schema = getattr(packet, ov)._schema
+            # Skip TorchScript's scalar/list overloads (add.int, mul.left_t...): ATen ops only.
+            if not any(str(a.type) in _TENSOR_TYPES for a in schema.arguments):
+                continue
+            # CompositeImplicitAutograd overloads decompose above autograd; a backend kernel
+            # for them would never be reached consistently.
+            full = b if ov == "default" else f"{b}.{ov}"
+            try:
+                if torch._C._dispatch_has_kernel_for_dispatch_key(
+                    f"aten::{full}", "CompositeImplicitAutograd"
+                ):
+                    continue
+            except RuntimeError:  # a TorchScript-only overload the dispatcher does not know
+                continue
             names.append(b if ov == "default" else f"{b}.{ov}")
     return names
 
@@ -101,10 +125,46 @@ def _overloads(base: str) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def make_pointwise(name: str, fn: ArrayFn, kind: Kind, *, nin: int, mode: str,
+KindSpec = Kind | tuple[Kind, ...]
+
+
+def kind_dtypes(kind: KindSpec, *operands: Any) -> tuple[torch.dtype, torch.dtype]:
+    """``dtypes`` for one kind, or for a chain of kinds (``angle``: INT_TO_FLOAT then
+    COMPLEX_TO_FLOAT, each applied to the previous result dtype)."""
+    if not isinstance(kind, tuple):
+        return dtypes(kind, *operands)
+    compute, result = dtypes(kind[0], *operands)
+    for k in kind[1:]:
+        result = dtypes(k, torch.empty(1, dtype=result, device="meta"))[1]
+    return compute, result
+
+
+def input_dtype(*operands: Any) -> torch.dtype:
+    """The promoted dtype of the operands (what CPU's kernels dispatch on)."""
+    ops = [o for o in operands if o is not None]
+    if len(ops) == 1 and isinstance(ops[0], torch.Tensor):
+        return ops[0].dtype
+    return promote(*ops)
+
+
+def refuse(op: str, *categories: str) -> Callable[..., None]:
+    """A ``validate`` hook raising CPU's ``NotImplementedError: "op" not implemented for 'Dtype'``
+    for dtype categories
+    (``bool``, ``integral``, ``floating``, ``complex``) the op does not support."""
+    cats = frozenset(categories)
+
+    def validate(compute: torch.dtype, result: torch.dtype, *operands: Any, **kw: Any) -> None:
+        d = input_dtype(*operands)
+        if category(d) in cats:
+            raise NotImplementedError(f'"{op}" not implemented for \'{scalar_type_name(d)}\'')
+
+    return validate
+
+
+def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: str,
                    argnames: tuple[str, ...], kw: tuple[str, ...] = (),
                    validate: Callable[..., None] | None = None) -> Callable[..., Any]:
-    """One kernel for overload ``name``: ``fn(*numpy operands, **extra) -> array``.
+    """One kernel for overload ``name``: ``fn(*numpy operands, compute=, result=, **kw)``.
 
     ``fn`` receives operands in torch's computation dtype plus the keyword arguments named in
     ``kw``, ``compute`` (computation dtype) and ``result`` (result dtype); its value is cast to the
@@ -115,7 +175,7 @@ def make_pointwise(name: str, fn: ArrayFn, kind: Kind, *, nin: int, mode: str,
         out = kwargs.pop("out", None)
         operands = args[:nin]
         check_same_device(name, operands, argnames)
-        compute, result = dtypes(kind, *operands)
+        compute, result = kind_dtypes(kind, *operands)
         extra = {k: kwargs[k] for k in kw if k in kwargs}
         if validate is not None:
             validate(compute, result, *operands, **extra)
@@ -124,7 +184,7 @@ def make_pointwise(name: str, fn: ArrayFn, kind: Kind, *, nin: int, mode: str,
         npd = NP_DTYPE[compute]
         with quiet():
             try:
-                value = fn(*(operand(a, npd) for a in operands), compute=compute, result=result,
+                value = fn(*[operand(a, npd) for a in operands], compute=compute, result=result,
                            **extra)
             except ValueError:
                 _raise_broadcast(*operands)
@@ -135,18 +195,17 @@ def make_pointwise(name: str, fn: ArrayFn, kind: Kind, *, nin: int, mode: str,
     return kernel
 
 
-def register_family(base: str, fn: ArrayFn, kind: Kind, *, kw: tuple[str, ...] = (),
+def register_family(base: str, fn: ArrayFn, kind: KindSpec, *, kw: tuple[str, ...] = (),
                     validate: Callable[..., None] | None = None,
                     skip: tuple[str, ...] = ()) -> list[str]:
-    """Register ``fn`` for every overload of ``base`` and ``base_`` torch has (minus ``skip``)."""
+    """Register ``fn`` for every ATen overload of ``base`` and ``base_`` (minus ``skip``)."""
     done = []
     for name in _overloads(base):
         if name in skip:
             continue
         op = resolve_overload(name)
         args = [a for a in op._schema.arguments if not a.kwarg_only]
-        nin = len(args)
-        register(name)(make_pointwise(name, fn, kind, nin=nin, mode=_mode(name),
+        register(name)(make_pointwise(name, fn, kind, nin=len(args), mode=_mode(name),
                                       argnames=tuple(a.name for a in args), kw=kw,
                                       validate=validate))
         done.append(name)
@@ -295,3 +354,466 @@ def _div_mode_kernels() -> None:
 
 
 _div_mode_kernels()
+
+
+# --------------------------------------------------------------------------------------------
+# Unary math: table + factory
+# --------------------------------------------------------------------------------------------
+
+
+def _special() -> Any:
+    import scipy.special  # deferred: ~0.1 s to import
+
+    return scipy.special
+
+
+def _lazy_special(fname: str) -> ArrayFn:
+    def f(x: Any) -> Any:
+        return getattr(_special(), fname)(x)
+
+    f.__name__ = fname
+    return f
+
+
+def _sigmoid(x: Any) -> Any:
+    return np.reciprocal(np.add(1, np.exp(np.negative(x)), dtype=x.dtype))
+
+
+def _rsqrt(x: Any) -> Any:
+    return np.reciprocal(np.sqrt(x))
+
+
+def _digamma(x: Any) -> Any:
+    # ATen: digamma(0) = -inf (sign of zero ignored), scipy gives nan/inf by side.
+    r = _special().psi(x)
+    return np.where(x == 0, -np.inf, r).astype(r.dtype)
+
+
+#: name -> (NumPy function of one operand, promotion kind, refused dtype categories)
+UNARY: dict[str, tuple[ArrayFn, Kind, tuple[str, ...]]] = {
+    "exp": (np.exp, Kind.INT_TO_FLOAT, ()),
+    "exp2": (np.exp2, Kind.INT_TO_FLOAT, ()),
+    "expm1": (np.expm1, Kind.INT_TO_FLOAT, ()),
+    "log": (np.log, Kind.INT_TO_FLOAT, ()),
+    "log2": (np.log2, Kind.INT_TO_FLOAT, ()),
+    "log10": (np.log10, Kind.INT_TO_FLOAT, ()),
+    "log1p": (np.log1p, Kind.INT_TO_FLOAT, ()),
+    "sqrt": (np.sqrt, Kind.INT_TO_FLOAT, ()),
+    "rsqrt": (_rsqrt, Kind.INT_TO_FLOAT, ()),
+    "reciprocal": (np.reciprocal, Kind.INT_TO_FLOAT, ()),
+    "sin": (np.sin, Kind.INT_TO_FLOAT, ()),
+    "cos": (np.cos, Kind.INT_TO_FLOAT, ()),
+    "tan": (np.tan, Kind.INT_TO_FLOAT, ()),
+    "asin": (np.arcsin, Kind.INT_TO_FLOAT, ()),
+    "acos": (np.arccos, Kind.INT_TO_FLOAT, ()),
+    "atan": (np.arctan, Kind.INT_TO_FLOAT, ()),
+    "sinh": (np.sinh, Kind.INT_TO_FLOAT, ()),
+    "cosh": (np.cosh, Kind.INT_TO_FLOAT, ()),
+    "tanh": (np.tanh, Kind.INT_TO_FLOAT, ()),
+    "asinh": (np.arcsinh, Kind.INT_TO_FLOAT, ()),
+    "acosh": (np.arccosh, Kind.INT_TO_FLOAT, ()),
+    "atanh": (np.arctanh, Kind.INT_TO_FLOAT, ()),
+    "sigmoid": (_sigmoid, Kind.INT_TO_FLOAT, ()),
+    "sinc": (np.sinc, Kind.INT_TO_FLOAT, ()),
+    "erf": (_lazy_special("erf"), Kind.INT_TO_FLOAT, ("complex",)),
+    "erfc": (_lazy_special("erfc"), Kind.INT_TO_FLOAT, ("complex",)),
+    "erfinv": (_lazy_special("erfinv"), Kind.INT_TO_FLOAT, ("complex",)),
+    "lgamma": (_lazy_special("gammaln"), Kind.INT_TO_FLOAT, ("complex",)),
+    "digamma": (_digamma, Kind.INT_TO_FLOAT, ("complex",)),
+    "i0": (_lazy_special("i0"), Kind.INT_TO_FLOAT, ("complex",)),
+    "special_erfcx": (_lazy_special("erfcx"), Kind.INT_TO_FLOAT, ("complex",)),
+    "special_i0e": (_lazy_special("i0e"), Kind.INT_TO_FLOAT, ("complex",)),
+    "special_i1": (_lazy_special("i1"), Kind.INT_TO_FLOAT, ("complex",)),
+    "special_i1e": (_lazy_special("i1e"), Kind.INT_TO_FLOAT, ("complex",)),
+    "special_ndtri": (_lazy_special("ndtri"), Kind.INT_TO_FLOAT, ("complex",)),
+    "special_log_ndtr": (_lazy_special("log_ndtr"), Kind.INT_TO_FLOAT, ("complex",)),
+    "conj_physical": (np.conj, Kind.DEFAULT, ()),
+    "_conj_physical": (np.conj, Kind.DEFAULT, ()),
+}
+
+
+def _register_unary() -> None:
+    for name, (f, kind, refused) in UNARY.items():
+        register_family(name, _plain(f), kind, validate=refuse(name, *refused) if refused else None)
+
+
+_register_unary()
+
+
+def _int_identity(f: ArrayFn) -> ArrayFn:
+    """Rounding functions are the identity on integers (NumPy would go through float64)."""
+
+    def g(x: Any, *, compute: torch.dtype, result: torch.dtype, **kw: Any) -> Any:
+        if not compute.is_floating_point:
+            return x.copy()
+        return f(x, **kw)
+
+    return g
+
+
+def _round(x: Any, decimals: int = 0) -> Any:
+    return np.round(x, decimals)
+
+
+register_family("ceil", _int_identity(np.ceil), Kind.DEFAULT, validate=refuse("ceil", "complex"))
+register_family("floor", _int_identity(np.floor), Kind.DEFAULT,
+                validate=refuse("floor", "complex"))
+register_family("trunc", _int_identity(np.trunc), Kind.DEFAULT,
+                validate=refuse("trunc", "complex"))
+register_family("round", _int_identity(_round), Kind.DEFAULT, kw=("decimals",),
+                validate=refuse("round", "complex"))
+register_family("frac", _plain(lambda x: x - np.trunc(x)), Kind.DEFAULT,
+                validate=refuse("frac", "bool", "integral", "complex"))
+
+
+def _abs(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    return np.abs(x)
+
+
+register_family("abs", _abs, Kind.COMPLEX_TO_FLOAT, validate=refuse("abs", "bool"))
+
+
+def _neg_check(compute: torch.dtype, result: torch.dtype, x: Any) -> None:
+    if x.dtype == torch.bool:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+
+
+register_family("neg", _plain(np.negative), Kind.DEFAULT, validate=_neg_check)
+
+
+def _sign(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    if compute == torch.bool:
+        return x.copy()
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+def _sign_check(compute: torch.dtype, result: torch.dtype, x: Any) -> None:
+    if x.dtype.is_complex:
+        raise RuntimeError(
+            "Unlike NumPy, torch.sign is not intended to support complex numbers. "
+            "Please use torch.sgn instead."
+        )
+
+
+register_family("sign", _sign, Kind.DEFAULT, validate=_sign_check)
+
+
+def _sgn(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    if compute.is_complex:
+        mag = np.abs(x)
+        return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+    return _sign(x, compute=compute, result=result)
+
+
+register_family("sgn", _sgn, Kind.DEFAULT)
+
+
+def _angle(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    if compute.is_complex:
+        return np.angle(x)
+    return np.where(np.isnan(x), x, np.where(x < 0, np.pi, 0)).astype(x.dtype)
+
+
+register_family("angle", _angle, (Kind.INT_TO_FLOAT, Kind.COMPLEX_TO_FLOAT))
+
+
+def _logit(x: Any, *, compute: torch.dtype, result: torch.dtype, eps: float | None = None) -> Any:
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+register_family("logit", _logit, Kind.INT_TO_FLOAT, kw=("eps",),
+                validate=refuse("logit", "complex"))
+
+
+def _nan_to_num(x: Any, *, compute: torch.dtype, result: torch.dtype, nan: float | None = None,
+                posinf: float | None = None, neginf: float | None = None) -> Any:
+    if not (compute.is_floating_point or compute.is_complex):
+        return x.copy()
+    info = np.finfo(x.real.dtype) if x.dtype.kind != "V" else None
+    if info is None or x.dtype == NP_DTYPE[torch.bfloat16]:
+        import ml_dtypes
+
+        info = ml_dtypes.finfo(x.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    r = np.where(np.isnan(x), 0.0 if nan is None else nan, x)
+    r = np.where(np.isposinf(r), hi, r)
+    return np.where(np.isneginf(r), lo, r).astype(x.dtype)
+
+
+register_family("nan_to_num", _nan_to_num, Kind.NO_OPMATH, kw=("nan", "posinf", "neginf"))
+
+# Predicates (always bool)
+
+
+def _isnan(x: Any) -> Any:
+    return np.isnan(x) if x.dtype.kind in "fcV" else np.zeros(x.shape, np.bool_)
+
+
+def _float_pred(f: ArrayFn) -> ArrayFn:
+    def g(x: Any) -> Any:
+        if x.dtype.kind in "biu":
+            return np.zeros(x.shape, np.bool_)
+        return f(x)
+
+    return g
+
+
+register_family("isnan", _plain(_isnan), Kind.ALWAYS_BOOL)
+register_family("isinf", _plain(_float_pred(np.isinf)), Kind.ALWAYS_BOOL)
+register_family("isposinf", _plain(_float_pred(np.isposinf)), Kind.ALWAYS_BOOL,
+                validate=refuse("isposinf", "complex"))
+register_family("isneginf", _plain(_float_pred(np.isneginf)), Kind.ALWAYS_BOOL,
+                validate=refuse("isneginf", "complex"))
+register_family("signbit", _plain(lambda x: np.signbit(x) if x.dtype.kind in "fV" else x < 0),
+                Kind.ALWAYS_BOOL, validate=refuse("signbit", "complex"))
+register_family("logical_not", _plain(np.logical_not), Kind.ALWAYS_BOOL)
+
+
+def _bitwise_not(x: Any) -> Any:
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+register_family("bitwise_not", _plain(_bitwise_not), Kind.DEFAULT,
+                validate=refuse("bitwise_not", "floating", "complex"))
+
+# --------------------------------------------------------------------------------------------
+# Binary: table + factory; hand-written where torch differs from NumPy
+# --------------------------------------------------------------------------------------------
+
+#: name -> (NumPy function of two operands, promotion kind, refused dtype categories)
+BINARY: dict[str, tuple[ArrayFn, Kind, tuple[str, ...]]] = {
+    "atan2": (np.arctan2, Kind.INT_TO_FLOAT, ("complex",)),
+    "hypot": (np.hypot, Kind.DEFAULT, ("bool", "integral", "complex")),
+    "copysign": (np.copysign, Kind.INT_TO_FLOAT, ("complex",)),
+    "nextafter": (np.nextafter, Kind.DEFAULT, ("bool", "integral", "complex")),
+    "logaddexp": (np.logaddexp, Kind.DEFAULT, ("bool", "integral")),
+    "logaddexp2": (np.logaddexp2, Kind.DEFAULT, ("bool", "integral", "complex")),
+    "maximum": (np.maximum, Kind.DEFAULT, ("complex",)),
+    "minimum": (np.minimum, Kind.DEFAULT, ("complex",)),
+    "fmax": (np.fmax, Kind.DEFAULT, ("complex",)),
+    "fmin": (np.fmin, Kind.DEFAULT, ("complex",)),
+    "bitwise_and": (np.bitwise_and, Kind.DEFAULT, ("floating", "complex")),
+    "bitwise_or": (np.bitwise_or, Kind.DEFAULT, ("floating", "complex")),
+    "bitwise_xor": (np.bitwise_xor, Kind.DEFAULT, ("floating", "complex")),
+    "eq": (np.equal, Kind.ALWAYS_BOOL, ()),
+    "ne": (np.not_equal, Kind.ALWAYS_BOOL, ()),
+    "lt": (np.less, Kind.ALWAYS_BOOL, ("complex",)),
+    "le": (np.less_equal, Kind.ALWAYS_BOOL, ("complex",)),
+    "gt": (np.greater, Kind.ALWAYS_BOOL, ("complex",)),
+    "ge": (np.greater_equal, Kind.ALWAYS_BOOL, ("complex",)),
+    "logical_and": (np.logical_and, Kind.ALWAYS_BOOL, ()),
+    "logical_or": (np.logical_or, Kind.ALWAYS_BOOL, ()),
+    "logical_xor": (np.logical_xor, Kind.ALWAYS_BOOL, ()),
+    "igamma": (_lazy_special("gammainc"), Kind.DEFAULT, ("bool", "integral", "complex")),
+    "igammac": (_lazy_special("gammaincc"), Kind.DEFAULT, ("bool", "integral", "complex")),
+}
+
+
+def _register_binary() -> None:
+    for name, (f, kind, refused) in BINARY.items():
+        register_family(name, _plain(f), kind, validate=refuse(name, *refused) if refused else None)
+
+
+_register_binary()
+
+
+def _heaviside_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any) -> None:
+    da = a.dtype if isinstance(a, torch.Tensor) else None
+    db = b.dtype if isinstance(b, torch.Tensor) else None
+    if da != db:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
+    refuse("heaviside", "complex")(compute, result, a, b)
+
+
+register_family("heaviside", _plain(np.heaviside), Kind.DEFAULT, validate=_heaviside_check)
+
+
+def _xlogy(x: Any, y: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    r = np.where(x == 0, np.zeros((), x.dtype), x * np.log(y))
+    return np.where(np.isnan(y), y, r)
+
+
+register_family("xlogy", _xlogy, Kind.INT_TO_FLOAT, validate=refuse("xlogy", "complex"))
+
+
+def _shift_operands(a: Any, b: Any) -> tuple[Any, Any, int]:
+    bits = a.dtype.itemsize * 8
+    bad = (b < 0) | (b >= bits)
+    return bad, np.where(bad, 0, b).astype(a.dtype), bits
+
+
+def _lshift(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    bad, s, _ = _shift_operands(a, b)
+    return np.where(bad, np.zeros((), a.dtype), np.left_shift(a, s))
+
+
+def _rshift(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    bad, s, bits = _shift_operands(a, b)
+    fill = np.right_shift(a, np.asarray(bits - 1, a.dtype)) if a.dtype.kind == "i" else 0
+    return np.where(bad, fill, np.right_shift(a, s)).astype(a.dtype)
+
+
+for _name in ("bitwise_left_shift", "__lshift__", "__ilshift__"):
+    register_family(_name, _lshift, Kind.DEFAULT,
+                    validate=refuse(_name, "bool", "floating", "complex"))
+for _name in ("bitwise_right_shift", "__rshift__", "__irshift__"):
+    register_family(_name, _rshift, Kind.DEFAULT,
+                    validate=refuse(_name, "bool", "floating", "complex"))
+
+
+def _remainder(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    _zero_division_check(b, compute)
+    return np.remainder(a, b)
+
+
+def _fmod(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    _zero_division_check(b, compute)
+    return np.fmod(a, b)
+
+
+def _floor_divide(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    return floor_divide(a, b, compute)
+
+
+register_family("remainder", _remainder, Kind.DEFAULT, validate=refuse("remainder", "complex"))
+register_family("fmod", _fmod, Kind.DEFAULT, validate=refuse("fmod", "complex"))
+register_family("floor_divide", _floor_divide, Kind.DEFAULT,
+                validate=refuse("floor_divide", "complex"))
+
+
+def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    if compute.is_floating_point or compute.is_complex:
+        return np.power(a, b)
+    if compute == torch.bool:
+        return np.logical_or(a, np.logical_not(b))
+    a, b = np.broadcast_arrays(a, b)
+    neg = b < 0
+    r = np.power(a, np.where(neg, 0, b))
+    if neg.any():
+        # ATen's integer pow: x ** -n is 1 for x == 1, +-1 for x == -1, 0 otherwise.
+        alt = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+        r = np.where(neg, alt.astype(r.dtype), r)
+    return r
+
+
+def _pow_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any) -> None:
+    if (isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor)
+            and not (a.dtype.is_floating_point or a.dtype.is_complex)
+            and isinstance(b, int) and not isinstance(b, bool) and b < 0):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+register_family("pow", _pow, Kind.DEFAULT, validate=_pow_check)
+
+# --------------------------------------------------------------------------------------------
+# Ternary and clamp
+# --------------------------------------------------------------------------------------------
+
+
+def _where_check(compute: torch.dtype, result: torch.dtype, cond: Any, a: Any, b: Any) -> None:
+    if cond.dtype not in (torch.bool, torch.uint8):
+        raise RuntimeError(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{scalar_type_name(cond.dtype)}"
+        )
+
+
+def _where_kernel(mode: str, name: str) -> Callable[..., Any]:
+    def kernel(condition: torch.Tensor, self: Any, other: Any, *, out: Any = None) -> Any:
+        check_same_device(name, (condition, self, other), ("condition", "self", "other"))
+        _where_check(torch.bool, torch.bool, condition, self, other)
+        result = promote(self, other)
+        npd = NP_DTYPE[result]
+        c = to_numpy(condition)
+        try:
+            value = np.where(c, operand(self, npd), operand(other, npd))
+        except ValueError:
+            _raise_broadcast(condition, self, other)
+            raise
+        return _finish(name, mode, value, result, None, out)
+
+    return kernel
+
+
+register("where.self")(_where_kernel("functional", "where.self"))
+register("where.self_out")(_where_kernel("out", "where.self_out"))
+
+
+def _clamp(x: Any, lo: Any = None, hi: Any = None, *, compute: torch.dtype,
+           result: torch.dtype) -> Any:
+    # maximum/minimum propagate NaN from either side, as ATen's clamp does.
+    if lo is not None:
+        x = np.maximum(x, lo)
+    if hi is not None:
+        x = np.minimum(x, hi)
+    return x
+
+
+def _clamp_check(compute: torch.dtype, result: torch.dtype, x: Any, lo: Any = None,
+                 hi: Any = None) -> None:
+    if lo is None and hi is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    refuse("clamp", "complex")(compute, result, x, lo, hi)
+
+
+register_family("clamp", _clamp, Kind.DEFAULT, validate=_clamp_check)
+register_family("clamp_min", _plain(np.maximum), Kind.DEFAULT,
+                validate=refuse("clamp_min", "complex"))
+register_family("clamp_max", _plain(np.minimum), Kind.DEFAULT,
+                validate=refuse("clamp_max", "complex"))
+
+
+def _lerp(a: Any, b: Any, w: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    diff = b - a
+    return np.where(np.abs(w) < 0.5, a + w * diff, b - diff * (1 - w))
+
+
+def _lerp_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any, w: Any) -> None:
+    if isinstance(b, torch.Tensor) and b.dtype != a.dtype:
+        raise RuntimeError(
+            f"expected dtype {a.dtype} for `end` but got dtype {b.dtype}".replace("torch.", "")
+        )
+    if isinstance(w, torch.Tensor) and w.dtype != a.dtype:
+        raise RuntimeError(
+            f"expected dtype {a.dtype} for `weight` but got dtype {w.dtype}".replace("torch.", "")
+        )
+    refuse("lerp", "bool", "integral")(compute, result, a)
+
+
+register_family("lerp", _lerp, Kind.DEFAULT, validate=_lerp_check)
+
+
+def _addcmul(s: Any, t1: Any, t2: Any, *, compute: torch.dtype, result: torch.dtype,
+             value: Any = 1) -> Any:
+    if compute == torch.bool:
+        return np.logical_or(s, np.logical_and(bool(value), np.logical_and(t1, t2)))
+    return s + np.asarray(value).astype(s.dtype) * t1 * t2
+
+
+def _addcdiv(s: Any, t1: Any, t2: Any, *, compute: torch.dtype, result: torch.dtype,
+             value: Any = 1) -> Any:
+    return s + np.asarray(value).astype(s.dtype) * (t1 / t2)
+
+
+def _addcdiv_check(compute: torch.dtype, result: torch.dtype, s: Any, t1: Any, t2: Any,
+                   value: Any = 1) -> None:
+    if not (t1.dtype.is_floating_point or t1.dtype.is_complex) and not (
+            t2.dtype.is_floating_point or t2.dtype.is_complex):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+            ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+            "float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes."
+        )
+
+
+register_family("addcmul", _addcmul, Kind.DEFAULT, kw=("value",))
+register_family("addcdiv", _addcdiv, Kind.DEFAULT, kw=("value",), validate=_addcdiv_check)

@@ -1,0 +1,295 @@
+"""Matrix products: mm, bmm, addmm, baddbmm, addbmm, dot, vdot, mv, addmv (+ out=/in-place).
+
+``matmul``, ``linear``, ``outer``, ``einsum``... are CompositeImplicitAutograd in ATen and reach
+these kernels. float16/bfloat16 multiply in float32 (as CPU's GEMM accumulates) and round once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from kernels._semantics import quiet, scalar_type_name, write_inplace, write_out
+from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
+from kernels.elementwise import check_same_device
+from kernels.registry import register
+
+_LOW = (torch.float16, torch.bfloat16)
+
+
+def _short(dtype: torch.dtype) -> str:
+    """c10's C type names used by these messages (float, double, c10::Half...)."""
+    return {
+        torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half",
+        torch.bfloat16: "c10::BFloat16", torch.int64: "long int", torch.int32: "int",
+        torch.int16: "short int", torch.int8: "signed char", torch.uint8: "unsigned char",
+        torch.bool: "bool", torch.complex64: "c10::complex<float>",
+        torch.complex128: "c10::complex<double>",
+    }.get(dtype, str(dtype))
+
+
+def _operand(t: torch.Tensor) -> np.ndarray:
+    x = to_numpy(t)
+    if t.dtype in _LOW:
+        return x.astype(np.float32)
+    return x
+
+
+def _check_dtypes(op: str, a: torch.Tensor, b: torch.Tensor) -> None:
+    if a.dtype != b.dtype:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {_short(a.dtype)} != "
+            f"{_short(b.dtype)}"
+        )
+    if a.dtype == torch.bool:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with quiet():
+        return np.matmul(a, b)
+
+
+def _mm_value(self: torch.Tensor, mat2: torch.Tensor) -> np.ndarray:
+    check_same_device("mm", (self, mat2), ("self", "mat2"))
+    if self.dim() != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.dim() != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if self.shape[1] != mat2.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
+            f"{mat2.shape[0]}x{mat2.shape[1]})"
+        )
+    _check_dtypes("addmm_impl_mlu_", self, mat2)
+    return _matmul(_operand(self), _operand(mat2))
+
+
+@register("mm")
+def mm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+    return from_numpy(_mm_value(self, mat2), self.dtype)
+
+
+@register("mm.out")
+def mm_out(self: torch.Tensor, mat2: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _mm_value(self, mat2), self.dtype)
+
+
+def _bmm_value(self: torch.Tensor, mat2: torch.Tensor) -> np.ndarray:
+    check_same_device("bmm", (self, mat2), ("self", "mat2"))
+    if self.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.dim() != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    b, _, k = self.shape
+    if mat2.shape[0] != b or mat2.shape[1] != k:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but got: "
+            f"[{mat2.shape[0]}, {mat2.shape[1]}]."
+        )
+    _check_dtypes("bmm", self, mat2)
+    return _matmul(_operand(self), _operand(mat2))
+
+
+@register("bmm")
+def bmm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+    return from_numpy(_bmm_value(self, mat2), self.dtype)
+
+
+@register("bmm.out")
+def bmm_out(self: torch.Tensor, mat2: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _bmm_value(self, mat2), self.dtype)
+
+
+def _axpby(self: torch.Tensor, prod: np.ndarray, beta: Any, alpha: Any) -> np.ndarray:
+    """beta * self + alpha * prod, with self ignored when beta == 0 (NaNs included), as ATen."""
+    shape = prod.shape
+    s = np.broadcast_shapes(tuple(self.shape), shape) if self.dim() else shape
+    if s != shape:
+        raise RuntimeError(
+            f"The expanded size of the tensor ({shape[-1]}) must match the existing size "
+            f"({self.shape[-1]}) at non-singleton dimension {len(shape) - 1}.  Target sizes: "
+            f"{list(shape)}.  Tensor sizes: {list(self.shape)}"
+        )
+    with quiet():
+        r = prod if alpha == 1 else prod * np.asarray(alpha, prod.dtype)
+        if beta == 0:
+            return np.array(r, copy=True) if r is prod else r
+        c = _operand(self)
+        return r + (c if beta == 1 else c * np.asarray(beta, prod.dtype))
+
+
+def _check_self_dtype(self: torch.Tensor, other: torch.Tensor) -> None:
+    if self.dtype != other.dtype:
+        raise RuntimeError(
+            f"self and mat2 must have the same dtype, but got {scalar_type_name(self.dtype)} and "
+            f"{scalar_type_name(other.dtype)}"
+        )
+
+
+def _addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, beta: Any, alpha: Any
+           ) -> np.ndarray:
+    check_same_device("addmm", (self, mat1, mat2), ("self", "mat1", "mat2"))
+    if mat1.dim() != 2:
+        raise RuntimeError("mat1 must be a matrix, got " + f"{mat1.dim()}-D tensor")
+    if mat2.dim() != 2:
+        raise RuntimeError("mat2 must be a matrix, got " + f"{mat2.dim()}-D tensor")
+    _check_self_dtype(self, mat1)
+    return _axpby(self, _mm_value(mat1, mat2), beta, alpha)
+
+
+@register("addmm")
+def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: Any = 1,
+          alpha: Any = 1) -> torch.Tensor:
+    return from_numpy(_addmm(self, mat1, mat2, beta, alpha), mat1.dtype)
+
+
+@register("addmm.out")
+def addmm_out(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: Any = 1,
+              alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _addmm(self, mat1, mat2, beta, alpha), mat1.dtype)
+
+
+@register("addmm_")
+def addmm_(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: Any = 1,
+           alpha: Any = 1) -> torch.Tensor:
+    return write_inplace(self, _addmm(self, mat1, mat2, beta, alpha), mat1.dtype)
+
+
+def _baddbmm(self: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, beta: Any, alpha: Any
+             ) -> np.ndarray:
+    check_same_device("baddbmm", (self, b1, b2), ("self", "batch1", "batch2"))
+    _check_self_dtype(self, b1)
+    return _axpby(self, _bmm_value(b1, b2), beta, alpha)
+
+
+@register("baddbmm")
+def baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta: Any = 1,
+            alpha: Any = 1) -> torch.Tensor:
+    return from_numpy(_baddbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
+
+
+@register("baddbmm.out")
+def baddbmm_out(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
+                beta: Any = 1, alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _baddbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
+
+
+@register("baddbmm_")
+def baddbmm_(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta: Any = 1,
+             alpha: Any = 1) -> torch.Tensor:
+    return write_inplace(self, _baddbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
+
+
+def _addbmm(self: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, beta: Any, alpha: Any
+            ) -> np.ndarray:
+    check_same_device("addbmm", (self, b1, b2), ("self", "batch1", "batch2"))
+    _check_self_dtype(self, b1)
+    prod = _bmm_value(b1, b2)
+    return _axpby(self, prod.sum(axis=0) if prod.shape[0] else np.zeros(prod.shape[1:],
+                                                                       prod.dtype), beta, alpha)
+
+
+@register("addbmm")
+def addbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta: Any = 1,
+           alpha: Any = 1) -> torch.Tensor:
+    return from_numpy(_addbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
+
+
+@register("addbmm.out")
+def addbmm_out(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
+               beta: Any = 1, alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _addbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
+
+
+@register("addbmm_")
+def addbmm_(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta: Any = 1,
+            alpha: Any = 1) -> torch.Tensor:
+    return write_inplace(self, _addbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
+
+
+def _dot_checks(self: torch.Tensor, other: torch.Tensor, op: str) -> None:
+    check_same_device(op, (self, other), ("self", "tensor"))
+    if self.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(
+            f"1D tensors expected, but got {self.dim()}D and {other.dim()}D tensors"
+        )
+    if self.dtype != other.dtype:
+        raise RuntimeError(
+            f"{op} : expected both vectors to have same dtype, but found "
+            f"{scalar_type_name(self.dtype)} and {scalar_type_name(other.dtype)}"
+        )
+    if self.numel() != other.numel():
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{self.numel()}] and src "
+            f"[{other.numel()}] to have the same number of elements, but got {self.numel()} "
+            f"and {other.numel()} elements respectively"
+        )
+
+
+@register("dot")
+def dot(self: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
+    _dot_checks(self, tensor, "dot")
+    with quiet():
+        return from_numpy(np.dot(_operand(self), _operand(tensor)), self.dtype)
+
+
+@register("vdot")
+def vdot(self: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    _dot_checks(self, other, "vdot")
+    with quiet():
+        return from_numpy(np.vdot(_operand(self), _operand(other)), self.dtype)
+
+
+def _mv_value(self: torch.Tensor, vec: torch.Tensor) -> np.ndarray:
+    check_same_device("mv", (self, vec), ("self", "vec"))
+    if self.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got 1, {self.dim()}, {vec.dim()}"
+        )
+    if self.shape[1] != vec.shape[0]:
+        raise RuntimeError(
+            f"size mismatch, got input ({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), "
+            f"vec ({vec.shape[0]})"
+        )
+    _check_dtypes("addmv_impl_mlu", self, vec)
+    return _matmul(_operand(self), _operand(vec))
+
+
+@register("mv")
+def mv(self: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
+    return from_numpy(_mv_value(self, vec), self.dtype)
+
+
+@register("mv.out")
+def mv_out(self: torch.Tensor, vec: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _mv_value(self, vec), self.dtype)
+
+
+def _addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, beta: Any, alpha: Any
+           ) -> np.ndarray:
+    check_same_device("addmv", (self, mat, vec), ("self", "mat", "vec"))
+    return _axpby(self, _mv_value(mat, vec), beta, alpha)
+
+
+@register("addmv")
+def addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, *, beta: Any = 1,
+          alpha: Any = 1) -> torch.Tensor:
+    return from_numpy(_addmv(self, mat, vec, beta, alpha), mat.dtype)
+
+
+@register("addmv.out")
+def addmv_out(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, *, beta: Any = 1,
+              alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _addmv(self, mat, vec, beta, alpha), mat.dtype)
+
+
+@register("addmv_")
+def addmv_(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, *, beta: Any = 1,
+           alpha: Any = 1) -> torch.Tensor:
+    return write_inplace(self, _addmv(self, mat, vec, beta, alpha), mat.dtype)
+
+
+__all__ = ["NP_DTYPE"]

@@ -1,0 +1,671 @@
+"""Reductions: sum, mean, prod, amax/amin, max/min, argmax/argmin, var/std, norms, any/all,
+cumulative ops, logsumexp.
+
+Accumulation dtypes follow ATen: integral and bool inputs sum/prod into int64, float16/bfloat16
+accumulate in float32; ``dtype=`` casts the input first. NaN propagates through max/min/amax/amin
+(and argmax/argmin point at the first NaN), as on CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from kernels._semantics import category, quiet, scalar_type_name, write_out
+from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
+from kernels.registry import register
+
+_LOW = (torch.float16, torch.bfloat16)
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    """ATen's maybe_wrap_dim, with its error message."""
+    n = max(ndim, 1)
+    if dim < -n or dim >= n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim + n if dim < 0 else dim
+
+
+def reduce_axes(dim: Any, ndim: int) -> tuple[int, ...] | None:
+    """Dims to reduce as NumPy axes (``None``: all). ``[]``/``None`` mean all dims, as in ATen."""
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        dim = [dim]
+    if len(dim) == 0:
+        return None
+    axes = [wrap_dim(int(d), ndim) for d in dim]
+    seen = set()
+    for a in axes:
+        if a in seen:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+        seen.add(a)
+    if ndim == 0:
+        return None
+    return tuple(axes)
+
+
+def _keep(value: Any, x: np.ndarray, axes: tuple[int, ...] | None, keepdim: bool) -> Any:
+    """Put reduced dims back as size 1 when ``keepdim``."""
+    if not keepdim or x.ndim == 0:
+        return value
+    shape = list(x.shape)
+    for a in range(x.ndim) if axes is None else axes:
+        shape[a] = 1
+    return np.reshape(value, shape)
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    if dtype in _LOW:
+        return torch.float32
+    return dtype
+
+
+def _input(self: torch.Tensor, dtype: torch.dtype | None) -> tuple[np.ndarray, torch.dtype]:
+    x = to_numpy(self)
+    if dtype is not None and dtype != self.dtype:
+        x = x.astype(NP_DTYPE[dtype])
+        return x, dtype
+    return x, self.dtype
+
+
+def _emit(value: Any, dtype: torch.dtype, out: torch.Tensor | None = None) -> torch.Tensor:
+    if out is not None:
+        return write_out(out, np.asarray(value).astype(NP_DTYPE[dtype]), dtype, check=False)
+    return from_numpy(value, dtype)
+
+
+def _check_out_dtype(out: torch.Tensor | None, dtype: torch.dtype, op: str) -> None:
+    if out is not None and out.dtype != dtype:
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {dtype}, but got {out.dtype} instead"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# sum / nansum / mean / prod
+# --------------------------------------------------------------------------------------------
+
+
+def _sum_dtype(self: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype:
+    if dtype is not None:
+        return dtype
+    if category(self.dtype) in ("bool", "integral"):
+        return torch.int64
+    return self.dtype
+
+
+def _sum(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
+         out: torch.Tensor | None, nan: bool = False) -> torch.Tensor:
+    result = _sum_dtype(self, dtype) if out is None or dtype is not None else out.dtype
+    x, _ = _input(self, result)
+    axes = reduce_axes(dim, x.ndim)
+    acc = NP_DTYPE[_acc_dtype(result)]
+    with quiet():
+        v = (np.nansum if nan else np.sum)(x, axis=axes, dtype=acc)
+    return _emit(_keep(v, x, axes, keepdim), result, out)
+
+
+@register("sum")
+def sum_(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _sum(self, None, False, dtype, None)
+
+
+@register("sum.dim_IntList")
+def sum_dim(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
+            dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _sum(self, dim, keepdim, dtype, None)
+
+
+@register("sum.IntList_out")
+def sum_out(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
+            dtype: torch.dtype | None = None, out: torch.Tensor) -> torch.Tensor:
+    return _sum(self, dim, keepdim, dtype, out)
+
+
+@register("nansum")
+def nansum(self: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
+           dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _sum(self, dim, keepdim, dtype, None, nan=True)
+
+
+@register("nansum.out")
+def nansum_out(self: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
+               dtype: torch.dtype | None = None, out: torch.Tensor) -> torch.Tensor:
+    return _sum(self, dim, keepdim, dtype, out, nan=True)
+
+
+def _mean(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
+          out: torch.Tensor | None) -> torch.Tensor:
+    result = dtype if dtype is not None else (out.dtype if out is not None else self.dtype)
+    if category(result) not in ("floating", "complex"):
+        raise RuntimeError(
+            "mean(): could not infer output dtype. "
+            + ("Optional dtype" if dtype is not None else "Input dtype")
+            + f" must be either a floating point or complex dtype. Got: {scalar_type_name(result)}"
+        )
+    x, _ = _input(self, result)
+    axes = reduce_axes(dim, x.ndim)
+    with quiet():
+        v = np.mean(x, axis=axes, dtype=NP_DTYPE[_acc_dtype(result)])
+    return _emit(_keep(v, x, axes, keepdim), result, out)
+
+
+@register("mean")
+def mean(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _mean(self, None, False, dtype, None)
+
+
+@register("mean.dim")
+def mean_dim(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
+             dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _mean(self, dim, keepdim, dtype, None)
+
+
+@register("mean.out")
+def mean_out(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
+             dtype: torch.dtype | None = None, out: torch.Tensor) -> torch.Tensor:
+    return _mean(self, dim, keepdim, dtype, out)
+
+
+def _prod(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
+          out: torch.Tensor | None) -> torch.Tensor:
+    result = _sum_dtype(self, dtype) if out is None or dtype is not None else out.dtype
+    x, _ = _input(self, result)
+    axes = reduce_axes(dim, x.ndim)
+    with quiet():
+        v = np.prod(x, axis=axes, dtype=NP_DTYPE[_acc_dtype(result)])
+    return _emit(_keep(v, x, axes, keepdim), result, out)
+
+
+@register("prod")
+def prod(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _prod(self, None, False, dtype, None)
+
+
+@register("prod.dim_int")
+def prod_dim(self: torch.Tensor, dim: int, keepdim: bool = False, *,
+             dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _prod(self, dim, keepdim, dtype, None)
+
+
+@register("prod.int_out")
+def prod_out(self: torch.Tensor, dim: int, keepdim: bool = False, *,
+             dtype: torch.dtype | None = None, out: torch.Tensor) -> torch.Tensor:
+    return _prod(self, dim, keepdim, dtype, out)
+
+
+# --------------------------------------------------------------------------------------------
+# amax / amin / max / min / argmax / argmin / aminmax
+# --------------------------------------------------------------------------------------------
+
+
+def _no_complex(self: torch.Tensor, op: str) -> None:
+    if self.dtype.is_complex:
+        raise NotImplementedError(f'"{op}" not implemented for \'{scalar_type_name(self.dtype)}\'')
+
+
+def _check_nonempty(x: np.ndarray, axes: tuple[int, ...] | None, op: str) -> None:
+    if x.size != 0:
+        return
+    if axes is None:
+        raise IndexError(
+            f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+            "Specify the reduction dim with the 'dim' parameter."
+        )
+    for a in axes:
+        if x.shape[a] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {a} to have non-zero size.")
+
+
+def _amax(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None,
+          fn: Any, op: str) -> torch.Tensor:
+    x = to_numpy(self)
+    axes = reduce_axes(dim, x.ndim)
+    _check_nonempty(x, axes, op)
+    _no_complex(self, op)
+    if out is not None and out.dtype != self.dtype:
+        raise RuntimeError(
+            f"Expected the dtype for input and out to match, but got {self.dtype} for input's "
+            f"dtype and {out.dtype} for out's dtype.".replace("torch.", "")
+        )
+    with quiet():
+        v = fn(x, axis=axes)
+    return _emit(_keep(v, x, axes, keepdim), self.dtype, out)
+
+
+@register("amax")
+def amax(self: torch.Tensor, dim: Sequence[int] = (), keepdim: bool = False) -> torch.Tensor:
+    return _amax(self, dim, keepdim, None, np.max, "amax")
+
+
+@register("amax.out")
+def amax_out(self: torch.Tensor, dim: Sequence[int] = (), keepdim: bool = False, *,
+             out: torch.Tensor) -> torch.Tensor:
+    return _amax(self, dim, keepdim, out, np.max, "amax")
+
+
+@register("amin")
+def amin(self: torch.Tensor, dim: Sequence[int] = (), keepdim: bool = False) -> torch.Tensor:
+    return _amax(self, dim, keepdim, None, np.min, "amin")
+
+
+@register("amin.out")
+def amin_out(self: torch.Tensor, dim: Sequence[int] = (), keepdim: bool = False, *,
+             out: torch.Tensor) -> torch.Tensor:
+    return _amax(self, dim, keepdim, out, np.min, "amin")
+
+
+def _full_minmax(self: torch.Tensor, fn: Any, op: str, out: torch.Tensor | None
+                 ) -> torch.Tensor:
+    x = to_numpy(self)
+    if x.size == 0:
+        raise RuntimeError(
+            f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
+            "Specify the reduction dim with the 'dim' parameter."
+        )
+    _no_complex(self, op)
+    return _emit(fn(x), self.dtype, out)
+
+
+@register("max")
+def max_(self: torch.Tensor) -> torch.Tensor:
+    return _full_minmax(self, np.max, "max", None)
+
+
+@register("max.unary_out")
+def max_unary_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _full_minmax(self, np.max, "max", out)
+
+
+@register("min")
+def min_(self: torch.Tensor) -> torch.Tensor:
+    return _full_minmax(self, np.min, "min", None)
+
+
+@register("min.unary_out")
+def min_unary_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _full_minmax(self, np.min, "min", out)
+
+
+def _arg_best(x: np.ndarray, axis: int | None, largest: bool) -> np.ndarray:
+    """argmax/argmin with NaN counted as the extreme (first NaN wins), as ATen does."""
+    if x.dtype.kind in "fV" or x.dtype == NP_DTYPE[torch.bfloat16]:
+        nan = np.isnan(x)
+        if nan.any():
+            best = np.argmax(nan, axis=axis)
+            plain = (np.argmax if largest else np.argmin)(np.where(nan, 0, x), axis=axis)
+            return np.where(np.any(nan, axis=axis), best, plain)
+    return (np.argmax if largest else np.argmin)(x, axis=axis)
+
+
+def _minmax_dim(self: torch.Tensor, dim: int, keepdim: bool, largest: bool, op: str,
+                out: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    _no_complex(self, op)
+    if x.ndim == 0:
+        values, idx = x.copy(), np.zeros((), np.int64)
+    else:
+        _check_nonempty(x, (d,), op)
+        idx = _arg_best(x, d, largest)
+        values = np.take_along_axis(x, np.expand_dims(idx, d), d).squeeze(d)
+        if keepdim:
+            idx = np.expand_dims(idx, d)
+            values = np.expand_dims(values, d)
+    if out is not None:
+        write_out(out[0], values, self.dtype)
+        write_out(out[1], idx.astype(np.int64), torch.int64)
+        return out
+    return from_numpy(values, self.dtype), from_numpy(idx, torch.int64)
+
+
+@register("max.dim")
+def max_dim(self: torch.Tensor, dim: int, keepdim: bool = False) -> tuple[torch.Tensor, ...]:
+    return _minmax_dim(self, dim, keepdim, True, "max")
+
+
+@register("max.dim_max")
+def max_dim_max(self: torch.Tensor, dim: int, keepdim: bool = False, *, max: torch.Tensor,
+                max_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return _minmax_dim(self, dim, keepdim, True, "max", (max, max_values))
+
+
+@register("min.dim")
+def min_dim(self: torch.Tensor, dim: int, keepdim: bool = False) -> tuple[torch.Tensor, ...]:
+    return _minmax_dim(self, dim, keepdim, False, "min")
+
+
+@register("min.dim_min")
+def min_dim_min(self: torch.Tensor, dim: int, keepdim: bool = False, *, min: torch.Tensor,
+                min_indices: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return _minmax_dim(self, dim, keepdim, False, "min", (min, min_indices))
+
+
+def _argbest(self: torch.Tensor, dim: int | None, keepdim: bool, largest: bool, op: str,
+             out: torch.Tensor | None = None) -> torch.Tensor:
+    x = to_numpy(self)
+    _no_complex(self, op)
+    if dim is None:
+        if x.size == 0:
+            raise RuntimeError(
+                f"{op}(): Expected reduction dim to be specified for input.numel() == 0."
+            )
+        idx = np.asarray(_arg_best(x.reshape(-1), None, largest))
+        if keepdim:
+            idx = idx.reshape([1] * x.ndim)
+    else:
+        d = wrap_dim(dim, x.ndim)
+        if x.ndim == 0:
+            idx = np.zeros((), np.int64)
+        else:
+            _check_nonempty(x, (d,), op)
+            idx = _arg_best(x, d, largest)
+            if keepdim:
+                idx = np.expand_dims(idx, d)
+    return _emit(idx.astype(np.int64), torch.int64, out)
+
+
+@register("argmax")
+def argmax(self: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
+    return _argbest(self, dim, keepdim, True, "argmax")
+
+
+@register("argmax.out")
+def argmax_out(self: torch.Tensor, dim: int | None = None, keepdim: bool = False, *,
+               out: torch.Tensor) -> torch.Tensor:
+    return _argbest(self, dim, keepdim, True, "argmax", out)
+
+
+@register("argmin")
+def argmin(self: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
+    return _argbest(self, dim, keepdim, False, "argmin")
+
+
+@register("argmin.out")
+def argmin_out(self: torch.Tensor, dim: int | None = None, keepdim: bool = False, *,
+               out: torch.Tensor) -> torch.Tensor:
+    return _argbest(self, dim, keepdim, False, "argmin", out)
+
+
+@register("aminmax")
+def aminmax(self: torch.Tensor, *, dim: int | None = None, keepdim: bool = False
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    d = None if dim is None else [dim]
+    return (_amax(self, d, keepdim, None, np.min, "aminmax"),
+            _amax(self, d, keepdim, None, np.max, "aminmax"))
+
+
+@register("aminmax.out")
+def aminmax_out(self: torch.Tensor, *, dim: int | None = None, keepdim: bool = False,
+                min: torch.Tensor, max: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    d = None if dim is None else [dim]
+    return (_amax(self, d, keepdim, min, np.min, "aminmax"),
+            _amax(self, d, keepdim, max, np.max, "aminmax"))
+
+
+# --------------------------------------------------------------------------------------------
+# var / std (+ _mean)
+# --------------------------------------------------------------------------------------------
+
+
+def _real_dtype(dtype: torch.dtype) -> torch.dtype:
+    return {torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
+
+
+def _var(self: torch.Tensor, dim: Any, correction: Any, keepdim: bool, op: str
+         ) -> tuple[np.ndarray, np.ndarray, torch.dtype]:
+    if category(self.dtype) not in ("floating", "complex"):
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    x = to_numpy(self)
+    axes = reduce_axes(dim, x.ndim)
+    acc = NP_DTYPE[_acc_dtype(self.dtype)]
+    ddof = 1 if correction is None else correction
+    with quiet():
+        xa = x.astype(acc, copy=False)
+        m = np.mean(xa, axis=axes, keepdims=True)
+        dev = xa - m
+        sq = (dev.real ** 2 + dev.imag ** 2) if xa.dtype.kind == "c" else dev * dev
+        n = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
+        # ATen divides by max(0, N - correction): 0 gives inf/nan, as on CPU.
+        v = np.sum(sq, axis=axes) / np.asarray(max(n - ddof, 0), dtype=sq.dtype)
+    mean_v = np.squeeze(m, axis=axes) if axes is not None else m.reshape(())
+    return _keep(v, x, axes, keepdim), _keep(mean_v, x, axes, keepdim), self.dtype
+
+
+@register("var.correction")
+def var_correction(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
+                   keepdim: bool = False) -> torch.Tensor:
+    v, _, dt = _var(self, dim, correction, keepdim, "var")
+    return from_numpy(v, _real_dtype(dt))
+
+
+@register("var.correction_out")
+def var_correction_out(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
+                       keepdim: bool = False, out: torch.Tensor) -> torch.Tensor:
+    v, _, dt = _var(self, dim, correction, keepdim, "var")
+    return write_out(out, v, _real_dtype(dt))
+
+
+@register("std.correction")
+def std_correction(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
+                   keepdim: bool = False) -> torch.Tensor:
+    v, _, dt = _var(self, dim, correction, keepdim, "std")
+    return from_numpy(np.sqrt(v), _real_dtype(dt))
+
+
+@register("std.correction_out")
+def std_correction_out(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
+                       keepdim: bool = False, out: torch.Tensor) -> torch.Tensor:
+    v, _, dt = _var(self, dim, correction, keepdim, "std")
+    return write_out(out, np.sqrt(v), _real_dtype(dt))
+
+
+@register("var_mean.correction")
+def var_mean_correction(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
+                        keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    v, m, dt = _var(self, dim, correction, keepdim, "var_mean")
+    return from_numpy(v, _real_dtype(dt)), from_numpy(m, dt)
+
+
+@register("std_mean.correction")
+def std_mean_correction(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
+                        keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    v, m, dt = _var(self, dim, correction, keepdim, "std_mean")
+    return from_numpy(np.sqrt(v), _real_dtype(dt)), from_numpy(m, dt)
+
+
+# --------------------------------------------------------------------------------------------
+# norms
+# --------------------------------------------------------------------------------------------
+
+
+def vector_norm(x: np.ndarray, ord: float, axes: tuple[int, ...] | None) -> np.ndarray:
+    a = np.abs(x)
+    if ord == float("inf"):
+        return np.max(a, axis=axes)
+    if ord == float("-inf"):
+        return np.min(a, axis=axes)
+    if ord == 0:
+        return np.sum(a != 0, axis=axes).astype(a.dtype)
+    if ord == 1:
+        return np.sum(a, axis=axes)
+    if ord == 2:
+        return np.sqrt(np.sum(a * a, axis=axes))
+    return np.power(np.sum(np.power(a, ord), axis=axes), 1.0 / ord)
+
+
+def _vector_norm(self: torch.Tensor, ord: Any, dim: Any, keepdim: bool,
+                 dtype: torch.dtype | None, out: torch.Tensor | None) -> torch.Tensor:
+    if category(self.dtype) not in ("floating", "complex"):
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. "
+            f"Got {scalar_type_name(self.dtype)}"
+        )
+    x, in_dtype = _input(self, dtype)
+    result = _real_dtype(in_dtype)
+    axes = reduce_axes(dim, x.ndim)
+    if x.size == 0 and (ord < 0 or ord == float("inf")):
+        raise IndexError(
+            f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
+            "operation does not have an identity"
+        )
+    with quiet():
+        xa = x.astype(NP_DTYPE[_acc_dtype(in_dtype)], copy=False)
+        v = vector_norm(xa, float(ord), axes)
+    return _emit(_keep(v, x, axes, keepdim), result, out)
+
+
+@register("linalg_vector_norm")
+def linalg_vector_norm(self: torch.Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
+                       *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _vector_norm(self, ord, dim, keepdim, dtype, None)
+
+
+@register("linalg_vector_norm.out")
+def linalg_vector_norm_out(self: torch.Tensor, ord: Any = 2, dim: Any = None,
+                           keepdim: bool = False, *, dtype: torch.dtype | None = None,
+                           out: torch.Tensor) -> torch.Tensor:
+    return _vector_norm(self, ord, dim, keepdim, dtype, out)
+
+
+@register("norm.out")
+def norm_out(self: torch.Tensor, p: Any, dim: Sequence[int], keepdim: bool = False, *,
+             out: torch.Tensor) -> torch.Tensor:
+    return _vector_norm(self, 2 if p is None else p, dim, keepdim, None, out)
+
+
+@register("norm.dtype_out")
+def norm_dtype_out(self: torch.Tensor, p: Any, dim: Sequence[int], keepdim: bool, *,
+                   dtype: torch.dtype, out: torch.Tensor) -> torch.Tensor:
+    return _vector_norm(self, 2 if p is None else p, dim, keepdim, dtype, out)
+
+
+# --------------------------------------------------------------------------------------------
+# any / all
+# --------------------------------------------------------------------------------------------
+
+
+def _anyall(self: torch.Tensor, dim: Any, keepdim: bool, fn: Any,
+            out: torch.Tensor | None) -> torch.Tensor:
+    x = to_numpy(self)
+    axes = reduce_axes(dim, x.ndim)
+    v = _keep(fn(x != 0 if x.dtype.kind != "b" else x, axis=axes), x, axes, keepdim)
+    dtype = torch.uint8 if self.dtype == torch.uint8 else torch.bool
+    return _emit(v, dtype, out)
+
+
+for _fn, _np in (("any", np.any), ("all", np.all)):
+
+    def _make(fn: Any, name: str) -> None:
+        @register(name)
+        def full(self: torch.Tensor) -> torch.Tensor:
+            return _anyall(self, None, False, fn, None)
+
+        @register(f"{name}.all_out")
+        def full_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+            return _anyall(self, None, False, fn, out)
+
+        @register(f"{name}.dim")
+        def dim1(self: torch.Tensor, dim: int, keepdim: bool = False) -> torch.Tensor:
+            return _anyall(self, [dim], keepdim, fn, None)
+
+        @register(f"{name}.out")
+        def dim1_out(self: torch.Tensor, dim: int, keepdim: bool = False, *,
+                     out: torch.Tensor) -> torch.Tensor:
+            return _anyall(self, [dim], keepdim, fn, out)
+
+        @register(f"{name}.dims")
+        def dims(self: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
+            return _anyall(self, dim, keepdim, fn, None)
+
+        @register(f"{name}.dims_out")
+        def dims_out(self: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
+                     out: torch.Tensor) -> torch.Tensor:
+            return _anyall(self, dim, keepdim, fn, out)
+
+    _make(_np, _fn)
+
+
+# --------------------------------------------------------------------------------------------
+# cumulative, logsumexp, count_nonzero
+# --------------------------------------------------------------------------------------------
+
+
+def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None, fn: Any,
+         out: torch.Tensor | None = None, inplace: bool = False) -> torch.Tensor:
+    if inplace:
+        result = self.dtype
+    elif out is not None and dtype is None:
+        result = out.dtype
+    else:
+        result = _sum_dtype(self, dtype)
+    x, _ = _input(self, result)
+    d = wrap_dim(dim, x.ndim)
+    with quiet():
+        v = x.copy() if x.ndim == 0 else fn(x, axis=d, dtype=NP_DTYPE[_acc_dtype(result)])
+    if inplace:
+        np.copyto(to_numpy(self), np.asarray(v).astype(NP_DTYPE[result]), casting="unsafe")
+        return self
+    return _emit(v, result, out)
+
+
+for _fn, _np in (("cumsum", np.cumsum), ("cumprod", np.cumprod)):
+
+    def _make_cum(fn: Any, name: str) -> None:
+        @register(name)
+        def f(self: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+            return _cum(self, dim, dtype, fn)
+
+        @register(f"{name}.out")
+        def f_out(self: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None,
+                  out: torch.Tensor) -> torch.Tensor:
+            return _cum(self, dim, dtype, fn, out)
+
+        @register(f"{name}_")
+        def f_(self: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None
+               ) -> torch.Tensor:
+            return _cum(self, dim, dtype, fn, inplace=True)
+
+    _make_cum(_np, _fn)
+
+
+def _logsumexp(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None
+               ) -> torch.Tensor:
+    result = self.dtype if category(self.dtype) in ("floating", "complex") else (
+        torch.get_default_dtype())
+    x = to_numpy(self).astype(NP_DTYPE[_acc_dtype(result)], copy=False)
+    axes = reduce_axes(dim, x.ndim)
+    with quiet():
+        if x.size == 0:
+            v = np.log(np.sum(np.exp(x), axis=axes))
+        else:
+            m = np.max(x, axis=axes, keepdims=True) if x.ndim else x
+            m = np.where(np.isinf(m), 0, m)
+            v = np.log(np.sum(np.exp(x - m), axis=axes))
+            v = v + (np.squeeze(m, axis=axes) if axes is not None else np.reshape(m, ()))
+    return _emit(_keep(v, x, axes, keepdim), result, out)
+
+
+@register("logsumexp")
+def logsumexp(self: torch.Tensor, dim: Sequence[int], keepdim: bool = False) -> torch.Tensor:
+    return _logsumexp(self, dim, keepdim, None)
+
+
+@register("logsumexp.out")
+def logsumexp_out(self: torch.Tensor, dim: Sequence[int], keepdim: bool = False, *,
+                  out: torch.Tensor) -> torch.Tensor:
+    return _logsumexp(self, dim, keepdim, out)
+
+
+@register("count_nonzero.dim_IntList")
+def count_nonzero(self: torch.Tensor, dim: Sequence[int]) -> torch.Tensor:
+    x = to_numpy(self)
+    axes = reduce_axes(list(dim), x.ndim)
+    return from_numpy(np.count_nonzero(x, axis=axes), torch.int64)
