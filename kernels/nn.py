@@ -427,11 +427,11 @@ def layer_norm(
     lead = x.shape[:axis]
     m = math.prod(normalized_shape)
     xf = _opmath(x).reshape(-1, m)
-    mean = xf.mean(axis=1, keepdims=True)
-    centered = xf - mean
-    var = np.einsum("ij,ij->i", centered, centered)[:, None] / max(m, 1)
+    # row sums through einsum's SIMD loop (a BLAS gemv would wake BLAS threads for little work)
+    mean = np.einsum("ij->i", xf)[:, None] / max(m, 1)
+    out = np.subtract(xf, mean)
+    var = np.einsum("ij,ij->i", out, out)[:, None] / max(m, 1)
     rstd = 1.0 / np.sqrt(var + eps)
-    out = centered
     out *= rstd
     if weight is not None:
         out *= _opmath(weight).reshape(1, m)
@@ -710,14 +710,22 @@ def adaptive_avg_pool2d_backward(grad_out: np.ndarray, x: np.ndarray) -> np.ndar
 # softmax family and losses
 
 
+def _sum_keep(a: np.ndarray, dim: int) -> np.ndarray:
+    """``a.sum(dim, keepdims=True)``; a contiguous last axis goes through ``einsum``'s SIMD loop."""
+    if dim in (-1, a.ndim - 1) and a.flags.c_contiguous:
+        return np.einsum("...i->...", a)[..., None]
+    return a.sum(axis=dim, keepdims=True)
+
+
 def softmax(x: np.ndarray, dim: int) -> np.ndarray:
+    """``exp(x - max) * (1 / sum)``, the order of ATen's vectorized CPU softmax."""
     dtype = x.dtype
     xf = _opmath(x)
     if xf.ndim == 0:
         return np.ones_like(x)
-    e = xf - xf.max(axis=dim, keepdims=True)
+    e = np.subtract(xf, xf.max(axis=dim, keepdims=True))
     np.exp(e, out=e)
-    e /= e.sum(axis=dim, keepdims=True)
+    np.multiply(e, np.reciprocal(_sum_keep(e, dim)), out=e)
     return e.astype(dtype, copy=False)
 
 
@@ -726,9 +734,9 @@ def log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     xf = _opmath(x)
     if xf.ndim == 0:
         return np.zeros_like(x)
-    shifted = xf - xf.max(axis=dim, keepdims=True)
-    lse = np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
-    shifted -= lse
+    shifted = np.subtract(xf, xf.max(axis=dim, keepdims=True))
+    e = np.exp(shifted)
+    shifted -= np.log(_sum_keep(e, dim))
     return shifted.astype(dtype, copy=False)
 
 
@@ -739,7 +747,7 @@ def softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.ndar
     if y.ndim == 0:
         return np.zeros_like(out)
     gy = g * y
-    gy -= y * gy.sum(axis=dim, keepdims=True)
+    gy -= y * _sum_keep(gy, dim)
     return gy.astype(dtype, copy=False)
 
 
@@ -749,8 +757,9 @@ def log_softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.
     g, y = _opmath(grad_out), _opmath(out)
     if y.ndim == 0:
         return np.zeros_like(out)
-    gi = g - np.exp(y) * g.sum(axis=dim, keepdims=True)
-    return gi.astype(dtype, copy=False)
+    e = np.exp(y)
+    e *= _sum_keep(np.ascontiguousarray(g), dim)
+    return np.subtract(g, e, out=e).astype(dtype, copy=False)
 
 
 _REDUCTION_NONE, _REDUCTION_MEAN, _REDUCTION_SUM = 0, 1, 2
