@@ -102,7 +102,7 @@ def universe_of(df: pd.DataFrame, ann: Annotations) -> tuple[list[str], str]:
             "run never reached cannot be counted as not tested"
         )
     patterns = [r.get("ops") for r in runs]
-    names = scope(ann.universe, patterns) if patterns else list(ann.universe)
+    names = scope(ann.universe, patterns, ann) if patterns else list(ann.universe)
     extra = [n for n in in_results if n not in set(names)]
     where = "the static coverage" if ann.source == "coverage" else "opdb"
     restricted = [p for p in patterns if p is not None]

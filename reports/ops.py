@@ -195,11 +195,12 @@ def annotate(
     )
 
 
-def scope(universe: Iterable[str], patterns: Iterable[str | None]) -> list[str]:
-    """Overloads of ``universe`` that a run restricted by ``--ops`` regexes would have covered.
-
-    ``None`` among ``patterns`` means an unrestricted run (everything is in scope).
-    """
+def scope(
+    universe: Iterable[str], patterns: Iterable[str | None], ann: Annotations | None = None
+) -> list[str]:
+    """Overloads of ``universe`` that a run restricted by ``--ops`` would have covered: as
+    ``conformance run`` does, a regex selects an overload when it fully matches its name, its
+    base name or its family. ``None`` among ``patterns`` means an unrestricted run."""
     pats = list(patterns)
     names = list(universe)
     if not pats or any(p is None for p in pats):
@@ -210,4 +211,10 @@ def scope(universe: Iterable[str], patterns: Iterable[str | None]) -> list[str]:
             compiled.append(re.compile(str(p)))
         except re.error:
             return names
-    return [n for n in names if any(c.search(n) for c in compiled)]
+    out = []
+    for n in names:
+        fam = ann.info(n).family if ann is not None else family_from_name(n)
+        keys = (n, split_name(n)[0], fam)
+        if any(rx.fullmatch(k) for rx in compiled for k in keys):
+            out.append(n)
+    return out

@@ -238,4 +238,6 @@ def dtype_cell(examples: int, cpu_ok: int, backend_ok: int, agree: int) -> str:
         return "agree" if cpu_ok > 0 else "both_reject"
     if backend_ok < cpu_ok:
         return "backend_rejects"
+    if backend_ok > cpu_ok:
+        return "backend_accepts"
     return "disagree"

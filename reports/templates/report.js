@@ -26,7 +26,8 @@
   var SHORT = { "pass": "pass", "fail": "fail", "unsupported": "unsup", "crash": "crash", "timeout": "t/o", "skip": "skip", "not tested": "\u2014" };
   var SEV = ["crash", "timeout", "fail", "unsupported", "pass", "skip", "not tested"];
   var SEVRANK = VERD.map(function (v) { var i = SEV.indexOf(v); return i < 0 ? -1 : i; });
-  var DCLS = { agree: "agree", disagree: "values differ", backend_rejects: "backend rejects what CPU accepts", both_reject: "both reject", none: "not exercised" };
+  var DCLS = { agree: "agree", disagree: "results differ", backend_rejects: "backend rejects what CPU accepts",
+               backend_accepts: "backend accepts what CPU rejects", both_reject: "both reject (consistently)", none: "not exercised" };
   var COLS = D.columns;
   var NCOL = COLS.length;
 
@@ -48,6 +49,8 @@
     ROWS[i] = { i: i, name: r[0], lname: r[0].toLowerCase(), fam: D.families[r[1]], kind: r[2],
                 tags: r[3], status: r[4], cells: r[5], overall: r[6] };
   }
+  var HAS_STATUS = ROWS.some(function (r) { return r.status >= 0; });
+  if (!HAS_STATUS) $("f-status").parentNode.hidden = true;  /* no --coverage: nothing to filter */
   function cellVerdict(row, j) {
     var d = row.cells[j];
     return d < 0 ? NT : D.details[d][0];
@@ -156,7 +159,7 @@
       return c;
     }
     c.push({ key: "kind", label: "Kind", w: "86px" });
-    c.push({ key: "status", label: "Static", w: "128px" });
+    if (HAS_STATUS) c.push({ key: "status", label: "Static", w: "128px" });
     COLS.forEach(function (name, k) { c.push({ key: "col:" + k, label: name, w: "88px", col: k }); });
     c.push({ key: "overall", label: "Overall", w: "88px", overall: true });
     return c;
@@ -211,6 +214,7 @@
     if (n <= 0) return "none";
     if (agree >= n) return cpu > 0 ? "agree" : "both_reject";
     if (be < cpu) return "backend_rejects";
+    if (be > cpu) return "backend_accepts";
     return "disagree";
   }
 
