@@ -152,19 +152,39 @@ def count(verdicts: Iterable[str], total: int) -> Counts:
     return Counts(total=total, tested=tested, passed=by.get("pass", 0), by_verdict=by)
 
 
+def annotations_of(df: pd.DataFrame) -> Annotations:
+    """The annotations :func:`load` put in ``df`` (``family kind tags status`` columns), or
+    names-only guesses when it has none."""
+    from reports.ops import OpInfo
+
+    if "family" not in df.columns:
+        return annotate(df["overload"].unique(), use_opdb=False)
+    infos = {}
+    for ov, fam, kind, tags, status in zip(df["overload"], df["family"], df["kind"], df["tags"],
+                                           df["status"], strict=True):
+        infos[ov] = OpInfo(ov, fam, kind, tuple(tags or ()),
+                           status if isinstance(status, str) else None)
+    return Annotations(source=df.attrs.get("annotation", "frame"),
+                       note=df.attrs.get("annotation_note", ""), infos=infos, universe=None)
+
+
 def overload_table(
     df: pd.DataFrame,
-    ann: Annotations,
+    ann: Annotations | None = None,
     *,
     universe: Iterable[str] | None = None,
 ) -> pd.DataFrame:
     """One row per overload: ``overload family kind tags status verdict`` and one column per
     check key (verdict string, ``"not tested"`` where there is no record).
 
-    ``universe`` adds overloads that have no record at all (all cells ``"not tested"``).
-    Rows are ordered by family, then name.
+    ``ann`` defaults to the annotations :func:`load` added to ``df``. ``universe`` adds
+    overloads that have no record at all (all cells ``"not tested"``). Rows are ordered by
+    family, then name.
     """
     import pandas as pd
+
+    if ann is None:
+        ann = annotations_of(df)
 
     cur = latest(df)
     keys = column_keys(cur)

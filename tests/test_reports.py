@@ -214,6 +214,13 @@ def test_overload_table_counts_untested_overloads_from_coverage():
     assert "matching the run's --ops" in text
 
 
+def test_overload_table_from_loaded_frame_alone():
+    t = reports.overload_table(reports.load(SMALL, coverage=COVERAGE))
+    by = t.set_index("overload")
+    assert by.loc["add_.Tensor", "status"] == "native" and by.loc["add_.Tensor", "forward"] == "fail"
+    assert by.loc["add.out", "verdict"] == "unsupported"
+
+
 def test_scope_applies_run_ops_regex():
     names = ["add.Tensor", "add_.Scalar", "addmm", "sub.Tensor", "relu"]
     # like `conformance run --ops`: full match of name, base name or family
