@@ -288,7 +288,9 @@ class ConformanceItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, self.name
+        # A domain that is not the node id's tail keeps pytest from showing dots as '::'.
+        state = _state(self.config)
+        return self.path, None, f"{self.name} [{state.backend.name if state else '?'}]"
 
 
 def _json_safe(obj: dict[str, Any]) -> dict[str, Any]:

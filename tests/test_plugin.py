@@ -1,0 +1,191 @@
+"""The pytest plugin as a user runs it (pytester), and ``conformance run``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torchgen.model  # noqa: F401,E402
+
+# pytester's in-process runs drop modules first imported inside them; torch cannot be imported
+# twice in one process, so everything the plugin imports is imported here first.
+import conformance.checks  # noqa: F401,E402
+import conformance.engine  # noqa: F401,E402
+import conformance.expectations  # noqa: F401,E402
+import conformance.plugin  # noqa: F401,E402
+import conformance.repro  # noqa: F401,E402
+import conformance.results  # noqa: F401,E402
+import opdb  # noqa: F401,E402
+
+try:
+    import kernels
+
+    kernels.registered()  # loads every kernel module now, outside the in-process runs
+except ImportError:  # pragma: no cover
+    pass
+
+DATA = Path(__file__).parent / "data" / "engine"
+QUICK = ("--max-examples", "3", "--hypothesis-db", "none", "-p", "no:cacheprovider")
+
+
+def _records(path: Path) -> list[dict]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]  # every line valid JSON
+
+
+def _verdicts(path: Path) -> dict[str, dict]:
+    return {f"{r['overload']}::{r['check']}": r for r in _records(path) if r["record"] == "verdict"}
+
+
+def test_inert_without_backend(pytester):
+    pytester.makepyfile("def test_one():\n    assert True\n")
+    result = pytester.runpytest("-p", "conformance")
+    result.assert_outcomes(passed=1)
+
+
+def test_items_ids_results_file_and_k(pytester):
+    res = pytester.path / "r.jsonl"
+    result = pytester.runpytest("--backend", "cpu", "--ops", "add|abs", "--results", str(res),
+                                "-v", *QUICK)
+    result.stdout.fnmatch_lines(["*abs::broadcast SKIPPED*", "*add.Tensor::promotion PASSED*"])
+    assert result.ret == 0
+    records = _records(res)
+    assert records[0]["record"] == "run" and records[0]["backend"] == "cpu"
+    verdicts = _verdicts(res)
+    assert {"add.Tensor::forward", "add.Tensor::promotion", "add.Tensor::broadcast",
+            "add_.Tensor::forward", "add.out::forward", "abs::forward"} <= set(verdicts)
+    v = verdicts["add.Tensor::promotion"]
+    assert v["verdict"] == "pass" and v["examples"] > 0 and v["torch_version"]
+    assert v["dtypes"] and all(set(t) == {"examples", "cpu_ok", "backend_ok", "agree"}
+                               for t in v["dtypes"].values())
+    assert verdicts["abs::broadcast"]["category"] == "not_applicable"
+    # cpu against cpu: no fails anywhere (the false-positive test)
+    assert not [k for k, r in verdicts.items() if r["verdict"] == "fail"]
+
+    result = pytester.runpytest("--backend", "cpu", "--ops", "add", "-k", "promotion", *QUICK)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 4 and "failed" not in outcomes
+    assert "deselected" in outcomes
+
+
+def test_fail_x_lf_junitxml_and_repro(pytester, monkeypatch):
+    pytest.importorskip("kernels")
+    monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
+    res = pytester.path / "r.jsonl"
+    junit = pytester.path / "junit.xml"
+    try:
+        args = ("--backend", "privateuse1:buggy_alpha", "--ops", "add|sub", "--checks",
+                "forward", "-p", "cacheprovider", "--max-examples", "5", "--hypothesis-db",
+                "none")
+        result = pytester.runpytest_subprocess(*args, "--results", str(res), "--junitxml",
+                                               str(junit))
+        result.stdout.fnmatch_lines(["*FAILED add.Tensor::forward - [[]value[]]*"])
+        fails = [k for k, r in _verdicts(res).items() if r["verdict"] == "fail"]
+        assert "add.Tensor::forward" in fails
+        rec = _verdicts(res)["add.Tensor::forward"]
+        assert rec["category"] == "value" and "import buggy_alpha" in rec["repro"]
+        assert 'testcase classname="add.Tensor" name="forward"' in junit.read_text() or \
+            "add.Tensor::forward" in junit.read_text() or 'name="add.Tensor::forward"' in \
+            junit.read_text()
+        # --lf reruns only what failed
+        result = pytester.runpytest_subprocess(*args, "--lf")
+        outcomes = result.parseoutcomes()
+        assert outcomes.get("failed") == len(fails) and "passed" not in outcomes
+        # -x stops at the first failure
+        result = pytester.runpytest_subprocess(*args, "-x", "-p", "no:cacheprovider")
+        assert result.parseoutcomes().get("failed") == 1
+    finally:
+        pass
+
+
+def test_expected_failures_file(pytester, monkeypatch):
+    pytest.importorskip("kernels")
+    monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
+    xf = pytester.path / "xf.yaml"
+    xf.write_text("- id: add.Tensor::forward\n  reason: alpha is ignored (known)\n"
+                  "- id: nosuchop.Tensor::forward\n  reason: stale\n")
+    res = pytester.path / "r.jsonl"
+    try:
+        result = pytester.runpytest_subprocess("--backend", "privateuse1:buggy_alpha", "--ops", r"add\.Tensor",
+                                    "--checks", "forward", "--expected-failures", str(xf),
+                                    "--results", str(res), "-rxX", *QUICK)
+        outcomes = result.parseoutcomes()
+        assert outcomes.get("xfailed") == 1 and "failed" not in outcomes
+        result.stdout.fnmatch_lines(["*nosuchop.Tensor::forward*matches no overload*"])
+        rec = _verdicts(res)["add.Tensor::forward"]
+        assert rec["verdict"] == "fail" and rec["expected"] == "alpha is ignored (known)"
+    finally:
+        pass
+
+
+def test_bad_options_are_usage_errors(pytester, tmp_path):
+    result = pytester.runpytest("--backend", "cpu", "--checks", "forward,bogus", *QUICK)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown check 'bogus'*"])
+    bad = tmp_path / "xf.yaml"
+    bad.write_text("- id: add.Tensor::forward\n  reasn: typo\n")
+    result = pytester.runpytest("--backend", "cpu", "--expected-failures", str(bad), *QUICK)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{bad}:1: unknown key 'reasn'*"])
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(DATA), str(Path.cwd()), os.environ.get("PYTHONPATH", "")]), "CI": ""}
+
+
+def test_xdist_results_complete_with_crash_and_timeout(tmp_path):
+    """-n 2: the file holds one record per item; a segfaulting kernel and a hanging kernel
+    each cost one item, recorded as crash / timeout with the call that was running."""
+    pytest.importorskip("xdist")
+    pytest.importorskip("kernels")
+    res = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "pytest", "-p", "conformance", "--backend",
+           "privateuse1:crashy_segfault", "--ops", "abs|neg|add", "--checks", "forward",
+           "--results", str(res), "-n", "2", "--conformance-timeout", "20", *QUICK,
+           "--rootdir", str(tmp_path), "-q"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(),
+                          timeout=300)
+    verdicts = _verdicts(res)
+    assert verdicts["abs::forward"]["verdict"] == "crash", proc.stdout[-2000:]
+    assert "torch.ops.aten.abs.default" in verdicts["abs::forward"]["repro"]
+    assert verdicts["add.Tensor::forward"]["verdict"] == "pass"
+    ids = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert ids or proc.returncode == 1
+    n_items = len(verdicts)
+    assert n_items == len({r for r in verdicts}) and n_items >= 8
+
+    res2 = tmp_path / "h.jsonl"
+    cmd2 = [*cmd]
+    cmd2[cmd2.index("privateuse1:crashy_segfault")] = "privateuse1:crashy_hang"
+    cmd2[cmd2.index(str(res))] = str(res2)
+    cmd2[cmd2.index("--ops") + 1] = "neg|abs"
+    cmd2[cmd2.index("--conformance-timeout") + 1] = "3"
+    cmd2[cmd2.index("-n") + 1] = "1"
+    subprocess.run(cmd2, capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=300)
+    verdicts = _verdicts(res2)
+    assert verdicts["neg::forward"]["verdict"] == "timeout", verdicts["neg::forward"]
+    assert verdicts["abs::forward"]["verdict"] == "pass"  # the run went on after the hang
+
+
+def test_conformance_run_cli(tmp_path):
+    out = tmp_path / "results.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "conformance", "run", "--backend", "cpu", "--ops", "mul|where",
+         "--max-examples", "3", "-n", "0", "-o", str(out)],
+        capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr  # no progress line when piped
+    assert "promotion" in proc.stdout and "pass" in proc.stdout
+    assert f"results: {out}" in proc.stdout
+    verdicts = _verdicts(out)
+    assert verdicts and all(r["verdict"] in ("pass", "skip") for r in verdicts.values())
+    bad = subprocess.run([sys.executable, "-m", "conformance", "run", "--backend", "cpu",
+                          "--ops", "(unclosed"], capture_output=True, text=True,
+                         cwd=tmp_path, env=_env(), timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("conformance run: error: --ops: invalid regular")
