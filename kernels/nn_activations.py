@@ -1,0 +1,284 @@
+"""Pointwise activations of ``mlu`` and their ``*_backward`` overloads: one table, one factory.
+
+Each row names an activation, its forward formula and its backward formula (as ATen's CPU kernel
+writes them, same comparisons at the boundaries), the scalar arguments both take, and whether an
+in-place overload exists. The factory registers ``name``, ``name.out``, ``name_`` and
+``name_backward`` / ``name_backward.grad_input`` from that row. float16/bfloat16 compute in float32.
+relu/threshold/gelu live in :mod:`kernels.nn_ops` (they have their own overload shapes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from kernels._semantics import write_inplace
+from kernels._tensor import NP_DTYPE, to_numpy
+from kernels.nn import _opmath
+from kernels.nn_ops import define
+from kernels.registry import register, resolve_overload
+
+__all__ = ["ACTIVATIONS", "Activation"]
+
+Arr = np.ndarray
+
+
+def _sigmoid(x: Arr) -> Arr:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# --------------------------------------------------------------------------------------------
+# formulas: forward(x, *scalars) and backward(grad, x, *scalars)
+
+
+def _elu(x: Arr, alpha: Any, scale: Any, input_scale: Any) -> Arr:
+    return np.where(x <= 0, np.expm1(x * input_scale) * (alpha * scale), x * scale)
+
+
+def _elu_bwd(g: Arr, y_or_x: Arr, alpha: Any, scale: Any, input_scale: Any,
+             is_result: bool) -> Arr:
+    neg = alpha * scale
+    if is_result:
+        inner = g * input_scale * (y_or_x + neg)
+    else:
+        inner = g * input_scale * neg * np.exp(y_or_x * input_scale)
+    return np.where(y_or_x <= 0, inner, g * scale)
+
+
+def _hardtanh(x: Arr, lo: Any, hi: Any) -> Arr:
+    return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
+
+
+def _hardtanh_bwd(g: Arr, x: Arr, lo: Any, hi: Any) -> Arr:
+    return np.where((x <= lo) | (x >= hi), np.zeros((), g.dtype), g)
+
+
+def _leaky_relu(x: Arr, slope: Any) -> Arr:
+    return np.where(x > 0, x, x * slope)
+
+
+def _leaky_relu_bwd(g: Arr, x: Arr, slope: Any, self_is_result: bool) -> Arr:
+    if self_is_result and slope < 0:
+        raise RuntimeError(
+            "In-place leakyReLu backward calculation is triggered with a negative slope which is "
+            "not supported. This is caused by calling in-place forward function with a negative "
+            "slope, please call out-of-place version instead. File an issue at "
+            "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
+            "backward calculation with negative slope"
+        )
+    return np.where(x > 0, g, g * slope)
+
+
+def _silu(x: Arr) -> Arr:
+    return x / (1.0 + np.exp(-x))
+
+
+def _silu_bwd(g: Arr, x: Arr) -> Arr:
+    s = _sigmoid(x)
+    return g * s * (1.0 + x * (1.0 - s))
+
+
+def _softplus(x: Arr, beta: Any, threshold: Any) -> Arr:
+    xb = x * beta
+    return np.where(xb > threshold, x, np.log1p(np.exp(xb)) / beta)
+
+
+def _softplus_bwd(g: Arr, x: Arr, beta: Any, threshold: Any) -> Arr:
+    xb = x * beta
+    z = np.exp(xb)
+    return np.where(xb > threshold, g, g * z / (z + 1.0))
+
+
+def _hardsigmoid(x: Arr) -> Arr:
+    return np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0
+
+
+def _hardsigmoid_bwd(g: Arr, x: Arr) -> Arr:
+    return np.where((x > -3.0) & (x < 3.0), g / 6.0, np.zeros((), g.dtype))
+
+
+def _hardswish(x: Arr) -> Arr:
+    return x * np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0
+
+
+def _hardswish_bwd(g: Arr, x: Arr) -> Arr:
+    return np.where(x <= -3.0, np.zeros((), g.dtype),
+                    np.where(x < 3.0, g * (x / 3.0 + 0.5), g))
+
+
+def _mish(x: Arr) -> Arr:
+    return x * np.tanh(np.log1p(np.exp(x)))
+
+
+def _mish_bwd(g: Arr, x: Arr) -> Arr:
+    t = np.tanh(np.log1p(np.exp(x)))
+    return g * (t + x * _sigmoid(x) * (1.0 - t * t))
+
+
+@dataclass(frozen=True)
+class Activation:
+    name: str
+    forward: Callable[..., Arr]
+    backward: Callable[..., Arr] | None
+    inplace: bool = True
+    #: backward overload and its out= name (None: ``name_backward`` + ``.grad_input``)
+    backward_names: tuple[str, str] | None = None
+    #: the backward's extra (non-scalar) schema arguments after the scalars, e.g. ``is_result``
+    backward_flags: int = 0
+
+
+ACTIVATIONS = (
+    Activation("elu", _elu, None),  # elu_backward has its own argument order, below
+    Activation("hardtanh", _hardtanh, _hardtanh_bwd),
+    Activation("leaky_relu", _leaky_relu, _leaky_relu_bwd, backward_flags=1),
+    Activation("silu", _silu, _silu_bwd),
+    Activation("softplus", _softplus, _softplus_bwd, inplace=False),
+    Activation("hardsigmoid", _hardsigmoid, _hardsigmoid_bwd),
+    Activation("hardswish", _hardswish, _hardswish_bwd,
+               backward_names=("hardswish_backward", "hardswish_backward.out")),
+    Activation("mish", _mish, _mish_bwd, backward_names=("mish_backward", None)),  # type: ignore[arg-type]
+)
+
+
+def _check_float(x: Arr, name: str) -> None:
+    if x.dtype.kind != "f" and x.dtype != NP_DTYPE[torch.bfloat16]:
+        raise RuntimeError(f"\"{name}\" not implemented for '{x.dtype}'")
+
+
+def _defaults(name: str) -> tuple[Any, ...]:
+    """Default values of the scalar arguments after ``self`` (the dispatcher omits trailing ones
+    the caller left at their defaults)."""
+    return tuple(a.default_value for a in resolve_overload(name)._schema.arguments[1:]
+                 if not a.kwarg_only)
+
+
+def _make(act: Activation) -> None:
+    defaults = _defaults(act.name)
+
+    def forward_arrays(self: torch.Tensor, *scalars: Any) -> Arr:
+        scalars = scalars + defaults[len(scalars):]
+        x = to_numpy(self)
+        _check_float(x, act.name)
+        return act.forward(_opmath(x), *scalars).astype(x.dtype, copy=False)
+
+    forward_arrays.__name__ = act.name
+    define(act.name, f"{act.name}.out")(forward_arrays)
+    if act.inplace:
+        def inplace(self: torch.Tensor, *scalars: Any) -> torch.Tensor:
+            with np.errstate(all="ignore"):
+                return write_inplace(self, forward_arrays(self, *scalars))
+
+        inplace.__name__ = inplace.__qualname__ = act.name + "_"
+        register(act.name + "_")(inplace)
+    if act.backward is None:
+        return
+    bwd_fn = act.backward
+
+    def backward_arrays(grad_output: torch.Tensor, self: torch.Tensor, *rest: Any) -> Arr:
+        g, x = to_numpy(grad_output), to_numpy(self)
+        dtype = np.result_type(g, x)
+        return bwd_fn(_opmath(g), _opmath(x), *rest).astype(dtype, copy=False)
+
+    backward_arrays.__name__ = act.name + "_backward"
+    names = act.backward_names or (f"{act.name}_backward", f"{act.name}_backward.grad_input")
+    out_arg = "out" if names[1] and names[1].endswith(".out") else "grad_input"
+    define(names[0], names[1], (out_arg,))(backward_arrays)
+
+
+for _act in ACTIVATIONS:
+    _make(_act)
+
+
+@define("elu_backward", "elu_backward.grad_input", ("grad_input",))
+def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale: Any,
+                 is_result: bool, self_or_result: torch.Tensor) -> Arr:
+    g, x = to_numpy(grad_output), to_numpy(self_or_result)
+    dtype = np.result_type(g, x)
+    return _elu_bwd(_opmath(g), _opmath(x), alpha, scale, input_scale, is_result).astype(dtype)
+
+
+@define("sigmoid_backward", "sigmoid_backward.grad_input", ("grad_input",))
+def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
+    g, y = to_numpy(grad_output), to_numpy(output)
+    dtype = np.result_type(g, y)
+    gf, yf = _opmath(g), _opmath(y)
+    return (gf * (1.0 - yf) * yf).astype(dtype, copy=False)
+
+
+@define("tanh_backward", "tanh_backward.grad_input", ("grad_input",))
+def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
+    g, y = to_numpy(grad_output), to_numpy(output)
+    dtype = np.result_type(g, y)
+    gf, yf = _opmath(g), _opmath(y)
+    return (gf * (1.0 - yf * yf)).astype(dtype, copy=False)
+
+
+@define("log_sigmoid_forward", "log_sigmoid_forward.output", ("output", "buffer"))
+def log_sigmoid_forward(self: torch.Tensor) -> tuple[Arr, Arr]:
+    x = to_numpy(self)
+    _check_float(x, "log_sigmoid_forward")
+    xf = _opmath(x)
+    z = np.exp(-np.abs(xf))
+    out = np.minimum(xf, 0.0) - np.log1p(z)
+    return out.astype(x.dtype, copy=False), z.astype(x.dtype, copy=False)
+
+
+@define("log_sigmoid_backward", "log_sigmoid_backward.grad_input", ("grad_input",))
+def log_sigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor, buffer: torch.Tensor
+                         ) -> Arr:
+    g, x, z = (_opmath(to_numpy(t)) for t in (grad_output, self, buffer))
+    neg = x < 0
+    res = g * (np.where(neg, 1.0, 0.0) - np.where(neg, 1.0, -1.0) * (z / (1.0 + z)))
+    return res.astype(to_numpy(self).dtype, copy=False)
+
+
+def _glu_halves(x: Arr, dim: int) -> tuple[Arr, Arr]:
+    dim = dim % x.ndim
+    if x.shape[dim] % 2:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {dim} is size {x.shape[dim]}"
+        )
+    a, b = np.split(x, 2, axis=dim)
+    return a, b
+
+
+@define("glu", "glu.out")
+def glu(self: torch.Tensor, dim: int = -1) -> Arr:
+    x = to_numpy(self)
+    _check_float(x, "glu")
+    a, b = _glu_halves(_opmath(x), dim)
+    return (a * _sigmoid(b)).astype(x.dtype, copy=False)
+
+
+@define("glu_backward", "glu_backward.grad_input", ("grad_input",))
+def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int) -> Arr:
+    x = to_numpy(self)
+    g = _opmath(to_numpy(grad_output))
+    a, b = _glu_halves(_opmath(x), dim)
+    s = _sigmoid(b)
+    ga = g * s
+    gb = g * a * s * (1.0 - s)
+    return np.concatenate([ga, gb], axis=dim % x.ndim).astype(x.dtype, copy=False)
+
+
+@define("_prelu_kernel")
+def prelu_kernel(self: torch.Tensor, weight: torch.Tensor) -> Arr:
+    x, w = to_numpy(self), to_numpy(weight)
+    xf = _opmath(x)
+    return np.where(xf > 0, xf, _opmath(w) * xf).astype(np.result_type(x, w), copy=False)
+
+
+@define("_prelu_kernel_backward")
+def prelu_kernel_backward(grad_output: torch.Tensor, self: torch.Tensor, weight: torch.Tensor
+                          ) -> tuple[Arr, Arr]:
+    g, x, w = (_opmath(to_numpy(t)) for t in (grad_output, self, weight))
+    dtype = np.result_type(to_numpy(self), to_numpy(weight))
+    pos = x > 0
+    gi = np.where(pos, g, w * g)
+    gw = np.where(pos, np.zeros((), g.dtype), x * g)
+    shape = np.broadcast_shapes(x.shape, w.shape)
+    return (np.broadcast_to(gi, shape).astype(dtype), np.broadcast_to(gw, shape).astype(dtype))
