@@ -490,6 +490,9 @@
     for (var k = 0; k < btns.length; k++) btns[k].classList.toggle("on", btns[k].getAttribute("data-tab") === tab);
     var isMatrix = tab === "matrix" || tab === "dtypes";
     scroller.hidden = !isMatrix; list.hidden = isMatrix;
+    var mx = document.querySelectorAll(".mx-only");
+    for (var q = 0; q < mx.length; q++) mx[q].classList.toggle("off", !isMatrix);
+    $("toolbar").hidden = tab === "runs";
     $("dtype-check-wrap").hidden = tab !== "dtypes";
     if (state.sort.indexOf("dt:") === 0 && tab !== "dtypes") state.sort = "family";
     if (state.sort.indexOf("col:") === 0 && tab === "dtypes") state.sort = "family";
