@@ -149,8 +149,9 @@ def _support(verdicts: Iterable[str]) -> str:
 
 
 def _label(df: pd.DataFrame, fallback: str) -> str:
-    backends = [b for b in dict.fromkeys(df["backend"].dropna()) if b]
-    return ", ".join(backends) if backends else fallback
+    backends = [b for b in dict.fromkeys(df["backend"].dropna()) if b] or [
+        str(r["backend"]) for r in df.attrs.get("runs", ()) if r.get("backend")]
+    return ", ".join(dict.fromkeys(backends)) if backends else fallback
 
 
 def compare(

@@ -145,6 +145,8 @@ def test_load_without_opdb_derives_family_from_names(monkeypatch):
     assert "opdb unavailable: ImportError" in df.attrs["annotation_note"]
     got = dict(zip(df.overload, zip(df.family, df.kind, strict=True), strict=True))
     assert got["add_.Tensor"] == ("add", "inplace")
+    html = rhtml.render(rhtml.page_data(df, rops.annotate(df.overload.unique())))
+    assert "guessed from overload names" in html and "cannot be counted as not tested" in html
     assert got["add.out"] == ("add", "out")
     assert got["relu"] == ("relu", "functional")
 
@@ -394,3 +396,26 @@ def test_synthetic_generator_full_run_renders(tmp_path):
     assert data["summary"]["overloads"]["not_tested"] > 0
     assert data["columns"] == list(synth.CHECKS)
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_reports_never_import_the_engine(tmp_path):
+    import subprocess
+
+    code = (
+        "import sys, reports, reports.diff, reports.export\n"
+        f"reports.write_html([{str(SMALL)!r}], {str(tmp_path / 'r.html')!r})\n"
+        "bad = sorted(m for m in sys.modules if m == 'conformance' or m.startswith(('conformance.', 'kernels')))\n"
+        "assert not bad, bad\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+
+
+def test_results_with_only_a_run_header(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_text(SMALL.read_text().splitlines()[0] + "\n")
+    df, ann = load_names(p, coverage=COVERAGE)
+    data = rhtml.page_data(df, ann)
+    assert data["summary"]["overloads"]["tested"] == 0
+    assert data["summary"]["overloads"]["not_tested"] == 6
+    assert data["columns"] == ["forward", "promotion", "broadcast"]
