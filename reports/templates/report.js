@@ -19,507 +19,507 @@
     document.getElementById("count").textContent = "cannot unpack the report data: " + err;
   });
   function start() {
-  var ROWH = 26;
-  var VERD = D.verdicts;
-  var NT = VERD.indexOf("not tested");
-  var KNOWN = { "pass": 1, "fail": 1, "unsupported": 1, "crash": 1, "timeout": 1, "skip": 1, "not tested": 1 };
-  var SHORT = { "pass": "pass", "fail": "fail", "unsupported": "unsup", "crash": "crash", "timeout": "t/o", "skip": "skip", "not tested": "\u2014" };
-  var SEV = ["crash", "timeout", "fail", "unsupported", "pass", "skip", "not tested"];
-  var SEVRANK = VERD.map(function (v) { var i = SEV.indexOf(v); return i < 0 ? -1 : i; });
-  var DCLS = { agree: "agree", disagree: "results differ", backend_rejects: "backend rejects what CPU accepts",
-               backend_accepts: "backend accepts what CPU rejects", both_reject: "both reject (consistently)", none: "not exercised" };
-  var COLS = D.columns;
-  var NCOL = COLS.length;
+    var ROWH = 26;
+    var VERD = D.verdicts;
+    var NT = VERD.indexOf("not tested");
+    var KNOWN = { "pass": 1, "fail": 1, "unsupported": 1, "crash": 1, "timeout": 1, "skip": 1, "not tested": 1 };
+    var SHORT = { "pass": "pass", "fail": "fail", "unsupported": "unsup", "crash": "crash", "timeout": "t/o", "skip": "skip", "not tested": "\u2014" };
+    var SEV = ["crash", "timeout", "fail", "unsupported", "pass", "skip", "not tested"];
+    var SEVRANK = VERD.map(function (v) { var i = SEV.indexOf(v); return i < 0 ? -1 : i; });
+    var DCLS = { agree: "agree", disagree: "results differ", backend_rejects: "backend rejects what CPU accepts",
+                 backend_accepts: "backend accepts what CPU rejects", both_reject: "both reject (consistently)", none: "not exercised" };
+    var COLS = D.columns;
+    var NCOL = COLS.length;
 
-  function $(id) { return document.getElementById(id); }
-  function S(i) { return i < 0 ? null : D.strings[i]; }
-  function vname(code) { return code < 0 ? "not tested" : VERD[code]; }
-  function vcls(v) { return "v-" + (KNOWN[v] ? v.replace(" ", "-") : "other"); }
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
-
-  /* ---- rows ---- */
-  var ROWS = new Array(D.rows.length);
-  for (var i = 0; i < D.rows.length; i++) {
-    var r = D.rows[i];
-    ROWS[i] = { i: i, name: r[0], lname: r[0].toLowerCase(), fam: D.families[r[1]], kind: r[2],
-                tags: r[3], status: r[4], cells: r[5], overall: r[6] };
-  }
-  var HAS_STATUS = ROWS.some(function (r) { return r.status >= 0; });
-  if (!HAS_STATUS) $("f-status").parentNode.hidden = true;  /* no --coverage: nothing to filter */
-  function cellVerdict(row, j) {
-    var d = row.cells[j];
-    return d < 0 ? NT : D.details[d][0];
-  }
-
-  /* ---- state ---- */
-  var state = { tab: "matrix", q: "", re: null, bad: false, tag: -1, kind: "", status: -2,
-                check: -1, verdict: -1, group: true, sort: "family", dir: 1, dcheck: -1 };
-  var items = [];      // rows and family headers currently listed
-  var shown = 0;       // rows (not headers) listed
-  var rendered = [-1, -1];
-  var scroller = $("view-matrix"), spacer = $("spacer"), head = $("head");
-
-  /* ---- toolbar ---- */
-  function addOptions(select, values, labels) {
-    for (var k = 0; k < values.length; k++) {
-      var o = document.createElement("option");
-      o.value = String(values[k]);
-      o.textContent = labels ? labels[k] : String(values[k]);
-      select.appendChild(o);
+    function $(id) { return document.getElementById(id); }
+    function S(i) { return i < 0 ? null : D.strings[i]; }
+    function vname(code) { return code < 0 ? "not tested" : VERD[code]; }
+    function vcls(v) { return "v-" + (KNOWN[v] ? v.replace(" ", "-") : "other"); }
+    function el(tag, cls, text) {
+      var e = document.createElement(tag);
+      if (cls) e.className = cls;
+      if (text !== undefined && text !== null) e.textContent = String(text);
+      return e;
     }
-  }
-  var tagIdx = D.tags.map(function (_, k) { return k; }).sort(function (a, b) { return D.tags[a] < D.tags[b] ? -1 : 1; });
-  addOptions($("f-tag"), tagIdx, tagIdx.map(function (k) { return D.tags[k]; }));
-  var kinds = {}; ROWS.forEach(function (r) { kinds[r.kind] = 1; });
-  addOptions($("f-kind"), Object.keys(kinds).sort());
-  addOptions($("f-status"), D.statuses.map(function (_, k) { return k; }).concat([-1]), D.statuses.concat(["(unknown)"]));
-  addOptions($("f-check"), COLS.map(function (_, k) { return k; }), COLS);
-  addOptions($("dtype-check"), COLS.map(function (_, k) { return k; }), COLS);
-  addOptions($("f-verdict"), VERD.map(function (_, k) { return k; }), VERD);
 
-  function readSearch() {
-    var box = $("search"), q = box.value.trim();
-    var m = /^\/(.*)\/([a-z]*)$/.exec(q);
-    state.q = q.toLowerCase(); state.re = null; state.bad = false;
-    if (q && (m || $("regex").checked)) {
-      try { state.re = new RegExp(m ? m[1] : q, "i"); }
-      catch (e) { state.bad = true; box.title = String(e.message); }
+    /* ---- rows ---- */
+    var ROWS = new Array(D.rows.length);
+    for (var i = 0; i < D.rows.length; i++) {
+      var r = D.rows[i];
+      ROWS[i] = { i: i, name: r[0], lname: r[0].toLowerCase(), fam: D.families[r[1]], kind: r[2],
+                  tags: r[3], status: r[4], cells: r[5], overall: r[6] };
     }
-    box.classList.toggle("bad", state.bad);
-    if (!state.bad) box.title = "";
-  }
-
-  function matches(row) {
-    if (state.bad) return false;
-    if (state.re) { if (!state.re.test(row.name)) return false; }
-    else if (state.q && row.lname.indexOf(state.q) < 0) return false;
-    if (state.tag >= 0 && row.tags.indexOf(state.tag) < 0) return false;
-    if (state.kind && row.kind !== state.kind) return false;
-    if (state.status !== -2 && row.status !== state.status) return false;
-    if (state.verdict >= 0) {
-      var v = state.check < 0 ? row.overall : cellVerdict(row, state.check);
-      if (v !== state.verdict) return false;
+    var HAS_STATUS = ROWS.some(function (r) { return r.status >= 0; });
+    if (!HAS_STATUS) $("f-status").parentNode.hidden = true;  /* no --coverage: nothing to filter */
+    function cellVerdict(row, j) {
+      var d = row.cells[j];
+      return d < 0 ? NT : D.details[d][0];
     }
-    return true;
-  }
 
-  function sortValue(row) {
-    var s = state.sort;
-    if (s === "name") return row.name;
-    if (s === "kind") return row.kind;
-    if (s === "status") return row.status < 0 ? 99 : row.status;
-    if (s === "overall") return SEVRANK[row.overall];
-    if (s.indexOf("col:") === 0) return SEVRANK[cellVerdict(row, +s.slice(4))];
-    if (s.indexOf("dt:") === 0) { var a = dtypeAgg(row), k = +s.slice(3) * 4; return a[k] ? a[k + 3] / a[k] : 2; }
-    return row.i; /* family order as built */
-  }
+    /* ---- state ---- */
+    var state = { tab: "matrix", q: "", re: null, bad: false, tag: -1, kind: "", status: -2,
+                  check: -1, verdict: -1, group: true, sort: "family", dir: 1, dcheck: -1 };
+    var items = [];      // rows and family headers currently listed
+    var shown = 0;       // rows (not headers) listed
+    var rendered = [-1, -1];
+    var scroller = $("view-matrix"), spacer = $("spacer"), head = $("head");
 
-  function rebuild() {
-    var list = [];
-    for (var k = 0; k < ROWS.length; k++) if (matches(ROWS[k])) list.push(ROWS[k]);
-    if (state.sort !== "family") {
-      var keyed = list.map(function (r) { return [sortValue(r), r.i, r]; });
-      var dir = state.dir;
-      keyed.sort(function (a, b) { return a[0] < b[0] ? -dir : a[0] > b[0] ? dir : a[1] - b[1]; });
-      list = keyed.map(function (x) { return x[2]; });
-    } else if (state.dir < 0) list.reverse();
-    shown = list.length;
-    items = list;
-    if (state.group && state.sort === "family") {
-      items = [];
-      var fam = null, hdr = null;
-      for (var q = 0; q < list.length; q++) {
-        var row = list[q];
-        if (row.fam !== fam) { fam = row.fam; hdr = { g: fam, n: 0, bad: 0, pass: 0 }; items.push(hdr); }
-        hdr.n++;
-        var ov = VERD[row.overall];
-        if (ov === "pass") hdr.pass++; else if (ov !== "not tested" && ov !== "skip") hdr.bad++;
-        items.push(row);
+    /* ---- toolbar ---- */
+    function addOptions(select, values, labels) {
+      for (var k = 0; k < values.length; k++) {
+        var o = document.createElement("option");
+        o.value = String(values[k]);
+        o.textContent = labels ? labels[k] : String(values[k]);
+        select.appendChild(o);
       }
     }
-    $("count").textContent = state.bad ? "invalid regex" :
-      "showing " + shown.toLocaleString() + " of " + ROWS.length.toLocaleString() + " overloads";
-    spacer.style.height = (items.length * ROWH) + "px";
-    rendered = [-1, -1];
-    renderHead();
-    render();
-  }
+    var tagIdx = D.tags.map(function (_, k) { return k; }).sort(function (a, b) { return D.tags[a] < D.tags[b] ? -1 : 1; });
+    addOptions($("f-tag"), tagIdx, tagIdx.map(function (k) { return D.tags[k]; }));
+    var kinds = {}; ROWS.forEach(function (r) { kinds[r.kind] = 1; });
+    addOptions($("f-kind"), Object.keys(kinds).sort());
+    addOptions($("f-status"), D.statuses.map(function (_, k) { return k; }).concat([-1]), D.statuses.concat(["(unknown)"]));
+    addOptions($("f-check"), COLS.map(function (_, k) { return k; }), COLS);
+    addOptions($("dtype-check"), COLS.map(function (_, k) { return k; }), COLS);
+    addOptions($("f-verdict"), VERD.map(function (_, k) { return k; }), VERD);
 
-  /* ---- columns ---- */
-  function columns() {
-    var c = [{ key: "name", label: "Overload", w: "minmax(260px, 320px)" }];
-    if (!(state.group && state.sort === "family")) c.push({ key: "family", label: "Family", w: "150px" });
-    if (state.tab === "dtypes") {
-      D.dtypes.forEach(function (d, k) { c.push({ key: "dt:" + k, label: d, w: "78px", dt: k }); });
+    function readSearch() {
+      var box = $("search"), q = box.value.trim();
+      var m = /^\/(.*)\/([a-z]*)$/.exec(q);
+      state.q = q.toLowerCase(); state.re = null; state.bad = false;
+      if (q && (m || $("regex").checked)) {
+        try { state.re = new RegExp(m ? m[1] : q, "i"); }
+        catch (e) { state.bad = true; box.title = String(e.message); }
+      }
+      box.classList.toggle("bad", state.bad);
+      if (!state.bad) box.title = "";
+    }
+
+    function matches(row) {
+      if (state.bad) return false;
+      if (state.re) { if (!state.re.test(row.name)) return false; }
+      else if (state.q && row.lname.indexOf(state.q) < 0) return false;
+      if (state.tag >= 0 && row.tags.indexOf(state.tag) < 0) return false;
+      if (state.kind && row.kind !== state.kind) return false;
+      if (state.status !== -2 && row.status !== state.status) return false;
+      if (state.verdict >= 0) {
+        var v = state.check < 0 ? row.overall : cellVerdict(row, state.check);
+        if (v !== state.verdict) return false;
+      }
+      return true;
+    }
+
+    function sortValue(row) {
+      var s = state.sort;
+      if (s === "name") return row.name;
+      if (s === "kind") return row.kind;
+      if (s === "status") return row.status < 0 ? 99 : row.status;
+      if (s === "overall") return SEVRANK[row.overall];
+      if (s.indexOf("col:") === 0) return SEVRANK[cellVerdict(row, +s.slice(4))];
+      if (s.indexOf("dt:") === 0) { var a = dtypeAgg(row), k = +s.slice(3) * 4; return a[k] ? a[k + 3] / a[k] : 2; }
+      return row.i; /* family order as built */
+    }
+
+    function rebuild() {
+      var list = [];
+      for (var k = 0; k < ROWS.length; k++) if (matches(ROWS[k])) list.push(ROWS[k]);
+      if (state.sort !== "family") {
+        var keyed = list.map(function (r) { return [sortValue(r), r.i, r]; });
+        var dir = state.dir;
+        keyed.sort(function (a, b) { return a[0] < b[0] ? -dir : a[0] > b[0] ? dir : a[1] - b[1]; });
+        list = keyed.map(function (x) { return x[2]; });
+      } else if (state.dir < 0) list.reverse();
+      shown = list.length;
+      items = list;
+      if (state.group && state.sort === "family") {
+        items = [];
+        var fam = null, hdr = null;
+        for (var q = 0; q < list.length; q++) {
+          var row = list[q];
+          if (row.fam !== fam) { fam = row.fam; hdr = { g: fam, n: 0, bad: 0, pass: 0 }; items.push(hdr); }
+          hdr.n++;
+          var ov = VERD[row.overall];
+          if (ov === "pass") hdr.pass++; else if (ov !== "not tested" && ov !== "skip") hdr.bad++;
+          items.push(row);
+        }
+      }
+      $("count").textContent = state.bad ? "invalid regex" :
+        "showing " + shown.toLocaleString() + " of " + ROWS.length.toLocaleString() + " overloads";
+      spacer.style.height = (items.length * ROWH) + "px";
+      rendered = [-1, -1];
+      renderHead();
+      render();
+    }
+
+    /* ---- columns ---- */
+    function columns() {
+      var c = [{ key: "name", label: "Overload", w: "minmax(260px, 320px)" }];
+      if (!(state.group && state.sort === "family")) c.push({ key: "family", label: "Family", w: "150px" });
+      if (state.tab === "dtypes") {
+        D.dtypes.forEach(function (d, k) { c.push({ key: "dt:" + k, label: d, w: "78px", dt: k }); });
+        return c;
+      }
+      c.push({ key: "kind", label: "Kind", w: "86px" });
+      if (HAS_STATUS) c.push({ key: "status", label: "Static", w: "128px" });
+      COLS.forEach(function (name, k) { c.push({ key: "col:" + k, label: name, w: "88px", col: k }); });
+      c.push({ key: "overall", label: "Overall", w: "88px", overall: true });
       return c;
     }
-    c.push({ key: "kind", label: "Kind", w: "86px" });
-    if (HAS_STATUS) c.push({ key: "status", label: "Static", w: "128px" });
-    COLS.forEach(function (name, k) { c.push({ key: "col:" + k, label: name, w: "88px", col: k }); });
-    c.push({ key: "overall", label: "Overall", w: "88px", overall: true });
-    return c;
-  }
-  var COLSPEC = [], TEMPLATE = "";
-  function renderHead() {
-    COLSPEC = columns();
-    TEMPLATE = COLSPEC.map(function (c) { return c.w; }).join(" ");
-    head.style.gridTemplateColumns = TEMPLATE;
-    head.textContent = "";
-    COLSPEC.forEach(function (c) {
-      var h = el("div", null, c.label);
-      h.title = "sort by " + c.label;
-      var sortKey = c.key === "family" ? "family" : c.key;
-      if (state.sort === sortKey || (c.key === "name" && state.sort === "family" && state.group)) {
-        h.classList.add("sorted"); if (state.dir < 0) h.classList.add("desc");
-      }
-      h.addEventListener("click", function () {
-        if (state.sort === sortKey) state.dir = -state.dir;
-        else { state.sort = sortKey; state.dir = 1; }
-        if (c.key === "name" && state.group && state.sort === "name") { state.sort = "family"; }
-        rebuild();
+    var COLSPEC = [], TEMPLATE = "";
+    function renderHead() {
+      COLSPEC = columns();
+      TEMPLATE = COLSPEC.map(function (c) { return c.w; }).join(" ");
+      head.style.gridTemplateColumns = TEMPLATE;
+      head.textContent = "";
+      COLSPEC.forEach(function (c) {
+        var h = el("div", null, c.label);
+        h.title = "sort by " + c.label;
+        var sortKey = c.key === "family" ? "family" : c.key;
+        if (state.sort === sortKey || (c.key === "name" && state.sort === "family" && state.group)) {
+          h.classList.add("sorted"); if (state.dir < 0) h.classList.add("desc");
+        }
+        h.addEventListener("click", function () {
+          if (state.sort === sortKey) state.dir = -state.dir;
+          else { state.sort = sortKey; state.dir = 1; }
+          if (c.key === "name" && state.group && state.sort === "name") { state.sort = "family"; }
+          rebuild();
+        });
+        head.appendChild(h);
       });
-      head.appendChild(h);
-    });
-    var w = 0; // spacer must be as wide as the header for horizontal scrolling
-    spacer.style.minWidth = head.scrollWidth + "px";
-    void w;
-  }
-
-  /* ---- dtype aggregation (lazy, per selected check) ---- */
-  var AGG = {};
-  function dtypeAgg(row) {
-    var key = state.dcheck + ":" + row.i;
-    var a = AGG[key];
-    if (a) return a;
-    a = new Int32Array(D.dtypes.length * 4);
-    for (var j = 0; j < NCOL; j++) {
-      if (state.dcheck >= 0 && j !== state.dcheck) continue;
-      var d = row.cells[j];
-      if (d < 0) continue;
-      var dts = D.details[d][9];
-      for (var k = 0; k < dts.length; k++) {
-        var b = dts[k][0] * 4;
-        a[b] += dts[k][1]; a[b + 1] += dts[k][2]; a[b + 2] += dts[k][3]; a[b + 3] += dts[k][4];
-      }
+      var w = 0; // spacer must be as wide as the header for horizontal scrolling
+      spacer.style.minWidth = head.scrollWidth + "px";
+      void w;
     }
-    AGG[key] = a;
-    return a;
-  }
-  function dclass(n, cpu, be, agree) {
-    if (n <= 0) return "none";
-    if (agree >= n) return cpu > 0 ? "agree" : "both_reject";
-    if (be < cpu) return "backend_rejects";
-    if (be > cpu) return "backend_accepts";
-    return "disagree";
-  }
 
-  /* ---- rendering ---- */
-  function makeRow(item, idx) {
-    var div = el("div", "grid-row");
-    div.style.top = (idx * ROWH) + "px";
-    if (item.g !== undefined) {
-      div.className = "grid-row group";
-      var cell = el("div", null, item.g);
-      cell.appendChild(el("span", "fam-stats", item.n + " overload" + (item.n === 1 ? "" : "s") +
-        " \u00b7 " + item.pass + " pass \u00b7 " + item.bad + " not passing"));
-      div.appendChild(cell);
+    /* ---- dtype aggregation (lazy, per selected check) ---- */
+    var AGG = {};
+    function dtypeAgg(row) {
+      var key = state.dcheck + ":" + row.i;
+      var a = AGG[key];
+      if (a) return a;
+      a = new Int32Array(D.dtypes.length * 4);
+      for (var j = 0; j < NCOL; j++) {
+        if (state.dcheck >= 0 && j !== state.dcheck) continue;
+        var d = row.cells[j];
+        if (d < 0) continue;
+        var dts = D.details[d][9];
+        for (var k = 0; k < dts.length; k++) {
+          var b = dts[k][0] * 4;
+          a[b] += dts[k][1]; a[b + 1] += dts[k][2]; a[b + 2] += dts[k][3]; a[b + 3] += dts[k][4];
+        }
+      }
+      AGG[key] = a;
+      return a;
+    }
+    function dclass(n, cpu, be, agree) {
+      if (n <= 0) return "none";
+      if (agree >= n) return cpu > 0 ? "agree" : "both_reject";
+      if (be < cpu) return "backend_rejects";
+      if (be > cpu) return "backend_accepts";
+      return "disagree";
+    }
+
+    /* ---- rendering ---- */
+    function makeRow(item, idx) {
+      var div = el("div", "grid-row");
+      div.style.top = (idx * ROWH) + "px";
+      if (item.g !== undefined) {
+        div.className = "grid-row group";
+        var cell = el("div", null, item.g);
+        cell.appendChild(el("span", "fam-stats", item.n + " overload" + (item.n === 1 ? "" : "s") +
+          " \u00b7 " + item.pass + " pass \u00b7 " + item.bad + " not passing"));
+        div.appendChild(cell);
+        return div;
+      }
+      div.style.gridTemplateColumns = TEMPLATE;
+      for (var c = 0; c < COLSPEC.length; c++) {
+        var spec = COLSPEC[c], e;
+        if (spec.key === "name") { e = el("div", "name", item.name); e.title = item.name; e._row = item.i; e._col = -2; }
+        else if (spec.key === "family") e = el("div", "muted", item.fam);
+        else if (spec.key === "kind") e = el("div", "muted", item.kind);
+        else if (spec.key === "status") {
+          var st = item.status < 0 ? null : D.statuses[item.status];
+          e = el("div", "stat s-" + (st || "unknown"), st || "?");
+          e.title = st ? "static status: " + st : "static status unknown (no --coverage)";
+        } else if (spec.dt !== undefined) {
+          var a = dtypeAgg(item), b = spec.dt * 4, cls = dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
+          e = el("div", "cell d-" + cls, a[b] ? a[b + 3] + "/" + a[b] : "\u2014");
+          e.title = D.dtypes[spec.dt] + ": " + DCLS[cls] + (a[b] ? " \u2014 examples " + a[b] + ", CPU ok " + a[b + 1] +
+            ", backend ok " + a[b + 2] + ", agree " + a[b + 3] : "");
+          e._row = item.i; e._dt = spec.dt;
+        } else {
+          var code = spec.overall ? item.overall : cellVerdict(item, spec.col);
+          var v = vname(code);
+          e = el("div", "cell " + vcls(v), SHORT[v] || v);
+          if (!spec.overall) {
+            var d = item.cells[spec.col];
+            if (d >= 0) {
+              var det = D.details[d];
+              if (det[5] >= 0) e.classList.add("exp");
+              e.title = COLS[spec.col] + ": " + v + (det[1] >= 0 ? " (" + S(det[1]) + ")" : "") + (det[5] >= 0 ? " \u2014 expected" : "");
+              e._row = item.i; e._col = spec.col;
+            } else e.title = COLS[spec.col] + ": not tested";
+          } else { e.title = "overall: " + v; e._row = item.i; e._col = -2; }
+        }
+        div.appendChild(e);
+      }
       return div;
     }
-    div.style.gridTemplateColumns = TEMPLATE;
-    for (var c = 0; c < COLSPEC.length; c++) {
-      var spec = COLSPEC[c], e;
-      if (spec.key === "name") { e = el("div", "name", item.name); e.title = item.name; e._row = item.i; e._col = -2; }
-      else if (spec.key === "family") e = el("div", "muted", item.fam);
-      else if (spec.key === "kind") e = el("div", "muted", item.kind);
-      else if (spec.key === "status") {
-        var st = item.status < 0 ? null : D.statuses[item.status];
-        e = el("div", "stat s-" + (st || "unknown"), st || "?");
-        e.title = st ? "static status: " + st : "static status unknown (no --coverage)";
-      } else if (spec.dt !== undefined) {
-        var a = dtypeAgg(item), b = spec.dt * 4, cls = dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
-        e = el("div", "cell d-" + cls, a[b] ? a[b + 3] + "/" + a[b] : "\u2014");
-        e.title = D.dtypes[spec.dt] + ": " + DCLS[cls] + (a[b] ? " \u2014 examples " + a[b] + ", CPU ok " + a[b + 1] +
-          ", backend ok " + a[b + 2] + ", agree " + a[b + 3] : "");
-        e._row = item.i; e._dt = spec.dt;
-      } else {
-        var code = spec.overall ? item.overall : cellVerdict(item, spec.col);
-        var v = vname(code);
-        e = el("div", "cell " + vcls(v), SHORT[v] || v);
-        if (!spec.overall) {
-          var d = item.cells[spec.col];
-          if (d >= 0) {
-            var det = D.details[d];
-            if (det[5] >= 0) e.classList.add("exp");
-            e.title = COLS[spec.col] + ": " + v + (det[1] >= 0 ? " (" + S(det[1]) + ")" : "") + (det[5] >= 0 ? " \u2014 expected" : "");
-            e._row = item.i; e._col = spec.col;
-          } else e.title = COLS[spec.col] + ": not tested";
-        } else { e.title = "overall: " + v; e._row = item.i; e._col = -2; }
-      }
-      div.appendChild(e);
+
+    function render() {
+      if (state.tab !== "matrix" && state.tab !== "dtypes") return;
+      var top = scroller.scrollTop, h = scroller.clientHeight || 600;
+      var first = Math.max(0, Math.floor(top / ROWH) - 8);
+      var last = Math.min(items.length, Math.ceil((top + h) / ROWH) + 8);
+      if (first === rendered[0] && last === rendered[1]) return;
+      rendered = [first, last];
+      var frag = document.createDocumentFragment();
+      for (var k = first; k < last; k++) frag.appendChild(makeRow(items[k], k));
+      spacer.textContent = "";
+      spacer.appendChild(frag);
     }
-    return div;
-  }
-
-  function render() {
-    if (state.tab !== "matrix" && state.tab !== "dtypes") return;
-    var top = scroller.scrollTop, h = scroller.clientHeight || 600;
-    var first = Math.max(0, Math.floor(top / ROWH) - 8);
-    var last = Math.min(items.length, Math.ceil((top + h) / ROWH) + 8);
-    if (first === rendered[0] && last === rendered[1]) return;
-    rendered = [first, last];
-    var frag = document.createDocumentFragment();
-    for (var k = first; k < last; k++) frag.appendChild(makeRow(items[k], k));
-    spacer.textContent = "";
-    spacer.appendChild(frag);
-  }
-  var pending = false;
-  scroller.addEventListener("scroll", function () {
-    if (pending) return;
-    pending = true;
-    requestAnimationFrame(function () { pending = false; render(); });
-  });
-  window.addEventListener("resize", function () { rendered = [-1, -1]; render(); });
-
-  /* ---- detail drawer ---- */
-  var drawer = $("drawer"), dbody = $("d-body");
-  function dl(pairs) {
-    var list = el("dl");
-    pairs.forEach(function (p) {
-      if (p[1] === null || p[1] === undefined || p[1] === "") return;
-      list.appendChild(el("dt", null, p[0]));
-      list.appendChild(el("dd", null, p[1]));
+    var pending = false;
+    scroller.addEventListener("scroll", function () {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(function () { pending = false; render(); });
     });
-    return list;
-  }
-  function copyText(text, btn) {
-    function done(ok) { btn.textContent = ok ? "Copied" : "Copy failed \u2014 select the text"; setTimeout(function () { btn.textContent = "Copy"; }, 1500); }
-    function fallback() {
-      var ta = document.createElement("textarea");
-      ta.value = text; ta.style.position = "fixed"; ta.style.opacity = "0";
-      document.body.appendChild(ta); ta.select();
-      var ok = false; try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
-      document.body.removeChild(ta); return ok;
-    }
-    if (navigator.clipboard && window.isSecureContext) {
-      /* a permission prompt that never resolves must not leave the button stuck */
-      var settled = false;
-      var timer = setTimeout(function () { if (!settled) { settled = true; done(fallback()); } }, 1000);
-      navigator.clipboard.writeText(text).then(function () {
-        if (!settled) { settled = true; clearTimeout(timer); done(true); }
-      }, function () {
-        if (!settled) { settled = true; clearTimeout(timer); done(fallback()); }
+    window.addEventListener("resize", function () { rendered = [-1, -1]; render(); });
+
+    /* ---- detail drawer ---- */
+    var drawer = $("drawer"), dbody = $("d-body");
+    function dl(pairs) {
+      var list = el("dl");
+      pairs.forEach(function (p) {
+        if (p[1] === null || p[1] === undefined || p[1] === "") return;
+        list.appendChild(el("dt", null, p[0]));
+        list.appendChild(el("dd", null, p[1]));
       });
-    } else done(fallback());
-  }
-  function openDrawer(title, verdict) {
-    $("d-title").textContent = title;
-    var pill = $("d-verdict");
-    pill.textContent = DCLS[verdict] && !KNOWN[verdict] ? DCLS[verdict] : (verdict || "");
-    pill.className = "pill " + (verdict ? (KNOWN[verdict] ? vcls(verdict) : (verdict.indexOf(" ") < 0 && DCLS[verdict] ? "d-" + verdict : "v-other")) : "");
-    pill.hidden = !verdict;
-    dbody.textContent = "";
-    drawer.classList.add("open");
-    drawer.setAttribute("aria-hidden", "false");
-  }
-  function rowFacts(row) {
-    return [["family", row.fam], ["kind", row.kind],
-            ["static status", row.status < 0 ? "unknown" : D.statuses[row.status]],
-            ["tags", row.tags.map(function (t) { return D.tags[t]; }).join(", ")]];
-  }
-  function showCell(row, j) {
-    var d = row.cells[j], det = D.details[d], v = vname(det[0]);
-    openDrawer(row.name, v);
-    var src = D.sources[det[10]];
-    dbody.appendChild(dl([["check", COLS[j]], ["verdict", v], ["category", S(det[1])],
-      ["expected", S(det[5])], ["missing op", S(det[3])], ["examples", det[6]],
-      ["duration", det[7] === null ? null : det[7] + " s"], ["seed", det[8]],
-      ["record", src + ":" + det[11]]].concat(rowFacts(row))));
-    var msg = S(det[2]);
-    if (msg) { dbody.appendChild(el("h4", null, "Message")); dbody.appendChild(el("div", "msg", msg)); }
-    var repro = S(det[4]);
-    var h = el("h4", null, "Repro");
-    if (repro) {
-      var btn = el("button", "btn", "Copy"); btn.id = "copy-repro";
-      btn.addEventListener("click", function () { copyText(repro, btn); });
-      h.appendChild(btn);
-      dbody.appendChild(h);
-      var pre = el("pre", "repro", repro); pre.id = "repro";
-      dbody.appendChild(pre);
-    } else { dbody.appendChild(h); dbody.appendChild(el("div", "muted", "no repro recorded for this verdict")); }
-    if (det[9].length) {
-      dbody.appendChild(el("h4", null, "Per dtype"));
+      return list;
+    }
+    function copyText(text, btn) {
+      function done(ok) { btn.textContent = ok ? "Copied" : "Copy failed \u2014 select the text"; setTimeout(function () { btn.textContent = "Copy"; }, 1500); }
+      function fallback() {
+        var ta = document.createElement("textarea");
+        ta.value = text; ta.style.position = "fixed"; ta.style.opacity = "0";
+        document.body.appendChild(ta); ta.select();
+        var ok = false; try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+        document.body.removeChild(ta); return ok;
+      }
+      if (navigator.clipboard && window.isSecureContext) {
+        /* a permission prompt that never resolves must not leave the button stuck */
+        var settled = false;
+        var timer = setTimeout(function () { if (!settled) { settled = true; done(fallback()); } }, 1000);
+        navigator.clipboard.writeText(text).then(function () {
+          if (!settled) { settled = true; clearTimeout(timer); done(true); }
+        }, function () {
+          if (!settled) { settled = true; clearTimeout(timer); done(fallback()); }
+        });
+      } else done(fallback());
+    }
+    function openDrawer(title, verdict) {
+      $("d-title").textContent = title;
+      var pill = $("d-verdict");
+      pill.textContent = DCLS[verdict] && !KNOWN[verdict] ? DCLS[verdict] : (verdict || "");
+      pill.className = "pill " + (verdict ? (KNOWN[verdict] ? vcls(verdict) : (verdict.indexOf(" ") < 0 && DCLS[verdict] ? "d-" + verdict : "v-other")) : "");
+      pill.hidden = !verdict;
+      dbody.textContent = "";
+      drawer.classList.add("open");
+      drawer.setAttribute("aria-hidden", "false");
+    }
+    function rowFacts(row) {
+      return [["family", row.fam], ["kind", row.kind],
+              ["static status", row.status < 0 ? "unknown" : D.statuses[row.status]],
+              ["tags", row.tags.map(function (t) { return D.tags[t]; }).join(", ")]];
+    }
+    function showCell(row, j) {
+      var d = row.cells[j], det = D.details[d], v = vname(det[0]);
+      openDrawer(row.name, v);
+      var src = D.sources[det[10]];
+      dbody.appendChild(dl([["check", COLS[j]], ["verdict", v], ["category", S(det[1])],
+        ["expected", S(det[5])], ["missing op", S(det[3])], ["examples", det[6]],
+        ["duration", det[7] === null ? null : det[7] + " s"], ["seed", det[8]],
+        ["record", src + ":" + det[11]]].concat(rowFacts(row))));
+      var msg = S(det[2]);
+      if (msg) { dbody.appendChild(el("h4", null, "Message")); dbody.appendChild(el("div", "msg", msg)); }
+      var repro = S(det[4]);
+      var h = el("h4", null, "Repro");
+      if (repro) {
+        var btn = el("button", "btn", "Copy"); btn.id = "copy-repro";
+        btn.addEventListener("click", function () { copyText(repro, btn); });
+        h.appendChild(btn);
+        dbody.appendChild(h);
+        var pre = el("pre", "repro", repro); pre.id = "repro";
+        dbody.appendChild(pre);
+      } else { dbody.appendChild(h); dbody.appendChild(el("div", "muted", "no repro recorded for this verdict")); }
+      if (det[9].length) {
+        dbody.appendChild(el("h4", null, "Per dtype"));
+        var t = el("table", "plain"), tr = el("tr");
+        ["dtype", "examples", "CPU ok", "backend ok", "agree"].forEach(function (x) { tr.appendChild(el("th", null, x)); });
+        t.appendChild(tr);
+        det[9].slice().sort(function (a, b) { return a[0] - b[0]; }).forEach(function (x) {
+          var r = el("tr");
+          r.appendChild(el("td", "mono", D.dtypes[x[0]]));
+          for (var k = 1; k < 5; k++) r.appendChild(el("td", null, x[k]));
+          t.appendChild(r);
+        });
+        dbody.appendChild(t);
+      }
+    }
+    function showOverload(row) {
+      openDrawer(row.name, vname(row.overall));
+      dbody.appendChild(dl(rowFacts(row)));
       var t = el("table", "plain"), tr = el("tr");
-      ["dtype", "examples", "CPU ok", "backend ok", "agree"].forEach(function (x) { tr.appendChild(el("th", null, x)); });
+      ["check", "verdict", "message"].forEach(function (x) { tr.appendChild(el("th", null, x)); });
       t.appendChild(tr);
-      det[9].slice().sort(function (a, b) { return a[0] - b[0]; }).forEach(function (x) {
-        var r = el("tr");
-        r.appendChild(el("td", "mono", D.dtypes[x[0]]));
-        for (var k = 1; k < 5; k++) r.appendChild(el("td", null, x[k]));
+      COLS.forEach(function (name, j) {
+        var r = el("tr"), d = row.cells[j];
+        var c = el("td", "mono", name), v = vname(d < 0 ? NT : D.details[d][0]);
+        r.appendChild(c);
+        var vc = el("td"); vc.appendChild(el("span", "pill " + vcls(v), v)); r.appendChild(vc);
+        r.appendChild(el("td", null, d < 0 ? "" : S(D.details[d][2])));
+        if (d >= 0) { r.style.cursor = "pointer"; r.addEventListener("click", function () { showCell(row, j); }); }
         t.appendChild(r);
       });
       dbody.appendChild(t);
     }
-  }
-  function showOverload(row) {
-    openDrawer(row.name, vname(row.overall));
-    dbody.appendChild(dl(rowFacts(row)));
-    var t = el("table", "plain"), tr = el("tr");
-    ["check", "verdict", "message"].forEach(function (x) { tr.appendChild(el("th", null, x)); });
-    t.appendChild(tr);
-    COLS.forEach(function (name, j) {
-      var r = el("tr"), d = row.cells[j];
-      var c = el("td", "mono", name), v = vname(d < 0 ? NT : D.details[d][0]);
-      r.appendChild(c);
-      var vc = el("td"); vc.appendChild(el("span", "pill " + vcls(v), v)); r.appendChild(vc);
-      r.appendChild(el("td", null, d < 0 ? "" : S(D.details[d][2])));
-      if (d >= 0) { r.style.cursor = "pointer"; r.addEventListener("click", function () { showCell(row, j); }); }
-      t.appendChild(r);
+    function showDtype(row, k) {
+      var a = dtypeAgg(row), b = k * 4, cls = dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
+      openDrawer(row.name + " \u00b7 " + D.dtypes[k], cls);
+      dbody.appendChild(dl([["dtype", D.dtypes[k]], ["outcome", DCLS[cls]], ["examples", a[b]],
+        ["CPU ok", a[b + 1]], ["backend ok", a[b + 2]], ["agree", a[b + 3]],
+        ["counted over", state.dcheck < 0 ? "all checks" : COLS[state.dcheck]]]));
+      var t = el("table", "plain"), tr = el("tr");
+      ["check", "examples", "CPU ok", "backend ok", "agree"].forEach(function (x) { tr.appendChild(el("th", null, x)); });
+      t.appendChild(tr);
+      COLS.forEach(function (name, j) {
+        var d = row.cells[j];
+        if (d < 0) return;
+        D.details[d][9].forEach(function (x) {
+          if (x[0] !== k) return;
+          var r = el("tr");
+          r.appendChild(el("td", "mono", name));
+          for (var q = 1; q < 5; q++) r.appendChild(el("td", null, x[q]));
+          r.style.cursor = "pointer";
+          r.addEventListener("click", function () { showCell(row, j); });
+          t.appendChild(r);
+        });
+      });
+      dbody.appendChild(t);
+    }
+    function closeDrawer() { drawer.classList.remove("open"); drawer.setAttribute("aria-hidden", "true"); }
+    $("d-close").addEventListener("click", closeDrawer);
+    document.addEventListener("keydown", function (ev) {
+      if (ev.key === "Escape") closeDrawer();
+      else if (ev.key === "/" && document.activeElement !== $("search")) { ev.preventDefault(); $("search").focus(); }
     });
-    dbody.appendChild(t);
-  }
-  function showDtype(row, k) {
-    var a = dtypeAgg(row), b = k * 4, cls = dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
-    openDrawer(row.name + " \u00b7 " + D.dtypes[k], cls);
-    dbody.appendChild(dl([["dtype", D.dtypes[k]], ["outcome", DCLS[cls]], ["examples", a[b]],
-      ["CPU ok", a[b + 1]], ["backend ok", a[b + 2]], ["agree", a[b + 3]],
-      ["counted over", state.dcheck < 0 ? "all checks" : COLS[state.dcheck]]]));
-    var t = el("table", "plain"), tr = el("tr");
-    ["check", "examples", "CPU ok", "backend ok", "agree"].forEach(function (x) { tr.appendChild(el("th", null, x)); });
-    t.appendChild(tr);
-    COLS.forEach(function (name, j) {
-      var d = row.cells[j];
-      if (d < 0) return;
-      D.details[d][9].forEach(function (x) {
-        if (x[0] !== k) return;
+    spacer.addEventListener("click", function (ev) {
+      var t = ev.target;
+      while (t && t !== spacer && t._row === undefined) t = t.parentNode;
+      if (!t || t === spacer) return;
+      var row = ROWS[t._row];
+      var prev = spacer.querySelector(".sel"); if (prev) prev.classList.remove("sel");
+      if (t.classList.contains("cell")) t.classList.add("sel");
+      if (t._dt !== undefined) showDtype(row, t._dt);
+      else if (t._col >= 0) showCell(row, t._col);
+      else showOverload(row);
+    });
+
+    /* ---- other tabs ---- */
+    var list = $("view-list");
+    function table(headers, rows) {
+      var t = el("table", "plain"), tr = el("tr");
+      headers.forEach(function (x) { tr.appendChild(el("th", null, x)); });
+      t.appendChild(tr);
+      rows.forEach(function (cells) {
         var r = el("tr");
-        r.appendChild(el("td", "mono", name));
-        for (var q = 1; q < 5; q++) r.appendChild(el("td", null, x[q]));
-        r.style.cursor = "pointer";
-        r.addEventListener("click", function () { showCell(row, j); });
+        cells.forEach(function (c, k) { r.appendChild(el("td", k === 0 ? "mono" : null, c)); });
         t.appendChild(r);
       });
-    });
-    dbody.appendChild(t);
-  }
-  function closeDrawer() { drawer.classList.remove("open"); drawer.setAttribute("aria-hidden", "true"); }
-  $("d-close").addEventListener("click", closeDrawer);
-  document.addEventListener("keydown", function (ev) {
-    if (ev.key === "Escape") closeDrawer();
-    else if (ev.key === "/" && document.activeElement !== $("search")) { ev.preventDefault(); $("search").focus(); }
-  });
-  spacer.addEventListener("click", function (ev) {
-    var t = ev.target;
-    while (t && t !== spacer && t._row === undefined) t = t.parentNode;
-    if (!t || t === spacer) return;
-    var row = ROWS[t._row];
-    var prev = spacer.querySelector(".sel"); if (prev) prev.classList.remove("sel");
-    if (t.classList.contains("cell")) t.classList.add("sel");
-    if (t._dt !== undefined) showDtype(row, t._dt);
-    else if (t._col >= 0) showCell(row, t._col);
-    else showOverload(row);
-  });
-
-  /* ---- other tabs ---- */
-  var list = $("view-list");
-  function table(headers, rows) {
-    var t = el("table", "plain"), tr = el("tr");
-    headers.forEach(function (x) { tr.appendChild(el("th", null, x)); });
-    t.appendChild(tr);
-    rows.forEach(function (cells) {
-      var r = el("tr");
-      cells.forEach(function (c, k) { r.appendChild(el("td", k === 0 ? "mono" : null, c)); });
-      t.appendChild(r);
-    });
-    return t;
-  }
-  function textMatch(s) {
-    if (state.bad) return false;
-    if (state.re) return state.re.test(s);
-    return !state.q || s.toLowerCase().indexOf(state.q) >= 0;
-  }
-  function renderList() {
-    list.textContent = "";
-    var rows, n;
-    if (state.tab === "variants") {
-      rows = D.missing_variants.filter(function (x) { return textMatch(String(x.family)); })
-        .map(function (x) { return [x.family, (x.present || []).join(", "), (x.missing || []).join(", ")]; });
-      n = D.missing_variants.length;
-      list.appendChild(el("p", "defs", "Families where the backend has some variants (functional / in-place / out) but not others. From the static coverage."));
-      list.appendChild(rows.length ? table(["family", "present", "missing"], rows) : el("div", "empty", n ? "no family matches the search" : "none listed (needs --coverage)"));
-    } else if (state.tab === "backward") {
-      rows = D.missing_backward.filter(function (x) { return textMatch(String(x.forward)); })
-        .map(function (x) { return [x.forward, (x.missing || []).join(", ")]; });
-      n = D.missing_backward.length;
-      list.appendChild(el("p", "defs", "Forward overloads the backend implements whose backward ops (per derivatives.yaml) it lacks. From the static coverage."));
-      list.appendChild(rows.length ? table(["forward", "missing backward ops"], rows) : el("div", "empty", n ? "no overload matches the search" : "none listed (needs --coverage)"));
-    } else {
-      n = D.runs.length;
-      rows = D.runs.map(function (r) {
-        return [r.backend, r.device, r.dispatch_key, r.torch_version, r.seed, r.started_at,
-                (r.checks || []).join(", "), r.ops === null ? "all" : r.ops, r.max_examples, r.hostname, r.opconform_version, r.source];
-      });
-      list.appendChild(el("h4", null, "Runs"));
-      list.appendChild(rows.length ? table(["backend", "device", "dispatch key", "torch", "seed", "started", "checks", "ops", "max examples", "host", "opconform", "file"], rows) : el("div", "empty", "no run header"));
-      list.appendChild(el("h4", null, "Sources"));
-      list.appendChild(table(["results file"], D.sources.map(function (s) { return [s]; })));
-      list.appendChild(el("p", "defs", "Overload facts: " + D.annotation.note + ". Total: " + D.universe + "."));
-      if (D.warnings.length) { list.appendChild(el("h4", null, "Skipped lines")); list.appendChild(table(["warning"], D.warnings.map(function (w) { return [w]; }))); }
+      return t;
     }
-    $("count").textContent = state.tab === "runs" ? "" : "showing " + rows.length + " of " + n;
-  }
+    function textMatch(s) {
+      if (state.bad) return false;
+      if (state.re) return state.re.test(s);
+      return !state.q || s.toLowerCase().indexOf(state.q) >= 0;
+    }
+    function renderList() {
+      list.textContent = "";
+      var rows, n;
+      if (state.tab === "variants") {
+        rows = D.missing_variants.filter(function (x) { return textMatch(String(x.family)); })
+          .map(function (x) { return [x.family, (x.present || []).join(", "), (x.missing || []).join(", ")]; });
+        n = D.missing_variants.length;
+        list.appendChild(el("p", "defs", "Families where the backend has some variants (functional / in-place / out) but not others. From the static coverage."));
+        list.appendChild(rows.length ? table(["family", "present", "missing"], rows) : el("div", "empty", n ? "no family matches the search" : "none listed (needs --coverage)"));
+      } else if (state.tab === "backward") {
+        rows = D.missing_backward.filter(function (x) { return textMatch(String(x.forward)); })
+          .map(function (x) { return [x.forward, (x.missing || []).join(", ")]; });
+        n = D.missing_backward.length;
+        list.appendChild(el("p", "defs", "Forward overloads the backend implements whose backward ops (per derivatives.yaml) it lacks. From the static coverage."));
+        list.appendChild(rows.length ? table(["forward", "missing backward ops"], rows) : el("div", "empty", n ? "no overload matches the search" : "none listed (needs --coverage)"));
+      } else {
+        n = D.runs.length;
+        rows = D.runs.map(function (r) {
+          return [r.backend, r.device, r.dispatch_key, r.torch_version, r.seed, r.started_at,
+                  (r.checks || []).join(", "), r.ops === null ? "all" : r.ops, r.max_examples, r.hostname, r.opconform_version, r.source];
+        });
+        list.appendChild(el("h4", null, "Runs"));
+        list.appendChild(rows.length ? table(["backend", "device", "dispatch key", "torch", "seed", "started", "checks", "ops", "max examples", "host", "opconform", "file"], rows) : el("div", "empty", "no run header"));
+        list.appendChild(el("h4", null, "Sources"));
+        list.appendChild(table(["results file"], D.sources.map(function (s) { return [s]; })));
+        list.appendChild(el("p", "defs", "Overload facts: " + D.annotation.note + ". Total: " + D.universe + "."));
+        if (D.warnings.length) { list.appendChild(el("h4", null, "Skipped lines")); list.appendChild(table(["warning"], D.warnings.map(function (w) { return [w]; }))); }
+      }
+      $("count").textContent = state.tab === "runs" ? "" : "showing " + rows.length + " of " + n;
+    }
 
-  function legend() {
-    var lg = $("legend"); lg.textContent = "";
-    var entries = state.tab === "dtypes" ?
-      Object.keys(DCLS).map(function (k) { return ["d-" + k, DCLS[k]]; }) :
-      SEV.map(function (v) { return [vcls(v), v]; }).concat([["v-fail exp", "expected (xfail data matched)"]]);
-    if (state.tab !== "matrix" && state.tab !== "dtypes") return;
-    entries.forEach(function (x) { var s = el("span"); s.appendChild(el("i", x[0])); s.appendChild(document.createTextNode(x[1])); lg.appendChild(s); });
-    if (state.tab === "dtypes") lg.appendChild(el("span", null, "cell = examples that agreed / examples that used the dtype"));
-    else lg.appendChild(el("span", null, "click a cell for the message and repro; click a name for all its checks"));
-  }
+    function legend() {
+      var lg = $("legend"); lg.textContent = "";
+      var entries = state.tab === "dtypes" ?
+        Object.keys(DCLS).map(function (k) { return ["d-" + k, DCLS[k]]; }) :
+        SEV.map(function (v) { return [vcls(v), v]; }).concat([["v-fail exp", "expected (xfail data matched)"]]);
+      if (state.tab !== "matrix" && state.tab !== "dtypes") return;
+      entries.forEach(function (x) { var s = el("span"); s.appendChild(el("i", x[0])); s.appendChild(document.createTextNode(x[1])); lg.appendChild(s); });
+      if (state.tab === "dtypes") lg.appendChild(el("span", null, "cell = examples that agreed / examples that used the dtype"));
+      else lg.appendChild(el("span", null, "click a cell for the message and repro; click a name for all its checks"));
+    }
 
-  function setTab(tab) {
-    state.tab = tab;
-    var btns = $("tabs").querySelectorAll("button");
-    for (var k = 0; k < btns.length; k++) btns[k].classList.toggle("on", btns[k].getAttribute("data-tab") === tab);
-    var isMatrix = tab === "matrix" || tab === "dtypes";
-    scroller.hidden = !isMatrix; list.hidden = isMatrix;
-    var mx = document.querySelectorAll(".mx-only");
-    for (var q = 0; q < mx.length; q++) mx[q].classList.toggle("off", !isMatrix);
-    $("toolbar").hidden = tab === "runs";
-    $("dtype-check-wrap").hidden = tab !== "dtypes";
-    if (state.sort.indexOf("dt:") === 0 && tab !== "dtypes") state.sort = "family";
-    if (state.sort.indexOf("col:") === 0 && tab === "dtypes") state.sort = "family";
-    legend();
-    if (isMatrix) rebuild(); else renderList();
-  }
-  $("tabs").addEventListener("click", function (ev) {
-    var t = ev.target.closest("button"); if (t) setTab(t.getAttribute("data-tab"));
-  });
+    function setTab(tab) {
+      state.tab = tab;
+      var btns = $("tabs").querySelectorAll("button");
+      for (var k = 0; k < btns.length; k++) btns[k].classList.toggle("on", btns[k].getAttribute("data-tab") === tab);
+      var isMatrix = tab === "matrix" || tab === "dtypes";
+      scroller.hidden = !isMatrix; list.hidden = isMatrix;
+      var mx = document.querySelectorAll(".mx-only");
+      for (var q = 0; q < mx.length; q++) mx[q].classList.toggle("off", !isMatrix);
+      $("toolbar").hidden = tab === "runs";
+      $("dtype-check-wrap").hidden = tab !== "dtypes";
+      if (state.sort.indexOf("dt:") === 0 && tab !== "dtypes") state.sort = "family";
+      if (state.sort.indexOf("col:") === 0 && tab === "dtypes") state.sort = "family";
+      legend();
+      if (isMatrix) rebuild(); else renderList();
+    }
+    $("tabs").addEventListener("click", function (ev) {
+      var t = ev.target.closest("button"); if (t) setTab(t.getAttribute("data-tab"));
+    });
 
-  function onFilter() {
-    readSearch();
-    state.tag = $("f-tag").value === "" ? -1 : +$("f-tag").value;
-    state.kind = $("f-kind").value;
-    state.status = $("f-status").value === "" ? -2 : +$("f-status").value;
-    state.check = $("f-check").value === "" ? -1 : +$("f-check").value;
-    state.verdict = $("f-verdict").value === "" ? -1 : +$("f-verdict").value;
-    state.group = $("group").checked;
-    if (state.tab === "matrix" || state.tab === "dtypes") { scroller.scrollTop = 0; rebuild(); } else renderList();
-  }
-  ["search"].forEach(function (id) { $(id).addEventListener("input", onFilter); });
-  ["regex", "f-tag", "f-kind", "f-status", "f-check", "f-verdict", "group"].forEach(function (id) { $(id).addEventListener("change", onFilter); });
-  $("dtype-check").addEventListener("change", function () { state.dcheck = this.value === "" ? -1 : +this.value; AGG = {}; rebuild(); });
+    function onFilter() {
+      readSearch();
+      state.tag = $("f-tag").value === "" ? -1 : +$("f-tag").value;
+      state.kind = $("f-kind").value;
+      state.status = $("f-status").value === "" ? -2 : +$("f-status").value;
+      state.check = $("f-check").value === "" ? -1 : +$("f-check").value;
+      state.verdict = $("f-verdict").value === "" ? -1 : +$("f-verdict").value;
+      state.group = $("group").checked;
+      if (state.tab === "matrix" || state.tab === "dtypes") { scroller.scrollTop = 0; rebuild(); } else renderList();
+    }
+    ["search"].forEach(function (id) { $(id).addEventListener("input", onFilter); });
+    ["regex", "f-tag", "f-kind", "f-status", "f-check", "f-verdict", "group"].forEach(function (id) { $(id).addEventListener("change", onFilter); });
+    $("dtype-check").addEventListener("change", function () { state.dcheck = this.value === "" ? -1 : +this.value; AGG = {}; rebuild(); });
 
-  setTab("matrix");
-  window.__report = { ready: true, buildMs: performance.now() - T0, readyAt: performance.now(),
-                      rows: ROWS.length, shown: function () { return shown; } };
-  document.body.setAttribute("data-ready", "1");
+    setTab("matrix");
+    window.__report = { ready: true, buildMs: performance.now() - T0, readyAt: performance.now(),
+                        rows: ROWS.length, shown: function () { return shown; } };
+    document.body.setAttribute("data-ready", "1");
   }
 })();
