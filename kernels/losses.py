@@ -1,4 +1,5 @@
-"""Loss overloads of ``mlu``: negative log-likelihood, the half of cross-entropy after log-softmax.
+"""Loss overloads of ``mlu``: negative log-likelihood (cross-entropy's second half), MSE,
+smooth-L1, Huber and binary cross-entropy, each with its backward.
 
 ``F.cross_entropy`` is composite: ``_log_softmax`` (see :mod:`kernels.nn_ops`) followed by
 ``nll_loss_forward`` for ``(N, C)``/``(C,)`` scores or ``nll_loss2d_forward`` for ``(N, C, H, W)``.
@@ -92,3 +93,117 @@ def nll_loss2d_backward(grad_output: torch.Tensor, self: torch.Tensor, target: t
                         total_weight: torch.Tensor) -> np.ndarray:
     return _backward(grad_output, self, target, weight, reduction, ignore_index, total_weight,
                      spatial=True)
+
+
+# --------------------------------------------------------------------------------------------
+# pointwise losses: a loss formula and its derivative, reduced by ``reduction``
+
+
+def _reduce(loss: np.ndarray, reduction: int, dtype: np.dtype) -> np.ndarray:
+    if reduction == 0:
+        return loss.astype(dtype, copy=False)
+    total = loss.sum(dtype=loss.dtype)
+    if reduction == 1:
+        total = total / loss.size if loss.size else np.asarray(np.nan, loss.dtype)
+    return np.asarray(total, dtype=dtype)
+
+
+def _norm(grad: np.ndarray, reduction: int, numel: int) -> np.ndarray:
+    return grad / numel if reduction == 1 else grad
+
+
+def _pair(self: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.dtype]:
+    x, t = to_numpy(self), to_numpy(target)
+    dtype = np.result_type(x, t)
+    return nn._opmath(x), nn._opmath(t), dtype
+
+
+@define("mse_loss", "mse_loss.out")
+def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> np.ndarray:
+    x, t, dtype = _pair(self, target)
+    d = x - t
+    return _reduce(d * d, reduction, dtype)
+
+
+@define("mse_loss_backward", "mse_loss_backward.grad_input", ("grad_input",))
+def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                      reduction: int) -> np.ndarray:
+    x, t, dtype = _pair(self, target)
+    g = nn._opmath(to_numpy(grad_output))
+    d = x - t
+    scale = 2.0 / d.size if reduction == 1 else 2.0
+    return (scale * d * g).astype(dtype, copy=False)
+
+
+@define("smooth_l1_loss", "smooth_l1_loss.out")
+def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
+                   beta: float = 1.0) -> np.ndarray:
+    x, t, dtype = _pair(self, target)
+    z = np.abs(x - t)
+    loss = z if beta == 0 else np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+    return _reduce(loss, reduction, dtype)
+
+
+@define("smooth_l1_loss_backward", "smooth_l1_loss_backward.grad_input", ("grad_input",))
+def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                            reduction: int, beta: float) -> np.ndarray:
+    x, t, dtype = _pair(self, target)
+    g = nn._opmath(to_numpy(grad_output))
+    d = x - t
+    if beta == 0:
+        grad = np.sign(d) * g
+    else:
+        grad = np.where(d <= -beta, -g, np.where(d >= beta, g, d * g / beta))
+    return _norm(grad, reduction, d.size).astype(dtype, copy=False)
+
+
+@define("huber_loss", "huber_loss.out")
+def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
+               delta: float = 1.0) -> np.ndarray:
+    x, t, dtype = _pair(self, target)
+    z = np.abs(x - t)
+    return _reduce(np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)), reduction, dtype)
+
+
+@define("huber_loss_backward", "huber_loss_backward.out", ("grad_input",))
+def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
+                        reduction: int, delta: float) -> np.ndarray:
+    x, t, dtype = _pair(self, target)
+    g = nn._opmath(to_numpy(grad_output))
+    d = x - t
+    grad = np.where(d <= -delta, -g * delta, np.where(d >= delta, g * delta, d * g))
+    return _norm(grad, reduction, d.size).astype(dtype, copy=False)
+
+
+_BCE_EPSILON = 1e-12
+
+
+def _bce_check(x: np.ndarray) -> None:
+    if ((x < 0) | (x > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+
+
+@define("binary_cross_entropy", "binary_cross_entropy.out")
+def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor,
+                         weight: torch.Tensor | None = None, reduction: int = 1) -> np.ndarray:
+    x, t, dtype = _pair(self, target)
+    _bce_check(x)
+    log_x = np.maximum(np.log(x), -100.0)
+    log_1mx = np.maximum(np.log1p(-x), -100.0)
+    loss = (t - 1.0) * log_1mx - t * log_x
+    if weight is not None:
+        loss = loss * nn._opmath(to_numpy(weight))
+    return _reduce(loss, reduction, dtype)
+
+
+@define("binary_cross_entropy_backward", "binary_cross_entropy_backward.grad_input",
+        ("grad_input",))
+def binary_cross_entropy_backward(grad_output: torch.Tensor, self: torch.Tensor,
+                                  target: torch.Tensor, weight: torch.Tensor | None = None,
+                                  reduction: int = 1) -> np.ndarray:
+    x, t, dtype = _pair(self, target)
+    g = nn._opmath(to_numpy(grad_output))
+    grad = g * (x - t) / np.maximum((1.0 - x) * x, _BCE_EPSILON)
+    if weight is not None:
+        grad = grad * nn._opmath(to_numpy(weight))
+    return _norm(grad, reduction, x.size).astype(dtype, copy=False)

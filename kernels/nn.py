@@ -35,6 +35,8 @@ __all__ = [
     "conv_transpose_forward",
     "embedding_dense_backward",
     "gelu",
+    "group_norm",
+    "group_norm_backward",
     "gelu_backward",
     "layer_norm",
     "layer_norm_backward",
@@ -473,6 +475,65 @@ def layer_norm_backward(
         gw = np.einsum("ij,ij->j", go, xhat).reshape(weight.shape).astype(weight.dtype)
     if output_mask[2] and bias is not None:
         gb = go.sum(axis=0).reshape(bias.shape).astype(bias.dtype)
+    return gi, gw, gb
+
+
+def group_norm(
+    x: np.ndarray,
+    weight: np.ndarray | None,
+    bias: np.ndarray | None,
+    n: int,
+    c: int,
+    hw: int,
+    groups: int,
+    eps: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``native_group_norm``: ``(out, mean (N, G), rstd (N, G))``."""
+    dtype = x.dtype
+    xg = _opmath(x).reshape(n, groups, -1)
+    d = max(xg.shape[2], 1)
+    mean = np.einsum("ngd->ng", xg) / d
+    out = xg - mean[..., None]
+    var = np.einsum("ngd,ngd->ng", out, out) / d
+    rstd = 1.0 / np.sqrt(var + eps)
+    out *= rstd[..., None]
+    out = out.reshape(n, c, hw)
+    if weight is not None:
+        out *= _opmath(weight).reshape(1, c, 1)
+    if bias is not None:
+        out += _opmath(bias).reshape(1, c, 1)
+    return out.reshape(x.shape).astype(dtype, copy=False), mean.astype(dtype), rstd.astype(dtype)
+
+
+def group_norm_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    mean: np.ndarray,
+    rstd: np.ndarray,
+    weight: np.ndarray | None,
+    n: int,
+    c: int,
+    hw: int,
+    groups: int,
+    output_mask: Sequence[bool],
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """``native_group_norm_backward``."""
+    dtype = x.dtype
+    go = _opmath(grad_out).reshape(n, c, hw)
+    mu, rs = _opmath(mean).reshape(n, groups, 1), _opmath(rstd).reshape(n, groups, 1)
+    xhat = ((_opmath(x).reshape(n, groups, -1) - mu) * rs).reshape(n, c, hw)
+    gi = gw = gb = None
+    if output_mask[0]:
+        g = go if weight is None else go * _opmath(weight).reshape(1, c, 1)
+        gg, xg = g.reshape(n, groups, -1), xhat.reshape(n, groups, -1)
+        d = max(gg.shape[2], 1)
+        a = np.einsum("ngd->ng", gg)[..., None] / d
+        b = np.einsum("ngd,ngd->ng", gg, xg)[..., None] / d
+        gi = ((gg - a - xg * b) * rs).reshape(x.shape).astype(dtype, copy=False)
+    if output_mask[1] and weight is not None:
+        gw = np.einsum("nch,nch->c", go, xhat).astype(weight.dtype)
+    if output_mask[2]:
+        gb = np.einsum("nch->c", go).astype(dtype if weight is None else weight.dtype)
     return gi, gw, gb
 
 

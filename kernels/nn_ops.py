@@ -180,6 +180,27 @@ def native_layer_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
                                   output_mask)
 
 
+@define("native_group_norm", "native_group_norm.out", ("out0", "out1", "out2"))
+def native_group_norm(input: torch.Tensor, weight: torch.Tensor | None,
+                      bias: torch.Tensor | None, N: int, C: int, HxW: int, group: int,
+                      eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if C % group:
+        raise RuntimeError(
+            f"Expected number of channels in input to be divisible by num_groups, but got input "
+            f"of shape {list(input.shape)} and num_groups={group}"
+        )
+    return nn.group_norm(to_numpy(input), _arr(weight), _arr(bias), N, C, HxW, group, eps)
+
+
+@define("native_group_norm_backward", "native_group_norm_backward.out", ("out0", "out1", "out2"))
+def native_group_norm_backward(grad_out: torch.Tensor, input: torch.Tensor, mean: torch.Tensor,
+                               rstd: torch.Tensor, weight: torch.Tensor | None, N: int, C: int,
+                               HxW: int, group: int, output_mask: list[bool]
+                               ) -> tuple[Any, Any, Any]:
+    return nn.group_norm_backward(to_numpy(grad_out), to_numpy(input), to_numpy(mean),
+                                  to_numpy(rstd), _arr(weight), N, C, HxW, group, output_mask)
+
+
 # --------------------------------------------------------------------------------------------
 # pooling
 

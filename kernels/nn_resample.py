@@ -1,0 +1,203 @@
+"""Resampling overloads of ``mlu``: nearest/bilinear upsampling and reflection/replication padding.
+
+All of them are *separable linear maps* along each spatial axis, so each axis gets one small
+matrix ``(out, in)`` built from ATen's own index/weight rules, and the op is a chain of matrix
+products (BLAS); the backward is the same chain with the transposed matrices. Index rules follow
+ATen's CPU kernels: ``nearest_idx`` (float32 ``floor(dst * scale)``), ``area_pixel_compute_scale``
+/ ``area_pixel_compute_source_index`` for bilinear, reflect without repeating the edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from kernels._tensor import to_numpy
+from kernels.nn import _opmath
+from kernels.nn_ops import define
+
+__all__: list[str] = []
+
+
+def _apply(x: np.ndarray, mats: Sequence[np.ndarray]) -> np.ndarray:
+    """Apply ``mats[i]`` (``(out_i, in_i)``) along the i-th of the trailing ``len(mats)`` axes."""
+    nd = len(mats)
+    y = x
+    for i, m in enumerate(mats):
+        axis = x.ndim - nd + i
+        y = np.moveaxis(np.tensordot(y, m.astype(y.dtype, copy=False), axes=([axis], [1])), -1,
+                        axis)
+    return np.ascontiguousarray(y)
+
+
+def _one_hot(index: np.ndarray, size: int, dtype: np.dtype) -> np.ndarray:
+    m = np.zeros((index.size, size), dtype=dtype)
+    m[np.arange(index.size), index] = 1
+    return m
+
+
+# --------------------------------------------------------------------------------------------
+# upsampling
+
+
+def _scale_value(scale: float | None, in_size: int, out_size: int, dtype: type) -> np.floating:
+    if scale is not None and scale > 0:
+        return dtype(1.0 / scale)
+    return dtype(in_size) / dtype(out_size)
+
+
+def _nearest_index(in_size: int, out_size: int, scale: float | None) -> np.ndarray:
+    o = np.arange(out_size)
+    if out_size == in_size:
+        return o
+    if out_size == 2 * in_size:
+        return o >> 1
+    s = _scale_value(scale, in_size, out_size, np.float32)
+    src = np.floor(o.astype(np.float32) * s).astype(np.int64)
+    return np.minimum(src, in_size - 1)
+
+
+def _linear_matrix(in_size: int, out_size: int, align_corners: bool, scale: float | None,
+                   dtype: np.dtype) -> np.ndarray:
+    ftype = np.float64 if dtype == np.float64 else np.float32
+    if align_corners:
+        s = ftype(in_size - 1) / ftype(out_size - 1) if out_size > 1 else ftype(0)
+        src = s * np.arange(out_size, dtype=ftype)
+    else:
+        s = _scale_value(scale, in_size, out_size, ftype)
+        src = np.maximum(s * (np.arange(out_size, dtype=ftype) + ftype(0.5)) - ftype(0.5), 0)
+    i0 = src.astype(np.int64)
+    i1 = i0 + (i0 < in_size - 1)
+    lam1 = np.clip(src - i0, 0, 1).astype(ftype)
+    m = np.zeros((out_size, in_size), dtype=ftype)
+    rows = np.arange(out_size)
+    np.add.at(m, (rows, i0), 1 - lam1)
+    np.add.at(m, (rows, i1), lam1)
+    return m
+
+
+def _check_4d(x: np.ndarray, name: str) -> None:
+    if x.ndim != 4:
+        raise RuntimeError(f"{name}: expected a 4D input (N, C, H, W), got {x.ndim}D")
+
+
+@define("upsample_nearest2d", "upsample_nearest2d.out")
+def upsample_nearest2d(self: torch.Tensor, output_size: list[int], scales_h: float | None = None,
+                       scales_w: float | None = None) -> np.ndarray:
+    x = to_numpy(self)
+    _check_4d(x, "upsample_nearest2d")
+    hi = _nearest_index(x.shape[2], output_size[0], scales_h)
+    wi = _nearest_index(x.shape[3], output_size[1], scales_w)
+    return np.ascontiguousarray(x[:, :, hi][:, :, :, wi])
+
+
+@define("upsample_nearest2d_backward", "upsample_nearest2d_backward.grad_input",
+        ("grad_input",))
+def upsample_nearest2d_backward(grad_output: torch.Tensor, output_size: list[int],
+                                input_size: list[int], scales_h: float | None = None,
+                                scales_w: float | None = None) -> np.ndarray:
+    g = to_numpy(grad_output)
+    gf = _opmath(g)
+    mh = _one_hot(_nearest_index(input_size[2], output_size[0], scales_h), input_size[2], gf.dtype)
+    mw = _one_hot(_nearest_index(input_size[3], output_size[1], scales_w), input_size[3], gf.dtype)
+    return _apply(gf, [mh.T, mw.T]).astype(g.dtype, copy=False)
+
+
+@define("upsample_bilinear2d", "upsample_bilinear2d.out")
+def upsample_bilinear2d(self: torch.Tensor, output_size: list[int], align_corners: bool,
+                        scales_h: float | None = None, scales_w: float | None = None
+                        ) -> np.ndarray:
+    x = to_numpy(self)
+    _check_4d(x, "upsample_bilinear2d")
+    xf = _opmath(x)
+    mh = _linear_matrix(x.shape[2], output_size[0], align_corners, scales_h, xf.dtype)
+    mw = _linear_matrix(x.shape[3], output_size[1], align_corners, scales_w, xf.dtype)
+    return _apply(xf, [mh, mw]).astype(x.dtype, copy=False)
+
+
+@define("upsample_bilinear2d_backward", "upsample_bilinear2d_backward.grad_input",
+        ("grad_input",))
+def upsample_bilinear2d_backward(grad_output: torch.Tensor, output_size: list[int],
+                                 input_size: list[int], align_corners: bool,
+                                 scales_h: float | None = None, scales_w: float | None = None
+                                 ) -> np.ndarray:
+    g = to_numpy(grad_output)
+    gf = _opmath(g)
+    mh = _linear_matrix(input_size[2], output_size[0], align_corners, scales_h, gf.dtype)
+    mw = _linear_matrix(input_size[3], output_size[1], align_corners, scales_w, gf.dtype)
+    return _apply(gf, [mh.T, mw.T]).astype(g.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------------------------
+# reflection / replication padding, 1d to 3d
+
+
+def _pad_index(size: int, before: int, after: int, mode: str) -> np.ndarray:
+    if mode == "reflect" and (before >= size or after >= size):
+        raise RuntimeError(
+            f"Argument #4: Padding size should be less than the corresponding input dimension, "
+            f"but got: padding ({before}, {after}) at dimension of size {size}"
+        )
+    i = np.arange(-before, size + after)
+    if mode == "reflect":
+        i = np.abs(i)
+        i = np.where(i >= size, 2 * (size - 1) - i, i)
+        return i
+    return np.clip(i, 0, size - 1)
+
+
+def _pad_indices(shape: Sequence[int], padding: Sequence[int], mode: str) -> list[np.ndarray]:
+    """Per spatial axis (first to last) the source index of every output position."""
+    nd = len(padding) // 2
+    out = []
+    for k in range(nd):  # padding pairs run from the last axis backwards
+        axis_size = shape[len(shape) - 1 - k]
+        out.append(_pad_index(axis_size, padding[2 * k], padding[2 * k + 1], mode))
+    return out[::-1]
+
+
+def _pad_forward(self: torch.Tensor, padding: list[int], mode: str) -> np.ndarray:
+    x = to_numpy(self)
+    idx = _pad_indices(x.shape, padding, mode)
+    nd = len(idx)
+    grid = np.ix_(*idx)
+    lead = (slice(None),) * (x.ndim - nd)
+    return np.ascontiguousarray(x[(*lead, *grid)])
+
+
+def _pad_backward(grad_output: torch.Tensor, self: torch.Tensor, padding: list[int], mode: str
+                  ) -> np.ndarray:
+    g, x = to_numpy(grad_output), to_numpy(self)
+    gf = _opmath(g)
+    idx = _pad_indices(x.shape, padding, mode)
+    spatial = x.shape[x.ndim - len(idx):]
+    mats = [_one_hot(i, s, gf.dtype).T for i, s in zip(idx, spatial, strict=True)]
+    return _apply(gf, mats).astype(g.dtype, copy=False)
+
+
+def _make_pad(mode: str, torch_name: str, dims: int) -> None:
+    name = f"{torch_name}{dims}d"
+
+    def forward(self: torch.Tensor, padding: list[int]) -> np.ndarray:
+        if self.dim() not in (dims + 1, dims + 2):
+            raise RuntimeError(
+                f"{name}: expected {dims + 1}D or {dims + 2}D input, got {self.dim()}D"
+            )
+        return _pad_forward(self, padding, mode)
+
+    def backward(grad_output: torch.Tensor, self: torch.Tensor, padding: list[int]
+                 ) -> np.ndarray:
+        return _pad_backward(grad_output, self, padding, mode)
+
+    forward.__name__ = name
+    backward.__name__ = name + "_backward"
+    define(name, f"{name}.out")(forward)
+    define(f"{name}_backward", f"{name}_backward.grad_input", ("grad_input",))(backward)
+
+
+for _dims in (1, 2, 3):
+    _make_pad("reflect", "reflection_pad", _dims)
+    _make_pad("edge", "replication_pad", _dims)
+

@@ -1,0 +1,91 @@
+"""Group norm, pointwise losses, upsampling and padding on ``mlu`` against CPU."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kernels
+
+kernels.install()
+
+DEV = "mlu"
+
+
+def rand(*shape: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def parity(fn: Callable[..., torch.Tensor], *inputs: torch.Tensor, grad: tuple[int, ...] = (0,),
+           **tol: Any) -> None:
+    """Values and the gradients of the inputs at positions ``grad`` agree with CPU."""
+    __tracebackhide__ = True
+    cpu = [x.clone().requires_grad_(i in grad) for i, x in enumerate(inputs)]
+    dev = [x.to(DEV).requires_grad_(i in grad) for i, x in enumerate(inputs)]
+    yc, yd = fn(*cpu), fn(*dev)
+    assert yd.device.type == DEV
+    torch.testing.assert_close(yd.detach().cpu(), yc.detach(), **tol)
+    g = rand(*yc.shape, seed=42, dtype=yc.dtype)
+    yc.backward(g)
+    yd.backward(g.to(DEV))
+    for i in grad:
+        torch.testing.assert_close(dev[i].grad.cpu(), cpu[i].grad, **tol)
+
+
+@pytest.mark.parametrize("groups,affine", [(1, True), (2, False), (4, True)])
+def test_group_norm(groups: int, affine: bool) -> None:
+    w, b = rand(4, seed=2), rand(4, seed=3)
+    if affine:
+        parity(lambda x, ww, bb: F.group_norm(x, groups, ww, bb), rand(3, 4, 5, 2, seed=1), w, b,
+               grad=(0, 1, 2), atol=1e-5, rtol=1e-4)
+    else:
+        parity(lambda x: F.group_norm(x, groups), rand(3, 4, 5, 2, seed=1), atol=1e-5, rtol=1e-4)
+
+
+LOSSES = {
+    "mse": lambda x, t, r: F.mse_loss(x, t, reduction=r),
+    "smooth_l1": lambda x, t, r: F.smooth_l1_loss(x, t, reduction=r, beta=0.5),
+    "smooth_l1_beta0": lambda x, t, r: F.smooth_l1_loss(x, t, reduction=r, beta=0.0),
+    "huber": lambda x, t, r: F.huber_loss(x, t, reduction=r, delta=0.7),
+    "bce": lambda x, t, r: F.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(t), reduction=r),
+    "bce_weighted": lambda x, t, r: F.binary_cross_entropy(
+        torch.sigmoid(x), torch.sigmoid(t), weight=torch.ones_like(x) * 0.5, reduction=r),
+}
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_losses(name: str, reduction: str) -> None:
+    parity(lambda x, t: LOSSES[name](x, t, reduction), rand(4, 5, seed=1), rand(4, 5, seed=2),
+           grad=(0, 1) if name.startswith(("mse", "smooth", "huber")) else (0,))
+
+
+def test_bce_refuses_values_outside_0_1() -> None:
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(torch.full((2,), 1.5).to(DEV), torch.ones(2).to(DEV))
+
+
+@pytest.mark.parametrize("kw", [{"scale_factor": 2}, {"size": (5, 7)}, {"scale_factor": 1.7},
+                                {"size": (2, 3)}])
+def test_upsample_nearest(kw: dict) -> None:
+    parity(lambda x: F.interpolate(x, mode="nearest", **kw), rand(2, 3, 4, 5, seed=1))
+
+
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("kw", [{"scale_factor": 2}, {"size": (5, 7)}, {"scale_factor": 0.6},
+                                {"size": (1, 1)}])
+def test_upsample_bilinear(kw: dict, align: bool) -> None:
+    parity(lambda x: F.interpolate(x, mode="bilinear", align_corners=align, **kw),
+           rand(2, 3, 4, 5, seed=1))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("shape,pad", [((2, 3, 6), (2, 1)), ((2, 3, 5, 6), (1, 2, 3, 0)),
+                                       ((3, 5, 6), (2, 2, 1, 1)),
+                                       ((1, 2, 4, 5, 6), (1, 1, 2, 0, 0, 3))])
+def test_pad(mode: str, shape: tuple, pad: tuple) -> None:
+    parity(lambda x: F.pad(x, pad, mode=mode), rand(*shape, seed=1))
