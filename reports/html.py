@@ -194,12 +194,16 @@ def page_data(
     overall_counts = count(overall_verdicts, total)
     check_counts = {k: count(per_column[j], total) for j, k in enumerate(keys)}
     static: dict[str, int] | None = None
+    static_by_verdict: dict[str, dict[str, int]] | None = None
     if any(infos[n].status for n in universe):
         static = {s: 0 for s in STATUSES}
-        for n in universe:
+        static_by_verdict = {}
+        for n, overall in zip(order, overall_verdicts, strict=True):
             st = infos[n].status
             key = st if st is not None and st in STATUSES else "unknown"
             static[key] = static.get(key, 0) + 1
+            row = static_by_verdict.setdefault(key, {})
+            row[overall] = row.get(overall, 0) + 1
 
     runs = [_run_info(r) for r in df.attrs.get("runs", [])]
     backends = list(dict.fromkeys(b for b in cur["backend"] if b)) or list(
@@ -228,6 +232,7 @@ def page_data(
             "overloads": overall_counts.as_dict(),
             "checks": {k: c.as_dict() for k, c in check_counts.items()},
             "static": static,
+            "static_by_verdict": static_by_verdict,
         },
         "missing_variants": [dict(x) for x in ann.missing_variants],
         "missing_backward": [dict(x) for x in ann.missing_backward],

@@ -332,6 +332,10 @@ def test_cli_report_html(tmp_path, capsys):
     html = out.read_text()
     assert "Passed ÷ tested" in html and "Tested ÷ total" in html
     assert "1 not tested" in html
+    xtab = html.split('id="static-by-verdict"', 1)[1].split("</table>", 1)[0]
+    # native: add.Tensor fail, add_.Tensor fail, mul.Tensor crash; missing: add.out unsup, relu pass
+    assert re.search(r"native</td><td>0</td><td>2</td><td>0</td><td>1</td>", xtab)
+    assert re.search(r"missing</td><td>1</td><td>0</td><td>1</td>", xtab)
     assert "wrote" in capsys.readouterr().err
 
 
