@@ -24,7 +24,7 @@ from torch._prims_common import (
     elementwise_dtypes,
 )
 
-from kernels._tensor import NP_DTYPE, np_dtype, restride, to_numpy
+from kernels._tensor import DEVICE, NP_DTYPE, np_dtype, restride, to_numpy
 
 __all__ = [
     "Kind",
@@ -202,6 +202,13 @@ def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = 
     value = np.asarray(value)
     if check and result_dtype is not None:
         check_result_fits(result_dtype, out.dtype)
+    if out.device.type != DEVICE:
+        raise RuntimeError(
+            f"Expected out tensor to have device {DEVICE}:0, but got {out.device} instead"
+        )
+    if result_dtype is not None and value.dtype != NP_DTYPE[result_dtype]:
+        # Round to the result dtype first: CPU computes in it, then casts to out's dtype.
+        value = value.astype(NP_DTYPE[result_dtype])
     resize_out(out, value.shape)
     dst = to_numpy(out)
     if dst.dtype.kind != "c" and value.dtype.kind == "c":
@@ -216,6 +223,8 @@ def write_inplace(self: torch.Tensor, value: Any, result_dtype: torch.dtype | No
     value = np.asarray(value)
     if result_dtype is not None:
         check_result_fits(result_dtype, self.dtype)
+        if value.dtype != NP_DTYPE[result_dtype]:
+            value = value.astype(NP_DTYPE[result_dtype])
     if value.shape != tuple(self.shape):
         try:
             bshape = np.broadcast_shapes(value.shape, tuple(self.shape))

@@ -83,7 +83,11 @@ def np_dtype(dtype: torch.dtype) -> np.dtype[Any]:
     try:
         return NP_DTYPE[dtype]
     except KeyError:
-        raise TypeError(f"the mlu reference backend does not support dtype {dtype}") from None
+        name = torch.empty(0, dtype=dtype, device="meta").type().split(".")[-1]
+        raise NotImplementedError(
+            f"the mlu reference backend does not support dtype {dtype} "
+            f"('{name.removesuffix('Tensor')}')"
+        ) from None
 
 
 def is_mlu(t: object) -> bool:

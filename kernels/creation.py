@@ -105,9 +105,9 @@ def _preserved_strides(self: torch.Tensor, memory_format: torch.memory_format | 
     if memory_format in (None, torch.preserve_format):
         if self.is_contiguous():
             return None
-        from torch._prims_common import is_non_overlapping_and_dense
+        from torch._prims_common import is_non_overlapping_and_dense_or_false
 
-        if is_non_overlapping_and_dense(self):
+        if is_non_overlapping_and_dense_or_false(self):
             return list(self.stride())
         return memory_format_strides(list(self.shape), self.suggest_memory_format()) if (
             self.dim() == 4) else None

@@ -28,7 +28,7 @@ from kernels._semantics import (
     write_inplace,
     write_out,
 )
-from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
+from kernels._tensor import NP_DTYPE, from_numpy, np_dtype, to_numpy
 from kernels.registry import register, resolve_overload
 
 ArrayFn = Callable[..., Any]
@@ -147,29 +147,37 @@ def input_dtype(*operands: Any) -> torch.dtype:
     return promote(*ops)
 
 
-def refuse(op: str, *categories: str) -> Callable[..., None]:
+def refuse(op: str, *categories: str | torch.dtype) -> Callable[..., None]:
     """A ``validate`` hook raising CPU's ``NotImplementedError: "op" not implemented for 'Dtype'``
-    for dtype categories
-    (``bool``, ``integral``, ``floating``, ``complex``) the op does not support."""
-    cats = frozenset(categories)
+    for the dtype categories (``bool``, ``integral``, ``floating``, ``complex``) or the single
+    dtypes the op does not support."""
+    cats = frozenset(c for c in categories if isinstance(c, str))
+    single = frozenset(c for c in categories if isinstance(c, torch.dtype))
 
     def validate(compute: torch.dtype, result: torch.dtype, *operands: Any, **kw: Any) -> None:
         d = input_dtype(*operands)
-        if category(d) in cats:
+        if d in single or category(d) in cats:
             raise NotImplementedError(f'"{op}" not implemented for \'{scalar_type_name(d)}\'')
 
     return validate
 
 
+_LOW = (torch.float16, torch.bfloat16)
+
+
 def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: str,
                    argnames: tuple[str, ...], kw: tuple[str, ...] = (),
-                   validate: Callable[..., None] | None = None) -> Callable[..., Any]:
+                   validate: Callable[..., None] | None = None,
+                   out_same_dtype: bool | str = False) -> Callable[..., Any]:
     """One kernel for overload ``name``: ``fn(*numpy operands, compute=, result=, **kw)``.
 
     ``fn`` receives operands in torch's computation dtype plus the keyword arguments named in
     ``kw``, ``compute`` (computation dtype) and ``result`` (result dtype); its value is cast to the
     result dtype. ``validate(compute, result, *args, **kw)`` may raise CPU's errors first.
+    ``out_same_dtype``: ``out=`` must have exactly the result dtype (ATen's plain unary ops);
+    ``"noncomplex"``: only for non-complex inputs (``abs``).
     """
+    base = name.split(".")[0]
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         out = kwargs.pop("out", None)
@@ -180,12 +188,29 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
         if validate is not None:
             validate(compute, result, *operands, **extra)
         if mode == "inplace":
+            if kind is Kind.COMPLEX_TO_FLOAT and args[0].dtype.is_complex:
+                raise RuntimeError(
+                    f"In-place {base.rstrip('_')} is not supported for complex tensors."
+                )
             check_result_fits(result, args[0].dtype)
-        npd = NP_DTYPE[compute]
+        elif (out_same_dtype and mode == "out" and out.dtype != result
+              and not (out_same_dtype == "noncomplex" and operands[0].dtype.is_complex)):
+            raise RuntimeError(
+                f"Found dtype {scalar_type_name(out.dtype)} but expected "
+                f"{scalar_type_name(result)}"
+            )
+        npd = np_dtype(compute)
+        if compute == torch.float32 and (common := input_dtype(*operands)) in _LOW:
+            # CPU first casts every operand to the common (low-precision) dtype.
+            low = NP_DTYPE[common]
+            # (Scalar arguments stay in the computation dtype, as ATen's opmath does.)
+            ops = [operand(a, low).astype(npd) if isinstance(a, torch.Tensor) else operand(a, npd)
+                   for a in operands]
+        else:
+            ops = [operand(a, npd) for a in operands]
         with quiet():
             try:
-                value = fn(*[operand(a, npd) for a in operands], compute=compute, result=result,
-                           **extra)
+                value = fn(*ops, compute=compute, result=result, **extra)
             except ValueError:
                 _raise_broadcast(*operands)
                 raise
@@ -197,7 +222,7 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
 
 def register_family(base: str, fn: ArrayFn, kind: KindSpec, *, kw: tuple[str, ...] = (),
                     validate: Callable[..., None] | None = None,
-                    skip: tuple[str, ...] = ()) -> list[str]:
+                    skip: tuple[str, ...] = (), out_same_dtype: bool | str = False) -> list[str]:
     """Register ``fn`` for every ATen overload of ``base`` and ``base_`` (minus ``skip``)."""
     done = []
     for name in _overloads(base):
@@ -207,7 +232,7 @@ def register_family(base: str, fn: ArrayFn, kind: KindSpec, *, kw: tuple[str, ..
         args = [a for a in op._schema.arguments if not a.kwarg_only]
         register(name)(make_pointwise(name, fn, kind, nin=len(args), mode=_mode(name),
                                       argnames=tuple(a.name for a in args), kw=kw,
-                                      validate=validate))
+                                      validate=validate, out_same_dtype=out_same_dtype))
         done.append(name)
     return done
 
@@ -368,8 +393,8 @@ def _special() -> Any:
 
 
 def _lazy_special(fname: str) -> ArrayFn:
-    def f(x: Any) -> Any:
-        return getattr(_special(), fname)(x)
+    def f(*xs: Any) -> Any:
+        return getattr(_special(), fname)(*xs)
 
     f.__name__ = fname
     return f
@@ -390,7 +415,7 @@ def _digamma(x: Any) -> Any:
 
 
 #: name -> (NumPy function of one operand, promotion kind, refused dtype categories)
-UNARY: dict[str, tuple[ArrayFn, Kind, tuple[str, ...]]] = {
+UNARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "exp": (np.exp, Kind.INT_TO_FLOAT, ()),
     "exp2": (np.exp2, Kind.INT_TO_FLOAT, ()),
     "expm1": (np.expm1, Kind.INT_TO_FLOAT, ()),
@@ -421,12 +446,12 @@ UNARY: dict[str, tuple[ArrayFn, Kind, tuple[str, ...]]] = {
     "lgamma": (_lazy_special("gammaln"), Kind.INT_TO_FLOAT, ("complex",)),
     "digamma": (_digamma, Kind.INT_TO_FLOAT, ("complex",)),
     "i0": (_lazy_special("i0"), Kind.INT_TO_FLOAT, ("complex",)),
-    "special_erfcx": (_lazy_special("erfcx"), Kind.INT_TO_FLOAT, ("complex",)),
+    "special_erfcx": (_lazy_special("erfcx"), Kind.INT_TO_FLOAT, ("complex",) + _LOW),
     "special_i0e": (_lazy_special("i0e"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_i1": (_lazy_special("i1"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_i1e": (_lazy_special("i1e"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_ndtri": (_lazy_special("ndtri"), Kind.INT_TO_FLOAT, ("complex",)),
-    "special_log_ndtr": (_lazy_special("log_ndtr"), Kind.INT_TO_FLOAT, ("complex",)),
+    "special_log_ndtr": (_lazy_special("log_ndtr"), Kind.INT_TO_FLOAT, ("complex",) + _LOW),
     "conj_physical": (np.conj, Kind.DEFAULT, ()),
     "_conj_physical": (np.conj, Kind.DEFAULT, ()),
 }
@@ -455,14 +480,15 @@ def _round(x: Any, decimals: int = 0) -> Any:
     return np.round(x, decimals)
 
 
-register_family("ceil", _int_identity(np.ceil), Kind.DEFAULT, validate=refuse("ceil", "complex"))
-register_family("floor", _int_identity(np.floor), Kind.DEFAULT,
-                validate=refuse("floor", "complex"))
-register_family("trunc", _int_identity(np.trunc), Kind.DEFAULT,
-                validate=refuse("trunc", "complex"))
+register_family("ceil", _int_identity(np.ceil), Kind.DEFAULT, out_same_dtype=True,
+                validate=refuse("ceil", "bool", "complex"))
+register_family("floor", _int_identity(np.floor), Kind.DEFAULT, out_same_dtype=True,
+                validate=refuse("floor", "bool", "complex"))
+register_family("trunc", _int_identity(np.trunc), Kind.DEFAULT, out_same_dtype=True,
+                validate=refuse("trunc", "bool", "complex"))
 register_family("round", _int_identity(_round), Kind.DEFAULT, kw=("decimals",),
-                validate=refuse("round", "complex"))
-register_family("frac", _plain(lambda x: x - np.trunc(x)), Kind.DEFAULT,
+                out_same_dtype=True, validate=refuse("round", "bool", "complex"))
+register_family("frac", _plain(lambda x: x - np.trunc(x)), Kind.DEFAULT, out_same_dtype=True,
                 validate=refuse("frac", "bool", "integral", "complex"))
 
 
@@ -470,7 +496,8 @@ def _abs(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
     return np.abs(x)
 
 
-register_family("abs", _abs, Kind.COMPLEX_TO_FLOAT, validate=refuse("abs", "bool"))
+register_family("abs", _abs, Kind.COMPLEX_TO_FLOAT, validate=refuse("abs", "bool"),
+                out_same_dtype="noncomplex")
 
 
 def _neg_check(compute: torch.dtype, result: torch.dtype, x: Any) -> None:
@@ -481,7 +508,8 @@ def _neg_check(compute: torch.dtype, result: torch.dtype, x: Any) -> None:
         )
 
 
-register_family("neg", _plain(np.negative), Kind.DEFAULT, validate=_neg_check)
+register_family("neg", _plain(np.negative), Kind.DEFAULT, validate=_neg_check,
+                out_same_dtype=True)
 
 
 def _sign(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -498,7 +526,7 @@ def _sign_check(compute: torch.dtype, result: torch.dtype, x: Any) -> None:
         )
 
 
-register_family("sign", _sign, Kind.DEFAULT, validate=_sign_check)
+register_family("sign", _sign, Kind.DEFAULT, validate=_sign_check, out_same_dtype=True)
 
 
 def _sgn(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -508,7 +536,7 @@ def _sgn(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
     return _sign(x, compute=compute, result=result)
 
 
-register_family("sgn", _sgn, Kind.DEFAULT)
+register_family("sgn", _sgn, Kind.DEFAULT, out_same_dtype=True)
 
 
 def _angle(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -534,6 +562,11 @@ def _nan_to_num(x: Any, *, compute: torch.dtype, result: torch.dtype, nan: float
                 posinf: float | None = None, neginf: float | None = None) -> Any:
     if not (compute.is_floating_point or compute.is_complex):
         return x.copy()
+    if compute.is_complex:
+        real_dt = {torch.complex64: torch.float32}.get(compute, torch.float64)
+        parts = [_nan_to_num(p, compute=real_dt, result=real_dt, nan=nan, posinf=posinf,
+                             neginf=neginf) for p in (x.real, x.imag)]
+        return (parts[0] + 1j * parts[1]).astype(x.dtype)
     info = np.finfo(x.real.dtype) if x.dtype.kind != "V" else None
     if info is None or x.dtype == NP_DTYPE[torch.bfloat16]:
         import ml_dtypes
@@ -579,7 +612,7 @@ def _bitwise_not(x: Any) -> Any:
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
 
-register_family("bitwise_not", _plain(_bitwise_not), Kind.DEFAULT,
+register_family("bitwise_not", _plain(_bitwise_not), Kind.DEFAULT, out_same_dtype=True,
                 validate=refuse("bitwise_not", "floating", "complex"))
 
 # --------------------------------------------------------------------------------------------
@@ -587,12 +620,13 @@ register_family("bitwise_not", _plain(_bitwise_not), Kind.DEFAULT,
 # --------------------------------------------------------------------------------------------
 
 #: name -> (NumPy function of two operands, promotion kind, refused dtype categories)
-BINARY: dict[str, tuple[ArrayFn, Kind, tuple[str, ...]]] = {
+BINARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "atan2": (np.arctan2, Kind.INT_TO_FLOAT, ("complex",)),
     "hypot": (np.hypot, Kind.DEFAULT, ("bool", "integral", "complex")),
     "copysign": (np.copysign, Kind.INT_TO_FLOAT, ("complex",)),
     "nextafter": (np.nextafter, Kind.DEFAULT, ("bool", "integral", "complex")),
-    "logaddexp": (np.logaddexp, Kind.DEFAULT, ("bool", "integral")),
+    "logaddexp": (lambda a, b: np.logaddexp(a, b) if a.dtype.kind != "c"
+                  else np.log(np.exp(a) + np.exp(b)), Kind.DEFAULT, ("bool", "integral")),
     "logaddexp2": (np.logaddexp2, Kind.DEFAULT, ("bool", "integral", "complex")),
     "maximum": (np.maximum, Kind.DEFAULT, ("complex",)),
     "minimum": (np.minimum, Kind.DEFAULT, ("complex",)),
@@ -681,7 +715,8 @@ def _floor_divide(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) 
     return floor_divide(a, b, compute)
 
 
-register_family("remainder", _remainder, Kind.DEFAULT, validate=refuse("remainder", "complex"))
+register_family("remainder", _remainder, Kind.DEFAULT,
+                validate=refuse("remainder", "bool", "complex"))
 register_family("fmod", _fmod, Kind.DEFAULT, validate=refuse("fmod", "complex"))
 register_family("floor_divide", _floor_divide, Kind.DEFAULT,
                 validate=refuse("floor_divide", "complex"))
@@ -703,6 +738,8 @@ def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
 
 
 def _pow_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any) -> None:
+    if isinstance(b, torch.Tensor):
+        refuse("pow", "bool")(compute, result, a, b)
     if (isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor)
             and not (a.dtype.is_floating_point or a.dtype.is_complex)
             and isinstance(b, int) and not isinstance(b, bool) and b < 0):

@@ -686,6 +686,28 @@ def topk_values(self: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
     return values, indices
 
 
+@register("kthvalue.values")
+def kthvalue_values(self: torch.Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
+                    values: torch.Tensor, indices: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    n = x.shape[d] if x.ndim else 1
+    if not 1 <= k <= n:
+        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if x.ndim == 0:
+        write_out(values, x.copy(), self.dtype)
+        write_out(indices, np.zeros((), np.int64), torch.int64)
+        return values, indices
+    idx = np.take(sort_indices(x, d, False), [k - 1], axis=d)
+    vals = np.take_along_axis(x, idx, d)
+    if not keepdim:
+        idx, vals = idx.squeeze(d), vals.squeeze(d)
+    write_out(values, vals, self.dtype)
+    write_out(indices, idx.astype(np.int64), torch.int64)
+    return values, indices
+
+
 # --------------------------------------------------------------------------------------------
 # search, membership, unique
 # --------------------------------------------------------------------------------------------

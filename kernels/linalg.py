@@ -212,6 +212,8 @@ def addbmm_(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, b
 
 def _dot_checks(self: torch.Tensor, other: torch.Tensor, op: str) -> None:
     check_same_device(op, (self, other), ("self", "tensor"))
+    if self.dtype == torch.bool:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
     if self.dim() != 1 or other.dim() != 1:
         raise RuntimeError(
             f"1D tensors expected, but got {self.dim()}D and {other.dim()}D tensors"

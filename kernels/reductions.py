@@ -103,6 +103,8 @@ def _sum_dtype(self: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype:
 def _sum(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
          out: torch.Tensor | None, nan: bool = False) -> torch.Tensor:
     result = _sum_dtype(self, dtype) if out is None or dtype is not None else out.dtype
+    if nan and self.dtype.is_complex:
+        raise RuntimeError("nansum does not support complex inputs")
     x, _ = _input(self, result)
     axes = reduce_axes(dim, x.ndim)
     acc = NP_DTYPE[_acc_dtype(result)]
@@ -214,9 +216,9 @@ def _check_nonempty(x: np.ndarray, axes: tuple[int, ...] | None, op: str) -> Non
     if x.size != 0:
         return
     if axes is None:
-        raise IndexError(
+        raise RuntimeError(
             f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
-            "Specify the reduction dim with the 'dim' parameter."
+            "Specify the reduction dim with the 'dim' argument."
         )
     for a in axes:
         if x.shape[a] == 0:
@@ -352,9 +354,11 @@ def _argbest(self: torch.Tensor, dim: int | None, keepdim: bool, largest: bool, 
              out: torch.Tensor | None = None) -> torch.Tensor:
     x = to_numpy(self)
     _no_complex(self, op)
+    if self.dtype == torch.bool:
+        raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
         if x.size == 0:
-            raise RuntimeError(
+            raise IndexError(
                 f"{op}(): Expected reduction dim to be specified for input.numel() == 0."
             )
         idx = np.asarray(_arg_best(x.reshape(-1), None, largest))
