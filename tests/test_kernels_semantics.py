@@ -156,7 +156,7 @@ def test_unary_out_and_inplace(name: str) -> None:
                                     label=f"{name}({dtype}, out={out_dtype})"))
         inplace = getattr(torch.Tensor, name + "_", None)
         if inplace is not None:
-            failures.append(compare(lambda a: inplace(a.clone()), x, label=f"{name}_({dtype})"))
+            failures.append(compare(lambda a, f=inplace: f(a.clone()), x, label=f"{name}_({dtype})"))
     check_all(failures)
 
 
