@@ -149,9 +149,7 @@ def scalar_value(x: Any) -> Any:
     """A Python number from a number, a NumPy scalar or a one-element tensor (any device)."""
     if isinstance(x, torch.Tensor):
         x = to_numpy(x).reshape(-1)[0]
-    if isinstance(x, (bool, int, float, complex)):
-        return x
-    if isinstance(x, np.generic):
+    if isinstance(x, np.generic):  # before the Python types: np.float64 subclasses float
         if isinstance(x, np.bool_):
             return bool(x)
         if isinstance(x, np.integer):

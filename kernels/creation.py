@@ -102,15 +102,18 @@ def _copy_from_and_resize(self: torch.Tensor, dst: torch.Tensor) -> torch.Tensor
 
 def _preserved_strides(self: torch.Tensor, memory_format: torch.memory_format | None
                        ) -> list[int] | None:
+    """Strides of a copy of ``self`` in ``memory_format`` as ATen's ``_to_copy`` picks them."""
     if memory_format in (None, torch.preserve_format):
         if self.is_contiguous():
             return None
-        from torch._prims_common import is_non_overlapping_and_dense_or_false
+        from torch._prims_common import (
+            is_non_overlapping_and_dense_or_false,
+            suggest_memory_format,
+        )
 
         if is_non_overlapping_and_dense_or_false(self):
             return list(self.stride())
-        return memory_format_strides(list(self.shape), self.suggest_memory_format()) if (
-            self.dim() == 4) else None
+        return memory_format_strides(list(self.shape), suggest_memory_format(self))
     return memory_format_strides(list(self.shape), memory_format)
 
 

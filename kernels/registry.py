@@ -53,14 +53,15 @@ def register(*names: str) -> Callable[[F], F]:
     """Register the decorated function as the mlu kernel for each overload in ``names``."""
     if not names:
         raise TypeError("register() needs at least one overload name, e.g. register('add.Tensor')")
+    for name in names:
+        if name.startswith("aten::"):
+            raise ValueError(f"register({name!r}): give the overload name without 'aten::'")
+        resolve_overload(name)
 
     def deco(fn: F) -> F:
         origin = f"{fn.__module__}.{fn.__qualname__}"
         with _lock:
             for name in names:
-                if name.startswith("aten::"):
-                    raise ValueError(f"register({name!r}): give the overload name without 'aten::'")
-                resolve_overload(name)
                 if name in _KERNELS:
                     raise ValueError(
                         f"overload {name!r} is already registered by {_ORIGIN[name]}; "
