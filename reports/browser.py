@@ -187,8 +187,11 @@ class Page:
         return self.browser.send(method, params, session=self.session, timeout=timeout)
 
     def navigate(self, url: str) -> None:
-        self.call("Page.navigate", {"url": url})
-        self.browser.wait_event("Page.loadEventFired", session=self.session)
+        res = self.call("Page.navigate", {"url": url})
+        if "errorText" in res:
+            raise BrowserError(f"cannot open {url}: {res['errorText']}")
+        if res.get("loaderId"):  # a same-document navigation (only the #hash changed) has none
+            self.browser.wait_event("Page.loadEventFired", session=self.session)
 
     def eval(self, expression: str, *, await_promise: bool = False) -> Any:
         """Evaluate JS in the page and return its (JSON-able) value; JS exceptions raise."""

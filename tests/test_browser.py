@@ -170,3 +170,21 @@ def test_script_in_results_renders_as_text(browser, tmp_path):
     assert page.eval("typeof window.__pwned") == "undefined"
     assert not [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
     assert page.errors() == []
+
+
+def test_view_is_kept_in_the_url_hash(browser, small_report):
+    page = browser.open(small_report.as_uri() + "#q=add&verdict=fail&open=add.Tensor/promotion")
+    page.wait_for(READY)
+    assert page.eval("window.__report.shown()") == 2  # add.Tensor, add_.Tensor
+    assert page.eval("document.getElementById('search').value") == "add"
+    page.wait_for(DRAWER_OPEN)
+    assert "out.dtype=float32" in page.eval("document.getElementById('d-body').textContent")
+    page.click("#d-close")
+    assert page.eval("location.hash") == "#q=add&verdict=fail"
+    page.click("button[data-tab=dtypes]")
+    assert page.eval("location.hash") == "#tab=dtypes&q=add&verdict=fail"
+    # names that are not in this report are ignored, not errors
+    page = browser.open(small_report.as_uri() + "#tab=nope&tag=nope&open=nope/nope")
+    page.wait_for(READY)
+    assert page.eval("window.__report.shown()") == 6
+    assert page.errors() == []

@@ -331,9 +331,11 @@
               ["static status", row.status < 0 ? "unknown" : D.statuses[row.status]],
               ["tags", row.tags.map(function (t) { return D.tags[t]; }).join(", ")]];
     }
+    var opened = null;  /* "overload[/column]" shown in the drawer, kept in the URL hash */
     function showCell(row, j) {
       var d = row.cells[j], det = D.details[d], v = vname(det[0]);
       openDrawer(row.name, v);
+      opened = row.name + "/" + COLS[j]; writeHash();
       var src = D.sources[det[10]];
       dbody.appendChild(dl([["check", COLS[j]], ["verdict", v], ["category", S(det[1])],
         ["expected", S(det[5])], ["missing op", S(det[3])], ["examples", det[6]],
@@ -367,6 +369,7 @@
     }
     function showOverload(row) {
       openDrawer(row.name, vname(row.overall));
+      opened = row.name; writeHash();
       dbody.appendChild(dl(rowFacts(row)));
       var t = el("table", "plain"), tr = el("tr");
       ["check", "verdict", "message"].forEach(function (x) { tr.appendChild(el("th", null, x)); });
@@ -385,6 +388,7 @@
     function showDtype(row, k) {
       var a = dtypeAgg(row), b = k * 4, cls = dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
       openDrawer(row.name + " \u00b7 " + D.dtypes[k], cls);
+      opened = row.name + "/dtype:" + D.dtypes[k]; writeHash();
       dbody.appendChild(dl([["dtype", D.dtypes[k]], ["outcome", DCLS[cls]], ["examples", a[b]],
         ["CPU ok", a[b + 1]], ["backend ok", a[b + 2]], ["agree", a[b + 3]],
         ["counted over", state.dcheck < 0 ? "all checks" : COLS[state.dcheck]]]));
@@ -406,7 +410,10 @@
       });
       dbody.appendChild(t);
     }
-    function closeDrawer() { drawer.classList.remove("open"); drawer.setAttribute("aria-hidden", "true"); }
+    function closeDrawer() {
+      drawer.classList.remove("open"); drawer.setAttribute("aria-hidden", "true");
+      if (opened) { opened = null; writeHash(); }
+    }
     $("d-close").addEventListener("click", closeDrawer);
     document.addEventListener("keydown", function (ev) {
       if (ev.key === "Escape") closeDrawer();
@@ -500,10 +507,10 @@
       if (isMatrix) rebuild(); else renderList();
     }
     $("tabs").addEventListener("click", function (ev) {
-      var t = ev.target.closest("button"); if (t) setTab(t.getAttribute("data-tab"));
+      var t = ev.target.closest("button"); if (t) { setTab(t.getAttribute("data-tab")); writeHash(); }
     });
 
-    function onFilter() {
+    function readControls() {
       readSearch();
       state.tag = $("f-tag").value === "" ? -1 : +$("f-tag").value;
       state.kind = $("f-kind").value;
@@ -511,13 +518,68 @@
       state.check = $("f-check").value === "" ? -1 : +$("f-check").value;
       state.verdict = $("f-verdict").value === "" ? -1 : +$("f-verdict").value;
       state.group = $("group").checked;
+      state.dcheck = $("dtype-check").value === "" ? -1 : +$("dtype-check").value;
+    }
+    function onFilter() {
+      readControls();
       if (state.tab === "matrix" || state.tab === "dtypes") { scroller.scrollTop = 0; rebuild(); } else renderList();
+      writeHash();
     }
     ["search"].forEach(function (id) { $(id).addEventListener("input", onFilter); });
     ["regex", "f-tag", "f-kind", "f-status", "f-check", "f-verdict", "group"].forEach(function (id) { $(id).addEventListener("change", onFilter); });
-    $("dtype-check").addEventListener("change", function () { state.dcheck = this.value === "" ? -1 : +this.value; AGG = {}; rebuild(); });
+    $("dtype-check").addEventListener("change", function () { AGG = {}; onFilter(); });
 
-    setTab("matrix");
+    /* ---- the view lives in the URL hash, so a link can point at it:
+       #tab=dtypes&q=add&verdict=fail&check=promotion&open=add.Tensor/promotion ---- */
+    var SELECTS = [["f-tag", "tag", D.tags], ["f-kind", "kind", null],
+                   ["f-status", "status", D.statuses], ["f-check", "check", COLS],
+                   ["f-verdict", "verdict", VERD], ["dtype-check", "dtypes", COLS]];
+    function writeHash() {
+      var p = new URLSearchParams();
+      if (state.tab !== "matrix") p.set("tab", state.tab);
+      var q = $("search").value.trim();
+      if (q) p.set("q", q);
+      if ($("regex").checked) p.set("regex", "1");
+      SELECTS.forEach(function (x) {
+        var v = $(x[0]).value;
+        if (v === "") return;
+        p.set(x[1], x[2] ? (+v < 0 ? "unknown" : x[2][+v]) : v);
+      });
+      if (!$("group").checked) p.set("group", "0");
+      if (opened) p.set("open", opened);
+      var h = p.toString();
+      try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); } catch (e) { /* sandboxed */ }
+    }
+    function applyHash() {
+      var p = new URLSearchParams(location.hash.replace(/^#/, ""));
+      if (p.has("q")) $("search").value = p.get("q");
+      $("regex").checked = p.get("regex") === "1";
+      $("group").checked = p.get("group") !== "0";
+      SELECTS.forEach(function (x) {
+        if (!p.has(x[1])) return;
+        var name = p.get(x[1]);
+        var v = x[2] ? (name === "unknown" ? -1 : x[2].indexOf(name)) : name;
+        if (x[2] && v === -1 && name !== "unknown") return;
+        var sel = $(x[0]);
+        for (var k = 0; k < sel.options.length; k++) if (sel.options[k].value === String(v)) sel.value = String(v);
+      });
+      readControls();
+      var tab = p.get("tab");
+      setTab(["matrix", "dtypes", "variants", "backward", "runs"].indexOf(tab) >= 0 ? tab : "matrix");
+      var open = p.get("open");
+      if (open) {
+        var cut = open.indexOf("/"), name = cut < 0 ? open : open.slice(0, cut), col = cut < 0 ? null : open.slice(cut + 1);
+        var row = null;
+        for (var k = 0; k < ROWS.length; k++) if (ROWS[k].name === name) { row = ROWS[k]; break; }
+        if (row) {
+          if (col === null) showOverload(row);
+          else if (col.indexOf("dtype:") === 0 && D.dtypes.indexOf(col.slice(6)) >= 0) showDtype(row, D.dtypes.indexOf(col.slice(6)));
+          else if (COLS.indexOf(col) >= 0 && row.cells[COLS.indexOf(col)] >= 0) showCell(row, COLS.indexOf(col));
+        }
+      }
+    }
+
+    applyHash();
     window.__report = { ready: true, buildMs: performance.now() - T0, readyAt: performance.now(),
                         rows: ROWS.length, shown: function () { return shown; } };
     document.body.setAttribute("data-ready", "1");
