@@ -188,3 +188,19 @@ def test_view_is_kept_in_the_url_hash(browser, small_report):
     page.wait_for(READY)
     assert page.eval("window.__report.shown()") == 6
     assert page.errors() == []
+
+
+def test_diff_page_filters(browser, tmp_path):
+    from reports.diff import compare, render_html
+    from reports.results import read
+    from reports.tables import frame
+
+    d = compare(frame(read(DATA / "small.jsonl")), frame(read(DATA / "small-after.jsonl")))
+    out = tmp_path / "diff.html"
+    out.write_text(render_html(d), encoding="utf-8")
+    page = browser.open(out)
+    assert page.eval("document.getElementById('count').textContent") == "10 of 10 rows"
+    page.type("#search", "relu")
+    assert page.eval("document.getElementById('count').textContent") == "2 of 10 rows"
+    page.screenshot(ARTIFACTS / "diff.png")
+    assert page.errors() == []
