@@ -11,6 +11,7 @@ import sys
 import threading
 import types
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -31,24 +32,28 @@ _peak = 0
 _live: dict[int, weakref.ReferenceType[np.ndarray]] = {}
 
 
-def _release(key: int, nbytes: int) -> None:
-    global _allocated
-    _allocated -= nbytes
-    _live.pop(key, None)
+def _released(key: int, nbytes: int) -> Callable[[object], None]:
+    def callback(_ref: object) -> None:
+        global _allocated
+        _allocated -= nbytes
+        _live.pop(key, None)
+
+    return callback
 
 
 def track(root: np.ndarray) -> None:
     """Count ``root`` (a buffer that now backs an mlu storage) until it is garbage collected."""
     global _allocated, _peak
     key = id(root)
-    if key in _live and _live[key]() is root:
+    ref = _live.get(key)
+    if ref is not None and ref() is root:
         return
     nbytes = int(root.nbytes)
-    _live[key] = weakref.ref(root)
+    # A weakref callback (cheaper than weakref.finalize) gives the bytes back.
+    _live[key] = weakref.ref(root, _released(key, nbytes))
     _allocated += nbytes
     if _allocated > _peak:
         _peak = _allocated
-    weakref.finalize(root, _release, key, nbytes)
 
 
 def is_device_buffer(root: np.ndarray) -> bool:

@@ -32,6 +32,7 @@ __all__ = [
     "check_result_fits",
     "compute_array",
     "dtypes",
+    "dtypes3",
     "infer_size",
     "promote",
     "quiet",
@@ -99,7 +100,6 @@ def _signature(x: Any) -> Any:
 
 
 _REPR = {bool: True, int: 1, float: 1.0, complex: 1j}
-_cache: dict[Any, tuple[torch.dtype, torch.dtype]] = {}
 
 
 def _representative(sig: Any) -> Any:
@@ -112,22 +112,40 @@ def _representative(sig: Any) -> Any:
 def dtypes(kind: ELEMENTWISE_TYPE_PROMOTION_KIND, *args: Any) -> tuple[torch.dtype, torch.dtype]:
     """``(computation dtype, result dtype)`` of an elementwise op over ``args`` (tensors/numbers;
     ``None`` is ignored), as ``torch._prims_common.elementwise_dtypes`` decides."""
+    compute, result, _ = dtypes3(kind, *args)
+    return compute, result
+
+
+_cache3: dict[Any, tuple[torch.dtype, torch.dtype, torch.dtype]] = {}
+
+
+def _kind_of(kind: ELEMENTWISE_TYPE_PROMOTION_KIND, promoted: torch.dtype
+             ) -> tuple[torch.dtype, torch.dtype, torch.dtype]:
+    key = (kind, promoted)
+    hit = _cache3.get(key)
+    if hit is None:
+        c, r = elementwise_dtypes(
+            torch.empty(1, dtype=promoted, device="meta"), type_promotion_kind=kind
+        )
+        hit = _cache3[key] = (c, r, promoted)
+    return hit
+
+
+def dtypes3(kind: ELEMENTWISE_TYPE_PROMOTION_KIND, *args: Any
+            ) -> tuple[torch.dtype, torch.dtype, torch.dtype]:
+    """:func:`dtypes` plus the promoted (common) dtype of the operands."""
     if len(args) == 2 and args[0] is not None and args[1] is not None:
-        promoted = torch.result_type(args[0], args[1])
-        key: Any = (kind, promoted)
-        hit = _cache.get(key)
-        if hit is None:
-            hit = elementwise_dtypes(
-                torch.empty(1, dtype=promoted, device="meta"), type_promotion_kind=kind
-            )
-            _cache[key] = hit
-        return hit
+        return _kind_of(kind, torch.result_type(args[0], args[1]))
+    if len(args) == 1 and isinstance(args[0], torch.Tensor):
+        return _kind_of(kind, args[0].dtype)
     norm = [_normalize(a) for a in args if a is not None]
     key = (kind, *(_signature(a) for a in norm))
-    hit = _cache.get(key)
+    hit = _cache3.get(key)
     if hit is None:
-        hit = elementwise_dtypes(*(_representative(s) for s in key[1:]), type_promotion_kind=kind)
-        _cache[key] = hit
+        reps = [_representative(s) for s in key[1:]]
+        c, r = elementwise_dtypes(*reps, type_promotion_kind=kind)
+        p = elementwise_dtypes(*reps, type_promotion_kind=Kind.NO_OPMATH)[1]
+        hit = _cache3[key] = (c, r, p)
     return hit
 
 
@@ -135,7 +153,7 @@ def promote(*args: Any) -> torch.dtype:
     """The promoted dtype of ``args`` (torch's tensor/0-dim/number category rules)."""
     if len(args) == 2:
         return torch.result_type(args[0], args[1])
-    return dtypes(Kind.NO_OPMATH, *args)[1]
+    return dtypes3(Kind.NO_OPMATH, *args)[2]
 
 
 def compute_array(x: Any, dtype: torch.dtype) -> Any:

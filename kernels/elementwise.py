@@ -21,6 +21,7 @@ from kernels._semantics import (
     category,
     check_result_fits,
     dtypes,
+    dtypes3,
     infer_size,
     promote,
     quiet,
@@ -128,15 +129,15 @@ def _overloads(base: str) -> list[str]:
 KindSpec = Kind | tuple[Kind, ...]
 
 
-def kind_dtypes(kind: KindSpec, *operands: Any) -> tuple[torch.dtype, torch.dtype]:
-    """``dtypes`` for one kind, or for a chain of kinds (``angle``: INT_TO_FLOAT then
-    COMPLEX_TO_FLOAT, each applied to the previous result dtype)."""
+def kind_dtypes(kind: KindSpec, *operands: Any) -> tuple[torch.dtype, torch.dtype, torch.dtype]:
+    """``(computation, result, promoted)`` dtypes for one kind, or for a chain of kinds
+    (``angle``: INT_TO_FLOAT then COMPLEX_TO_FLOAT, each applied to the previous result)."""
     if not isinstance(kind, tuple):
-        return dtypes(kind, *operands)
-    compute, result = dtypes(kind[0], *operands)
+        return dtypes3(kind, *operands)
+    compute, result, promoted = dtypes3(kind[0], *operands)
     for k in kind[1:]:
         result = dtypes(k, torch.empty(1, dtype=result, device="meta"))[1]
-    return compute, result
+    return compute, result, promoted
 
 
 def input_dtype(*operands: Any) -> torch.dtype:
@@ -183,7 +184,7 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
         out = kwargs.pop("out", None)
         operands = args[:nin]
         check_same_device(name, operands, argnames)
-        compute, result = kind_dtypes(kind, *operands)
+        compute, result, common = kind_dtypes(kind, *operands)
         extra = {k: kwargs[k] for k in kw if k in kwargs}
         if validate is not None:
             validate(compute, result, *operands, **extra)
@@ -200,7 +201,7 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
                 f"{scalar_type_name(result)}"
             )
         npd = np_dtype(compute)
-        if compute == torch.float32 and (common := input_dtype(*operands)) in _LOW:
+        if common in _LOW and compute != common:
             # CPU first casts every operand to the common (low-precision) dtype.
             low = NP_DTYPE[common]
             # (Scalar arguments stay in the computation dtype, as ATen's opmath does.)

@@ -19,6 +19,7 @@ from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
 from kernels.registry import register
 
 _LOW = (torch.float16, torch.bfloat16)
+_EINSUM_MAX = 4096
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -109,7 +110,15 @@ def _sum(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
     axes = reduce_axes(dim, x.ndim)
     acc = NP_DTYPE[_acc_dtype(result)]
     with quiet():
-        v = (np.nansum if nan else np.sum)(x, axis=axes, dtype=acc)
+        if (not nan and acc == x.dtype and acc.kind in "fc" and axes == (x.ndim - 1,)
+                and x.flags.c_contiguous and x.shape[-1] <= _EINSUM_MAX):
+            # Rows of a C-contiguous array: einsum's unrolled loop is ~3x faster than
+            # np.sum's pairwise one; rows this short keep its rounding error well within
+            # float tolerances (np.sum's pairwise summation is kept for longer rows).
+            v = np.einsum("...i->...", x)
+        else:
+            v = (np.nansum if nan else np.sum)(x, axis=axes, dtype=None if acc == x.dtype
+                                               else acc)
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 
