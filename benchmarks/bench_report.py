@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tests" / "data" / "reports"))
 import synth  # noqa: E402
 
 import reports  # noqa: E402
-from reports.browser import Chromium, available  # noqa: E402
+from reports.browser import CHROMIUM, Chromium, available  # noqa: E402
 
 SIZE_TARGET = 5 * 1024 * 1024
 TTI_TARGET_S = 2.0
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'OK' if size <= SIZE_TARGET else 'OVER'})")
 
     if not available():
-        print("browser: skipped — /usr/bin/chromium not installed (apt-get install chromium)")
+        print(f"browser: skipped — {CHROMIUM} not found (apt-get install chromium)")
         return 0 if size <= SIZE_TARGET else 1
 
     blank = work / "blank.html"

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
+#: The browser binary: Debian's chromium, or $OPCONFORM_CHROMIUM (e.g. a google-chrome path).
+CHROMIUM = os.environ.get("OPCONFORM_CHROMIUM", "/usr/bin/chromium")
 
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -38,15 +39,16 @@ class BrowserError(RuntimeError):
     """The browser died, timed out, or a DevTools command failed."""
 
 
-def available(binary: str = CHROMIUM) -> bool:
-    return os.access(binary, os.X_OK)
+def available(binary: str | None = None) -> bool:
+    return os.access(binary or CHROMIUM, os.X_OK)
 
 
 class Chromium:
     """One headless Chromium process; :meth:`open` gives a :class:`Page`."""
 
-    def __init__(self, binary: str = CHROMIUM, *, width: int = 1440, height: int = 900,
+    def __init__(self, binary: str | None = None, *, width: int = 1440, height: int = 900,
                  timeout: float = 30.0) -> None:
+        binary = binary or CHROMIUM
         if not available(binary):
             raise BrowserError(f"{binary} not found or not executable")
         self.width, self.height, self.timeout = width, height, timeout

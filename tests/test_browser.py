@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 import reports
-from reports.browser import Chromium, available
+from reports.browser import CHROMIUM, Chromium, available
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(
         not available(),
-        reason="headless chromium not installed at /usr/bin/chromium (apt-get install chromium)",
+        reason=f"headless chromium not found at {CHROMIUM} (apt-get install chromium, or set OPCONFORM_CHROMIUM)",
     ),
 ]
 

@@ -16,7 +16,7 @@ import pytest
 import reports
 import reports.ops
 from reports import html as rhtml
-from reports.browser import Chromium, available
+from reports.browser import CHROMIUM, Chromium, available
 from reports.diff import compare
 from reports.results import ResultsWarning
 
@@ -89,7 +89,7 @@ def test_crash_mid_write_keeps_what_was_written(engine_run, tmp_path):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not available(), reason="headless chromium not installed at /usr/bin/chromium")
+@pytest.mark.skipif(not available(), reason=f"headless chromium not found at {CHROMIUM} (apt-get install chromium, or set OPCONFORM_CHROMIUM)")
 def test_real_report_in_browser(engine_run):
     _, html = engine_run
     artifacts = Path(__file__).parent.parent / "test-artifacts"
