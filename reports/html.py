@@ -202,8 +202,8 @@ def page_data(
             st = infos[n].status
             key = st if st is not None and st in STATUSES else "unknown"
             static[key] = static.get(key, 0) + 1
-            row = static_by_verdict.setdefault(key, {})
-            row[overall] = row.get(overall, 0) + 1
+            by_v = static_by_verdict.setdefault(key, {})
+            by_v[overall] = by_v.get(overall, 0) + 1
 
     runs = [_run_info(r) for r in df.attrs.get("runs", [])]
     backends = list(dict.fromkeys(b for b in cur["backend"] if b)) or list(
