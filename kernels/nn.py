@@ -52,6 +52,7 @@ __all__ = [
     "softmax",
     "softmax_backward",
     "threshold_backward",
+    "zero_where",
 ]
 
 Ints = Sequence[int]
@@ -97,63 +98,97 @@ def _window_slice(start: int, step: int, count: int) -> slice:
 
 
 # --------------------------------------------------------------------------------------------
-# convolution (any number of spatial dims), im2col + batched GEMM
+# convolution (any number of spatial dims): channels-last im2col + one batched GEMM
+#
+# The input is copied once into a zero-padded channels-last buffer (N, *S, C). A window view of it
+# (as_strided) then has the channels innermost, so the im2col copy moves contiguous runs of C
+# floats instead of gathering single elements -- 3-10x faster than im2col on NCHW. Columns are
+# ordered (*k, Cg); weights are reordered to match once per call (they are small).
+
+
+def _channels_last_padded(x: np.ndarray, padding: Ints, extra: Ints | None = None) -> np.ndarray:
+    """``x (N, C, *S)`` -> zero-padded ``(N, *(S + 2p [+ extra]), C)``."""
+    nd = x.ndim - 2
+    extra = extra or (0,) * nd
+    shape = (x.shape[0], *(x.shape[2 + i] + 2 * padding[i] + extra[i] for i in range(nd)), x.shape[1])
+    if not any(padding) and not any(extra):
+        return np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    xp = np.zeros(shape, dtype=x.dtype)
+    inner = tuple(slice(p, p + s) for p, s in zip(padding, x.shape[2:], strict=True))
+    xp[(slice(None), *inner)] = np.moveaxis(x, 1, -1)
+    return xp
 
 
 def _im2col(
     xp: np.ndarray, k: Ints, stride: Ints, dilation: Ints, groups: int
 ) -> tuple[np.ndarray, tuple[int, ...]]:
-    """Columns of a padded input ``(N, C, *S)``: returns ``(G, N*prod(out), C/G*prod(k))``."""
+    """Columns of a padded channels-last input: ``(G, N*prod(out), prod(k)*C/G)``."""
     nd = len(k)
-    n, c = xp.shape[:2]
+    n, c = xp.shape[0], xp.shape[-1]
     cg = c // groups
-    out = tuple(
-        (xp.shape[2 + i] - dilation[i] * (k[i] - 1) - 1) // stride[i] + 1 for i in range(nd)
-    )
+    spatial = xp.shape[1:-1]
+    out = tuple((spatial[i] - dilation[i] * (k[i] - 1) - 1) // stride[i] + 1 for i in range(nd))
     if min(out, default=1) <= 0:
         raise RuntimeError("convolution: kernel size can't be greater than the padded input size")
     st = xp.strides
     view = as_strided(
         xp,
-        (n, groups, cg, *out, *k),
+        (n, *out, *k, groups, cg),
         (
             st[0],
-            st[1] * cg,
-            st[1],
-            *(st[2 + i] * stride[i] for i in range(nd)),
-            *(st[2 + i] * dilation[i] for i in range(nd)),
+            *(st[1 + i] * stride[i] for i in range(nd)),
+            *(st[1 + i] * dilation[i] for i in range(nd)),
+            st[-1] * cg,
+            st[-1],
         ),
         writeable=False,
     )
-    # (G, N, *out, Cg, *k) -> rows are output positions, columns are (channel, window offset)
-    perm = (1, 0, *range(3, 3 + nd), 2, *range(3 + nd, 3 + 2 * nd))
-    cols = view.transpose(perm).reshape(groups, n * math.prod(out), cg * math.prod(k))
-    return cols, out
+    m, kk = n * math.prod(out), math.prod(k) * cg
+    if groups == 1:
+        return view.reshape(1, m, kk), out
+    g_axis = 1 + 2 * nd
+    return np.moveaxis(view, g_axis, 0).reshape(groups, m, kk), out
 
 
 def _col2im(
     dcols: np.ndarray,
-    padded_shape: Ints,
+    n: int,
+    padded: Ints,
     k: Ints,
     stride: Ints,
     dilation: Ints,
     groups: int,
     out: Ints,
 ) -> np.ndarray:
-    """Adjoint of :func:`_im2col`: scatter-add columns back into a padded input."""
+    """Adjoint of :func:`_im2col`: scatter-add ``(G, M, prod(k)*Cg)`` columns into a padded
+    channels-last ``(N, *padded, G*Cg)`` buffer (one strided add per kernel offset)."""
     nd = len(k)
-    n, c = padded_shape[:2]
-    cg = c // groups
-    d = dcols.reshape(groups, n, *out, cg, *k)
-    # window offsets first so that each slice read below is contiguous
+    cg = dcols.shape[2] // math.prod(k)
+    d = dcols.reshape(groups, n, *out, *k, cg)
+    # kernel offsets first, groups next to their channels: every add below reads contiguously
     d = np.ascontiguousarray(
-        d.transpose(*range(3 + nd, 3 + 2 * nd), 1, 0, 2 + nd, *range(2, 2 + nd))
+        d.transpose(*range(2 + nd, 2 + 2 * nd), 1, *range(2, 2 + nd), 0, 2 + 2 * nd)
     )
-    gx = np.zeros((n, groups, cg, *padded_shape[2:]), dtype=dcols.dtype)
+    gx = np.zeros((n, *padded, groups, cg), dtype=dcols.dtype)
     for kidx in product(*(range(s) for s in k)):
         sl = tuple(_window_slice(kidx[i] * dilation[i], stride[i], out[i]) for i in range(nd))
-        gx[(Ellipsis, *sl)] += d[kidx]
-    return gx.reshape(n, c, *padded_shape[2:])
+        gx[(slice(None), *sl)] += d[kidx]
+    return gx.reshape(n, *padded, groups * cg)
+
+
+def _weight_cols(weight: np.ndarray, groups: int) -> np.ndarray:
+    """Conv weight ``(O, Cg, *k)`` -> ``(G, prod(k)*Cg, O/G)`` in the column order of im2col."""
+    o, cg = weight.shape[:2]
+    w = np.moveaxis(weight.reshape(groups, o // groups, cg, -1), 2, 3)  # (G, Og, prod k, Cg)
+    return w.reshape(groups, o // groups, -1).transpose(0, 2, 1)
+
+
+def _weight_from_cols(wcols: np.ndarray, shape: Ints) -> np.ndarray:
+    """Inverse of :func:`_weight_cols` for a gradient ``(G, Og, prod(k)*Cg)``."""
+    g, og, _ = wcols.shape
+    cg = shape[1]
+    w = wcols.reshape(g, og, -1, cg)
+    return np.ascontiguousarray(np.moveaxis(w, 3, 2)).reshape(shape)
 
 
 def _to_cols(y: np.ndarray, groups: int) -> np.ndarray:
@@ -170,10 +205,26 @@ def _from_cols(y: np.ndarray, n: int, spatial: Ints) -> np.ndarray:
     return np.ascontiguousarray(y).reshape(n, g * cg, *spatial)
 
 
+def _from_channels_last(y: np.ndarray, crop: Ints, size: Ints) -> np.ndarray:
+    """Padded ``(N, *Sp, C)`` -> the ``size`` window at ``crop``, as contiguous ``(N, C, *S)``."""
+    sl = tuple(slice(p, p + s) for p, s in zip(crop, size, strict=True))
+    return np.ascontiguousarray(np.moveaxis(y[(slice(None), *sl)], -1, 1))
+
+
 def _add_bias(y: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     if bias is not None:
         y += bias.astype(y.dtype, copy=False).reshape((1, -1) + (1,) * (y.ndim - 2))
     return y
+
+
+def _conv_args(
+    nd: int, stride: Ints, padding: Ints, dilation: Ints
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    return (
+        _expand(stride, nd, "stride"),
+        _expand(padding, nd, "padding"),
+        _expand(dilation, nd, "dilation"),
+    )
 
 
 def conv_forward(
@@ -189,12 +240,11 @@ def conv_forward(
     nd = x.ndim - 2
     dtype = np.result_type(x, weight)
     x, weight = _opmath(x), _opmath(weight)
-    stride, padding = _expand(stride, nd, "stride"), _expand(padding, nd, "padding")
-    dilation = _expand(dilation, nd, "dilation")
-    k = weight.shape[2:]
-    cols, out = _im2col(_pad_spatial(x, padding), k, stride, dilation, groups)
-    wmat = weight.reshape(groups, weight.shape[0] // groups, -1).transpose(0, 2, 1)
-    y = _from_cols(np.matmul(cols, wmat), x.shape[0], out)
+    stride, padding, dilation = _conv_args(nd, stride, padding, dilation)
+    cols, out = _im2col(
+        _channels_last_padded(x, padding), weight.shape[2:], stride, dilation, groups
+    )
+    y = _from_cols(np.matmul(cols, _weight_cols(weight, groups)), x.shape[0], out)
     return _add_bias(y, bias).astype(dtype, copy=False)
 
 
@@ -212,25 +262,30 @@ def conv_backward(
     nd = x.ndim - 2
     dtype = np.result_type(grad_out, x, weight)
     grad_out, x, weight = _opmath(grad_out), _opmath(x), _opmath(weight)
-    stride, padding = _expand(stride, nd, "stride"), _expand(padding, nd, "padding")
-    dilation = _expand(dilation, nd, "dilation")
+    stride, padding, dilation = _conv_args(nd, stride, padding, dilation)
     k = weight.shape[2:]
     out = grad_out.shape[2:]
     go_cols = _to_cols(grad_out, groups)  # (G, N*out, Og)
     gi = gw = gb = None
     if output_mask[1]:
-        cols, _ = _im2col(_pad_spatial(x, padding), k, stride, dilation, groups)
-        gw = np.matmul(go_cols.transpose(0, 2, 1), cols).reshape(weight.shape).astype(dtype)
+        cols, _ = _im2col(_channels_last_padded(x, padding), k, stride, dilation, groups)
+        gw = _weight_from_cols(np.matmul(go_cols.transpose(0, 2, 1), cols), weight.shape)
+        gw = gw.astype(dtype, copy=False)
     if output_mask[0]:
-        wmat = weight.reshape(groups, weight.shape[0] // groups, -1)  # (G, Og, Cg*k)
-        dcols = np.matmul(go_cols, wmat)
-        padded = (*x.shape[:2], *(x.shape[2 + i] + 2 * padding[i] for i in range(nd)))
-        gxp = _col2im(dcols, padded, k, stride, dilation, groups, out)
-        crop = tuple(slice(p, p + s) for p, s in zip(padding, x.shape[2:], strict=True))
-        gi = np.ascontiguousarray(gxp[(Ellipsis, *crop)]).astype(dtype, copy=False)
+        dcols = np.matmul(go_cols, _weight_cols(weight, groups).transpose(0, 2, 1))
+        padded = tuple(x.shape[2 + i] + 2 * padding[i] for i in range(nd))
+        gxp = _col2im(dcols, x.shape[0], padded, k, stride, dilation, groups, out)
+        gi = _from_channels_last(gxp, padding, x.shape[2:]).astype(dtype, copy=False)
     if output_mask[2]:
         gb = grad_out.sum(axis=(0, *range(2, grad_out.ndim))).astype(dtype)
     return gi, gw, gb
+
+
+def _transpose_weight_cols(weight: np.ndarray, groups: int) -> np.ndarray:
+    """Transposed-conv weight ``(Cin, Cout/G, *k)`` -> ``(G, Cin/G, prod(k)*Cout/G)``."""
+    cin, coutg = weight.shape[:2]
+    w = np.moveaxis(weight.reshape(groups, cin // groups, coutg, -1), 2, 3)
+    return w.reshape(groups, cin // groups, -1)
 
 
 def conv_transpose_forward(
@@ -247,26 +302,18 @@ def conv_transpose_forward(
     nd = x.ndim - 2
     dtype = np.result_type(x, weight)
     x, weight = _opmath(x), _opmath(weight)
-    stride, padding = _expand(stride, nd, "stride"), _expand(padding, nd, "padding")
-    dilation = _expand(dilation, nd, "dilation")
+    stride, padding, dilation = _conv_args(nd, stride, padding, dilation)
     output_padding = _expand(output_padding, nd, "output_padding")
     k = weight.shape[2:]
     s_in = x.shape[2:]
     out = tuple(
-        (s_in[i] - 1) * stride[i]
-        - 2 * padding[i]
-        + dilation[i] * (k[i] - 1)
-        + output_padding[i]
-        + 1
+        (s_in[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k[i] - 1) + output_padding[i] + 1
         for i in range(nd)
     )
-    cout = weight.shape[1] * groups
-    wmat = weight.reshape(groups, weight.shape[0] // groups, -1)  # (G, Cin_g, Cout_g*k)
-    dcols = np.matmul(_to_cols(x, groups), wmat)
-    full = (x.shape[0], cout, *(o + 2 * p for o, p in zip(out, padding, strict=True)))
-    y = _col2im(dcols, full, k, stride, dilation, groups, s_in)
-    crop = tuple(slice(p, p + o) for p, o in zip(padding, out, strict=True))
-    y = np.ascontiguousarray(y[(Ellipsis, *crop)])
+    dcols = np.matmul(_to_cols(x, groups), _transpose_weight_cols(weight, groups))
+    full = tuple(o + 2 * p for o, p in zip(out, padding, strict=True))
+    y = _col2im(dcols, x.shape[0], full, k, stride, dilation, groups, s_in)
+    y = _from_channels_last(y, padding, out)
     return _add_bias(y, bias).astype(dtype, copy=False)
 
 
@@ -285,15 +332,15 @@ def conv_transpose_backward(
     nd = x.ndim - 2
     dtype = np.result_type(grad_out, x, weight)
     grad_out, x, weight = _opmath(grad_out), _opmath(x), _opmath(weight)
-    stride, padding = _expand(stride, nd, "stride"), _expand(padding, nd, "padding")
-    dilation = _expand(dilation, nd, "dilation")
+    stride, padding, dilation = _conv_args(nd, stride, padding, dilation)
     k = weight.shape[2:]
     gi = gw = gb = None
     if output_mask[0]:
         # the input gradient of a transposed convolution is the plain convolution
         gi = conv_forward(grad_out, weight, None, stride, padding, dilation, groups).astype(dtype)
     if output_mask[1]:
-        go_cols, out = _im2col(_pad_spatial(grad_out, padding), k, stride, dilation, groups)
+        gop = _channels_last_padded(grad_out, padding)
+        go_cols, out = _im2col(gop, k, stride, dilation, groups)
         s_in = x.shape[2:]
         if tuple(out) != tuple(s_in):  # output_padding rows beyond the last window
             n = x.shape[0]
@@ -301,7 +348,10 @@ def conv_transpose_backward(
             go_cols = go_cols[(slice(None), slice(None), *(slice(0, s) for s in s_in))]
             go_cols = go_cols.reshape(groups, n * math.prod(s_in), -1)
         x_cols = _to_cols(x, groups)  # (G, N*S, Cin_g)
-        gw = np.matmul(x_cols.transpose(0, 2, 1), go_cols).reshape(weight.shape).astype(dtype)
+        gwc = np.matmul(x_cols.transpose(0, 2, 1), go_cols)  # (G, Cin_g, prod(k)*Cout_g)
+        cin, coutg = weight.shape[:2]
+        gwc = gwc.reshape(groups, cin // groups, -1, coutg)
+        gw = np.ascontiguousarray(np.moveaxis(gwc, 3, 2)).reshape(weight.shape).astype(dtype)
     if output_mask[2]:
         gb = grad_out.sum(axis=(0, *range(2, grad_out.ndim))).astype(dtype)
     return gi, gw, gb
@@ -923,10 +973,25 @@ def embedding_dense_backward(
     return gw.astype(dtype, copy=False)
 
 
+def zero_where(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``where(mask, 0, values)`` for floats, exactly (NaN/inf kept where not masked).
+
+    ``np.where`` on an unpredictable mask is ~20x slower than a branch-free bitwise AND of the
+    values' bits with an all-ones/all-zeros word per element, which is what this does.
+    """
+    if values.dtype.kind != "f" and values.dtype.name != "bfloat16":
+        return np.where(mask, np.zeros((), values.dtype), values)
+    size = values.dtype.itemsize
+    word = np.dtype(f"u{size}")
+    keep = np.negative(np.logical_not(mask).astype(f"i{size}")).view(word)
+    out = np.bitwise_and(np.broadcast_to(values, keep.shape).view(word), keep)
+    return out.view(values.dtype)
+
+
 def threshold_backward(grad_out: np.ndarray, x: np.ndarray, threshold: float) -> np.ndarray:
     """``threshold_backward``: pass the gradient where ``x > threshold`` (relu's backward)."""
     dtype = np.result_type(grad_out, x)
-    return np.where(x <= threshold, np.zeros((), dtype=dtype), grad_out).astype(dtype, copy=False)
+    return zero_where(grad_out.astype(dtype, copy=False), x <= threshold)
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
