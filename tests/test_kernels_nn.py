@@ -256,3 +256,53 @@ def test_out_variants() -> None:
     with pytest.raises(RuntimeError, match="can't be cast"):
         torch.ops.aten.avg_pool2d.out(x.to(DEV), [2, 2], out=torch.empty(0, dtype=torch.long,
                                                                           device=DEV))
+
+
+DTYPE_CASES: dict[str, Callable[[torch.Tensor], Any]] = {
+    "conv2d": lambda x: F.conv2d(x, torch.ones(2, 3, 2, 2, dtype=x.dtype, device=x.device), None,
+                                 1, 1),
+    "batch_norm": lambda x: F.batch_norm(x, None, None, training=True),
+    "layer_norm": lambda x: F.layer_norm(x, (5,)),
+    "group_norm": lambda x: F.group_norm(x, 3),
+    "max_pool2d": lambda x: F.max_pool2d(x, 2, return_indices=True),
+    "avg_pool2d": lambda x: F.avg_pool2d(x, 2, ceil_mode=True),
+    "adaptive_avg_pool2d": lambda x: F.adaptive_avg_pool2d(x, (2, 3)),
+    "softmax": lambda x: F.softmax(x, 1),
+    "log_softmax": lambda x: F.log_softmax(x, -1),
+    "gelu": F.gelu,
+    "relu": F.relu,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(DTYPE_CASES))
+def test_dtypes_forward(name: str, dtype: torch.dtype) -> None:
+    """Other float dtypes: same result dtype, and values as CPU's within a few units of the last
+    place (ours compute in float32 and round once; some CPU half kernels round intermediates, so
+    outputs near zero after a cancellation differ by more than rtol alone allows)."""
+    x = rand(2, 3, 4, 5, seed=1).to(dtype)
+    try:
+        expected = DTYPE_CASES[name](x)
+    except RuntimeError as exc:
+        with pytest.raises(RuntimeError):
+            DTYPE_CASES[name](x.to(DEV))
+        pytest.skip(f"CPU refuses {name} for {dtype}: {exc}")
+    got = DTYPE_CASES[name](x.to(DEV))
+    pairs = zip(got, expected, strict=True) if isinstance(expected, tuple) else [(got, expected)]
+    for g, e in pairs:
+        assert g.dtype == e.dtype
+        atol = {torch.float16: 1e-3, torch.bfloat16: 1e-2}.get(dtype)
+        torch.testing.assert_close(g.cpu(), e, atol=atol, rtol=None if atol is None else 2e-2)
+
+
+def test_left_out_overload_fails_like_a_missing_kernel() -> None:
+    """``kernels.install(without=...)``: the backward of adaptive pooling is really missing."""
+    x = rand(2, 3, 7, 5).to(DEV).requires_grad_()
+    kernels.install(without=["_adaptive_avg_pool2d_backward"])
+    try:
+        y = F.adaptive_avg_pool2d(x, (3, 2))  # the forward is still there
+        with pytest.raises(NotImplementedError,
+                           match="Could not run 'aten::_adaptive_avg_pool2d_backward'.*'mlu'"):
+            y.backward(torch.ones(y.shape).to(DEV))
+    finally:
+        kernels.install()
