@@ -407,7 +407,7 @@ def test_reports_never_import_the_engine(tmp_path):
 
     code = (
         "import sys, reports, reports.diff, reports.export\n"
-        f"reports.write_html([{str(SMALL)!r}], {str(tmp_path / 'r.html')!r})\n"
+        f"reports.write_html([{str(SMALL)!r}], {str(tmp_path / 'r.html')!r}, {str(COVERAGE)!r})\n"
         "bad = sorted(m for m in sys.modules if m == 'conformance' or m.startswith(('conformance.', 'kernels')))\n"
         "assert not bad, bad\n"
     )

@@ -6,7 +6,9 @@ The engine (conformance/) is built in parallel; these tests skip, saying why, un
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,14 +32,23 @@ OPS = "abs|relu"
 
 @pytest.fixture(scope="module")
 def engine_run(tmp_path_factory):
-    d = tmp_path_factory.mktemp("engine")
-    results, html = d / "results.jsonl", d / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "conformance", "run", "--backend", "mlu", "--ops", OPS, "-n", "0",
-         "--max-examples", "3", "-o", str(results), "--html", str(html)],
-        cwd=d, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    """One engine run shared by every xdist worker (the first to take the lock runs it)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # this session's directory, shared by its workers
+    d = base / "reports-engine-run"
+    d.mkdir(exist_ok=True)
+    results, html, done = d / "results.jsonl", d / "report.html", d / "done"
+    with open(d / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            proc = subprocess.run(
+                [sys.executable, "-m", "conformance", "run", "--backend", "mlu", "--ops", OPS,
+                 "-n", "0", "--max-examples", "3", "-o", str(results), "--html", str(html)],
+                cwd=d, capture_output=True, text=True, timeout=120,
+            )
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            done.write_text("ok")
     return results, html
 
 
