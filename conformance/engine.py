@@ -71,10 +71,12 @@ class Inflight:
                      "started": time.time(), "pid": os.getpid(), "state": "running"}
         self._write()
 
-    def call(self, call: Call, repro: Callable[[Call], str]) -> None:
+    def call(self, call: Call, repro: Callable[[Call], str], *, side: str) -> None:
+        """Record the call about to run on ``side`` (``cpu`` or the backend's device)."""
         if not self.path:
             return
         self.item["call"] = call.describe()
+        self.item["side"] = side
         self.item["repro"] = repro(call)
         self._write()
 
@@ -141,6 +143,7 @@ class Context:
 
     def run_cpu_or_error(self, call: Call) -> tuple[Any, BaseException | None]:
         self._begin(call)
+        self.inflight.call(call, self.repro_fn, side="cpu")
         try:
             out = call.run("cpu")
         except Exception as exc:  # noqa: BLE001 - CPU's errors are data here
@@ -156,7 +159,7 @@ class Context:
     def run_backend(self, call: Call) -> Any:
         """The backend's answer. Its missing kernel ends the run as ``unsupported``; any other
         error where CPU succeeded is an ``error_mismatch`` failure."""
-        self.inflight.call(call, self.repro_fn)
+        self.inflight.call(call, self.repro_fn, side=self.backend.device)
         try:
             out = call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
@@ -169,7 +172,7 @@ class Context:
     def expect_same_error(self, call: Call, cpu_exc: BaseException) -> None:
         """CPU raised: the backend must raise the same exception type."""
         __tracebackhide__ = True
-        self.inflight.call(call, self.repro_fn)
+        self.inflight.call(call, self.repro_fn, side=self.backend.device)
         try:
             call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001

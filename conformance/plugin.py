@@ -340,7 +340,9 @@ def _lost_record(state: State, marker: dict[str, Any] | None, verdict: str, mess
     started = marker.get("started")
     call = marker.get("call")
     if call:
-        message += f"; last call: {call}"
+        side = marker.get("side")
+        where = " on cpu (the oracle)" if side == "cpu" else (f" on {side}" if side else "")
+        message += f"; it was running {call}{where}"
     rec = Verdict(
         overload=marker.get("overload", "?"), check=marker.get("check", "?"),
         backend=state.backend.name, verdict=verdict, category=None, message=message,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -102,6 +103,7 @@ class OpSignature:
     args: tuple[ArgSpec, ...]
     returns: tuple[str, ...]
     schema_str: str
+    problem: str | None = None  # set when the schema could not be parsed (the item then skips)
 
     @classmethod
     def parse(cls, name: str, schema_str: str, tags: frozenset[str] | set[str] = frozenset()
@@ -109,6 +111,8 @@ class OpSignature:
         from torchgen.model import FunctionSchema, ListType, OptionalType
 
         text = schema_str.split("::", 1)[1] if schema_str.startswith("aten::") else schema_str
+        # the dispatcher prints list defaults as "[1, 1]"; torchgen splits arguments on ", "
+        text = re.sub(r"=\[([^\]]*)\]", lambda m: "=[" + m.group(1).replace(", ", ",") + "]", text)
         fs = FunctionSchema.parse(text)
         args: list[ArgSpec] = []
         groups = ((fs.arguments.flat_positional, False, False),
@@ -148,7 +152,15 @@ class OpSignature:
     def of(cls, overload: Any) -> OpSignature:
         """From an ``opdb.Overload`` (anything with ``name``, ``schema_str`` or ``schema``, ``tags``)."""
         schema_str = getattr(overload, "schema_str", None) or str(overload.schema)
-        return cls.parse(overload.name, schema_str, frozenset(getattr(overload, "tags", ())))
+        tags = frozenset(getattr(overload, "tags", ()))
+        try:
+            return cls.parse(overload.name, schema_str, tags)
+        except Exception as exc:  # noqa: BLE001 - reported as the item's skip reason
+            base, _, ov = overload.name.partition(".")
+            return cls(name=overload.name, base=base, overload_name=ov,
+                       kind=str(getattr(overload, "kind", "functional")), tags=tags, args=(),
+                       returns=(), schema_str=schema_str,
+                       problem=f"schema could not be parsed: {type(exc).__name__}: {exc}")
 
     @cached_property
     def packet(self) -> Any:
@@ -175,6 +187,8 @@ class OpSignature:
 
     def untestable(self) -> str | None:
         """Why no strategy can be built for this overload (``None`` when one can)."""
+        if self.problem:
+            return self.problem
         for a in self.args:
             if a.is_out:
                 continue

@@ -1,0 +1,179 @@
+"""The engine: verdicts earned per (overload, check), results encoding, repro literals, data files."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from conformance.backends import resolve
+from conformance.checks import CHECKS
+from conformance.engine import EngineSettings, Item, run_check
+from conformance.engine_dtypes import DTYPE_NAMES, DTYPES
+from conformance.expectations import load_expectations, load_hints, load_tolerances
+from conformance.repro import snippet, tensor_literal
+from conformance.results import ResultsWriter, dumps, read_records
+from conformance.strategies import ArgHint, OpHints, OpSignature
+from conformance.verdicts import Verdict, missing_op_from
+from opdb.errors import InputError
+
+HINTS = load_hints()
+TOL = load_tolerances()
+
+
+def sig_of(name: str) -> OpSignature:
+    base, _, overload = name.partition(".")
+    packet = getattr(getattr(torch.ops.aten, base), overload or "default")
+    return OpSignature.parse(name, str(packet._schema), {t.name for t in packet.tags})
+
+
+def run(name: str, check: str, backend, *, hints: OpHints | None = None, k: int = 5,
+        seed: int = 0, database: str | None = None) -> Verdict:
+    return run_check(Item(sig_of(name), CHECKS[check]), backend,
+                     settings=EngineSettings(max_examples=k, seed=seed, database=database),
+                     hints=hints or HINTS.for_op(name), tolerance_fn=TOL,
+                     repro_fn=lambda call: snippet(call, backend))
+
+
+# A spread of pointwise and reduction overloads: CPU against CPU must never fail.
+CPU_SELF = ["add.Tensor", "sub.Scalar", "mul_.Tensor", "div.Tensor_mode", "pow.Tensor_Tensor",
+            "atan2", "clamp", "where.self", "maximum", "eq.Tensor", "bitwise_and.Tensor",
+            "sum.dim_IntList", "mean.dim", "amax", "argmax", "prod", "logsumexp", "cumsum",
+            "abs", "exp", "sigmoid", "nan_to_num", "lerp.Scalar", "addcmul", "mm", "bmm",
+            "dropout", "bernoulli.p", "softmax.int", "std.correction"]
+
+
+def test_cpu_against_cpu_never_fails():
+    cpu = resolve("cpu")
+    bad = []
+    for name in CPU_SELF:
+        for check in CHECKS:
+            v = run(name, check, cpu, k=4)
+            if v.verdict not in ("pass", "skip"):
+                bad.append(f"{v.id}: {v.verdict} {v.message}")
+            if v.verdict == "skip":
+                assert v.category in ("not_applicable", "no_valid_inputs"), v.message
+    assert not bad, "\n".join(bad)
+
+
+def test_meta_has_no_host_values_but_dtypes_compare():
+    meta = resolve("meta")
+    v = run("add.Tensor", "forward", meta)
+    assert v.verdict == "skip" and v.category == "no_host_values" and v.examples > 0
+    v = run("mul.Tensor", "promotion", meta)
+    assert v.verdict == "pass" and v.examples > 0  # dtypes need no values
+
+
+def test_skip_reasons_are_earned():
+    cpu = resolve("cpu")
+    # every example rejected by CPU: the most common CPU error becomes the reason
+    hints = OpHints(args={"self": ArgHint(dtypes=("bool",))})
+    v = run("sub.Tensor", "forward", cpu, hints=hints)
+    assert (v.verdict, v.category, v.examples) == ("skip", "no_valid_inputs", 0)
+    assert "CPU rejected" in v.message and "bool" in v.message.lower()
+    # CPU (the oracle) has no kernel at all
+    v = run("miopen_batch_norm", "forward", cpu)
+    assert (v.verdict, v.category) == ("skip", "cpu_unsupported")
+    assert "miopen_batch_norm" in v.message
+
+
+def test_unsupported_names_the_missing_op():
+    kernels = pytest.importorskip("kernels")
+    gone = ("mul.Tensor", "mul.out", "pow.Tensor_Scalar", "pow.Tensor_Scalar_out")
+    try:
+        kernels.install(without=gone)
+        mlu = resolve("mlu", without=tuple(sorted(gone)))
+        # mul.Tensor is structured: without its own kernel it runs mul.out, which is missing
+        v = run("mul.Tensor", "forward", mlu)
+        assert (v.verdict, v.category, v.missing_op) == ("unsupported", "missing_kernel",
+                                                         "mul.out")
+        assert v.repro and "kernels.install(without=[" in v.repro and "'mul.out'" in v.repro
+        # square is a composite over pow: the dispatcher names the op it reached
+        v = run("square", "forward", mlu)
+        assert (v.verdict, v.missing_op) == ("unsupported", "pow.Tensor_Scalar_out")
+    finally:
+        kernels.install(without=())
+
+
+def test_same_seed_same_verdict_and_database_replay(tmp_path):
+    meta = resolve("meta")
+    a = run("add.Tensor", "promotion", meta, seed=3)
+    b = run("add.Tensor", "promotion", meta, seed=3)
+    assert a.verdict == "fail"  # meta does not raise value-dependent errors CPU raises
+    assert (a.message, a.repro, a.examples, a.dtypes) == (b.message, b.repro, b.examples, b.dtypes)
+    db = tmp_path / "db"
+    first = run("add.Tensor", "promotion", meta, seed=5, database=str(db))
+    assert any(db.rglob("*")), "the failing example was saved"
+    again = run("add.Tensor", "promotion", meta, seed=6, database=str(db))
+    assert again.verdict == "fail" and again.message == first.message  # replayed first
+
+
+def test_missing_op_parser():
+    exc = NotImplementedError("Could not run 'aten::add.Tensor' with arguments from the 'mlu' "
+                              "backend. This could be because ...")
+    assert missing_op_from(exc) == ("add.Tensor", "mlu")
+    assert missing_op_from(NotImplementedError("Could not run 'aten::abs' with arguments from "
+                                               "the 'Meta' backend.")) == ("abs", "Meta")
+    assert missing_op_from(RuntimeError("Could not run 'aten::abs' with arguments from the "
+                                        "'x' backend")) is None
+
+
+def test_results_are_json_without_bare_nan(tmp_path):
+    rec = {"record": "verdict", "x": math.nan, "y": [math.inf, -math.inf, 1.5]}
+    line = dumps(rec)
+    assert "NaN" in line and json.loads(line)["x"] == "NaN"
+    assert json.loads(line)["y"] == ["Infinity", "-Infinity", 1.5]
+    path = tmp_path / "r.jsonl"
+    w = ResultsWriter(path)
+    w.write(rec)
+    w.close()
+    with open(path, "a") as fh:
+        fh.write('{"record": "verdict", "trunc')  # a crash mid-write
+    assert len(list(read_records(path))) == 1
+
+
+def test_verdict_round_trip():
+    v = run("add.Tensor", "forward", resolve("cpu"), k=3)
+    again = Verdict.from_json(json.loads(dumps(v.to_json())))
+    assert again == v
+    assert set(v.to_json()) >= {"record", "overload", "check", "backend", "verdict", "category",
+                                "message", "missing_op", "examples", "duration_s", "seed",
+                                "torch_version", "repro", "expected", "dtypes"}
+
+
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_tensor_literals_are_exact(name):
+    dtype = DTYPES[name]
+    if dtype.is_floating_point or dtype.is_complex:
+        t = torch.tensor([0.5, -1.25, math.nan, math.inf, -0.0, 3.0]).to(dtype).reshape(2, 3)
+    else:
+        t = torch.tensor([0, 1, 1, 0, 1, 1]).to(dtype).reshape(3, 2)
+    back = eval(tensor_literal(t), {"torch": torch})
+    assert back.dtype == t.dtype and back.shape == t.shape
+    torch.testing.assert_close(back, t, equal_nan=True, rtol=0, atol=0)
+    for special in (torch.zeros(2, 0, dtype=dtype), torch.ones((), dtype=dtype)):
+        again = eval(tensor_literal(special), {"torch": torch})
+        assert again.shape == special.shape and again.dtype == special.dtype
+
+
+def test_data_files_errors_name_file_and_line(tmp_path):
+    bad = tmp_path / "h.yaml"
+    bad.write_text("arguments:\n  eps: {min: 0.1, maks: 2}\n")
+    with pytest.raises(InputError, match=r"h.yaml:\d+: unknown key 'maks'"):
+        load_hints(bad)
+    xf = tmp_path / "x.yaml"
+    xf.write_text("- id: add.Tensor::forward\n  reason: r\n- id: not an id\n  reason: r\n")
+    with pytest.raises(InputError, match=r"x.yaml:3: 'id' must look like"):
+        load_expectations(xf)
+    tol = tmp_path / "t.yaml"
+    tol.write_text("- names: [add.Tensor]\n  rtol: 0.1\n")
+    with pytest.raises(InputError, match="t.yaml:1: a tolerance entry needs both"):
+        load_tolerances(tol)
+    # the packaged data loads and its names are real overloads
+    import opdb
+
+    db = opdb.load()
+    for name in HINTS.ops:
+        assert name in {o.name for o in db.overloads}, f"hints.yaml names unknown {name!r}"

@@ -1,0 +1,127 @@
+"""Schema-driven strategies: argument types, tags and names -> calls CPU accepts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.strategies import DEVICE, NoStrategy, OpHints, OpSignature, calls
+
+FAST = settings(max_examples=25, deadline=None, database=None, derandomize=True)
+
+
+def sig_of(name: str) -> OpSignature:
+    base, _, overload = name.partition(".")
+    packet = getattr(getattr(torch.ops.aten, base), overload or "default")
+    return OpSignature.parse(name, str(packet._schema), {t.name for t in packet.tags})
+
+
+def test_signature_takes_the_schema_apart():
+    sig = sig_of("add.Tensor")
+    assert (sig.base, sig.overload_name, sig.kind) == ("add", "Tensor", "functional")
+    assert [a.name for a in sig.operands] == ["self", "other"]
+    alpha = sig.args[-1]
+    assert (alpha.name, alpha.base, alpha.kwarg_only, alpha.default) == ("alpha", "Scalar",
+                                                                        True, "1")
+    assert sig.is_pointwise and not sig.is_factory
+    out = sig_of("add.out")
+    assert out.kind == "out" and [a.name for a in out.args if a.is_out] == ["out"]
+    assert sig_of("add_.Tensor").kind == "inplace"
+    s = sig_of("sum.dim_IntList")
+    dim = next(a for a in s.args if a.name == "dim")
+    assert dim.is_list and dim.optional and dim.base == "int"
+    dtype = next(a for a in s.args if a.name == "dtype")
+    assert dtype.base == "ScalarType"  # not 'int' as the JIT schema type would say
+
+
+def test_untestable_types_are_named():
+    sig = OpSignature.parse("x.y", "x.y(Tensor self, Storage source) -> Tensor")
+    with pytest.raises(NoStrategy, match="Storage source"):
+        calls(sig, OpHints(), mode="forward")
+    enum = sig_of("div.Tensor_mode")  # str? rounding_mode: no default value, no hint
+    with pytest.raises(NoStrategy, match="rounding_mode"):
+        calls(enum, OpHints(), mode="forward")
+
+
+@FAST
+@given(st.data())
+def test_reduction_dim_within_rank(data):
+    sig = sig_of("sum.dim_IntList")
+    call = data.draw(calls(sig, OpHints(), mode="forward"))
+    values = dict(call.values)
+    rank = values["self"].dim()
+    for d in values.get("dim") or []:
+        assert -max(rank, 1) <= d < max(rank, 1)
+    assert len({d % max(rank, 1) for d in values.get("dim") or []}) == len(values.get("dim") or [])
+
+
+@FAST
+@given(st.data())
+def test_pointwise_forward_operands_broadcast_and_share_a_dtype(data):
+    call = data.draw(calls(sig_of("mul.Tensor"), OpHints(), mode="forward"))
+    a, b = dict(call.values)["self"], dict(call.values)["other"]
+    torch.broadcast_shapes(a.shape, b.shape)  # raises if not broadcastable
+    assert a.dtype == b.dtype
+
+
+@FAST
+@given(st.data())
+def test_broadcast_mode_shapes(data):
+    call = data.draw(calls(sig_of("add.Tensor"), OpHints(), mode="broadcast"))
+    a, b = dict(call.values)["self"], dict(call.values)["other"]
+    assert a.dim() <= 4 and b.dim() <= 4
+    if "non-broadcastable" in call.notes:
+        with pytest.raises(RuntimeError):
+            torch.broadcast_shapes(a.shape, b.shape)
+    else:
+        torch.broadcast_shapes(a.shape, b.shape)
+
+
+def test_promotion_mode_draws_every_operand_form():
+    sig = sig_of("add.Tensor")
+    seen: set[str] = set()
+
+    @settings(max_examples=120, deadline=None, database=None, derandomize=True)
+    @given(calls(sig, OpHints(), mode="promotion"))
+    def collect(call):
+        other = dict(call.values)["other"]
+        if "other" in call.on_cpu:
+            assert isinstance(other, torch.Tensor) and other.dim() == 0
+            seen.add("cpu_zerodim")
+        elif isinstance(other, torch.Tensor):
+            seen.add("zerodim" if other.dim() == 0 else "tensor")
+        else:
+            seen.add(f"python {type(other).__name__}")
+        seen.add(str(dict(call.values)["self"].dtype))
+
+    collect()
+    assert {"tensor", "zerodim", "cpu_zerodim"} <= seen
+    assert any(s.startswith("python ") for s in seen)
+    assert len([s for s in seen if s.startswith("torch.")]) >= 8  # dtypes across the twelve
+
+
+def test_factory_device_argument_follows_the_call():
+    sig = sig_of("ones")  # ones(SymInt[] size, *, ScalarType? dtype, ..., Device? device, ...)
+    assert sig.is_factory
+
+    @FAST
+    @given(calls(sig, OpHints(), mode="forward"))
+    def check(call):
+        assert dict(call.values).get("device") is DEVICE
+        _, kwargs = call.split("meta")
+        assert kwargs["device"] == torch.device("meta")
+
+    check()
+
+
+def test_cpu_zerodim_stays_on_cpu_when_split():
+    sig = sig_of("add.Tensor")
+    from conformance.strategies import Call
+
+    call = Call(sig=sig, values=(("self", torch.ones(2)), ("other", torch.tensor(2.0))),
+                on_cpu=frozenset({"other"}))
+    args, _ = call.split("meta")
+    assert args[0].device.type == "meta" and args[1].device.type == "cpu"
+    assert call.describe() == "add.Tensor(float32[2], float32[] on cpu)"
