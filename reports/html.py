@@ -78,12 +78,15 @@ def _finite(x: Any) -> Any:
 
 
 class _Interner:
-    def __init__(self) -> None:
+    """Strings → indices into one list (``-1``: no string; ``""`` too unless ``keep_empty``)."""
+
+    def __init__(self, *, keep_empty: bool = False) -> None:
         self.items: list[str] = []
         self.index: dict[str, int] = {}
+        self.keep_empty = keep_empty
 
     def __call__(self, s: Any) -> int:
-        if not isinstance(s, str) or s == "":
+        if not isinstance(s, str) or (s == "" and not self.keep_empty):
             return -1  # None, and pandas' NaN for a missing string
         got = self.index.get(s)
         if got is None:
@@ -103,7 +106,8 @@ def universe_of(df: pd.DataFrame, ann: Annotations) -> tuple[list[str], str]:
         )
     patterns = [r.get("ops") for r in runs]
     names = scope(ann.universe, patterns, ann) if patterns else list(ann.universe)
-    extra = [n for n in in_results if n not in set(names)]
+    known = set(names)
+    extra = [n for n in in_results if n not in known]
     where = "the static coverage" if ann.source == "coverage" else "opdb"
     restricted = [p for p in patterns if p is not None]
     text = f"all {len(names):,} overloads in {where}"
@@ -168,8 +172,8 @@ def page_data(
             row = cells[rec.overload] = [-1] * ncol
         row[col_index[col]] = len(details) - 1
 
-    families = _Interner()
-    tags = _Interner()
+    families = _Interner(keep_empty=True)
+    tags = _Interner(keep_empty=True)
     rows: list[list[Any]] = []
     overall_verdicts: list[str] = []
     per_column: list[list[str]] = [[] for _ in keys]

@@ -178,9 +178,10 @@
           h.classList.add("sorted"); if (state.dir < 0) h.classList.add("desc");
         }
         h.addEventListener("click", function () {
-          if (state.sort === sortKey) state.dir = -state.dir;
-          else { state.sort = sortKey; state.dir = 1; }
-          if (c.key === "name" && state.group && state.sort === "name") { state.sort = "family"; }
+          /* grouped by family, the name column orders within the groups: toggle that order */
+          var key = c.key === "name" && state.group ? "family" : sortKey;
+          if (state.sort === key) state.dir = -state.dir;
+          else { state.sort = key; state.dir = 1; }
           rebuild();
         });
         head.appendChild(h);
