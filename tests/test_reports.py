@@ -423,3 +423,13 @@ def test_results_with_only_a_run_header(tmp_path):
     assert data["summary"]["overloads"]["tested"] == 0
     assert data["summary"]["overloads"]["not_tested"] == 6
     assert data["columns"] == ["forward", "promotion", "broadcast"]
+
+
+def test_write_html_accepts_a_coverage_dict(tmp_path):
+    cov = json.loads(COVERAGE.read_text())
+    out = tmp_path / "r.html"
+    reports.write_html(results=[SMALL], output=out, coverage=cov)
+    html = out.read_text()
+    assert 'id="static-by-verdict"' in html and "Missing variants (1)" in html
+    with pytest.raises(InputError, match="no 'overloads' list"):
+        reports.write_html(results=[SMALL], output=out, coverage={"backend": "mlu"})
