@@ -23,9 +23,13 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 __all__ = [
+    "adaptive_avg_pool",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool_backward",
     "adaptive_avg_pool2d_backward",
+    "avg_pool",
     "avg_pool2d",
+    "avg_pool_backward",
     "avg_pool2d_backward",
     "batch_norm",
     "batch_norm_backward",
@@ -42,6 +46,8 @@ __all__ = [
     "layer_norm_backward",
     "log_softmax",
     "log_softmax_backward",
+    "max_pool_with_indices",
+    "max_pool_with_indices_backward",
     "max_pool2d_with_indices",
     "max_pool2d_with_indices_backward",
     "native_dropout",
@@ -600,24 +606,34 @@ def pooling_output_size(size: int, k: int, pad: int, stride: int, dilation: int,
     return out
 
 
+Tup = tuple[int, ...]
+
+
 def _pool_params(
-    x: np.ndarray, kernel_size: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil: bool
-) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]:
-    k = _expand(kernel_size, 2, "kernel_size")
-    s = _expand(stride, 2, "stride") if len(stride) else k
-    p = _expand(padding, 2, "padding")
-    d = _expand(dilation, 2, "dilation")
-    if x.ndim not in (3, 4):
+    x: np.ndarray,
+    nd: int,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil: bool,
+) -> tuple[Tup, Tup, Tup, Tup, Tup]:
+    k = _expand(kernel_size, nd, "kernel_size")
+    s = _expand(stride, nd, "stride") if len(stride) else k
+    p = _expand(padding, nd, "padding")
+    d = _expand(dilation, nd, "dilation")
+    if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(
-            f"pooling: expected 3D or 4D input, but got input of size {list(x.shape)}"
+            f"pooling: expected {nd + 1}D or {nd + 2}D input, but got input of size "
+            f"{list(x.shape)}"
         )
     if any(pi > ki // 2 for pi, ki in zip(p, k, strict=True)):
         raise RuntimeError("pad should be at most half of effective kernel size")
-    hw = x.shape[-2:]
-    out = tuple(pooling_output_size(hw[i], k[i], p[i], s[i], d[i], ceil) for i in range(2))
+    spatial = x.shape[-nd:]
+    out = tuple(pooling_output_size(spatial[i], k[i], p[i], s[i], d[i], ceil) for i in range(nd))
     if min(out) <= 0:
         raise RuntimeError(f"Output size is too small: {out}")
-    return k, s, p, d, out  # type: ignore[return-value]
+    return k, s, p, d, out
 
 
 def _first_valid(out: int, stride: int, pad: int, dilation: int) -> np.ndarray:
@@ -627,65 +643,118 @@ def _first_valid(out: int, stride: int, pad: int, dilation: int) -> np.ndarray:
     return start
 
 
-def max_pool2d_with_indices(
+def _axis_slice(x: np.ndarray, axis: int, sl: slice) -> np.ndarray:
+    return x[(Ellipsis, sl) + (slice(None),) * (x.ndim - 1 - axis)]
+
+
+def _spatial_grid(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Sum of per-axis index vectors broadcast over the spatial grid (``a[:, None] + b``...)."""
+    nd = len(parts)
+    total = np.zeros((1,) * nd, dtype=np.int64)
+    for i, v in enumerate(parts):
+        total = total + v.reshape((1,) * i + (-1,) + (1,) * (nd - 1 - i))
+    return total
+
+
+def max_pool_with_indices(
     x: np.ndarray,
+    nd: int,
     kernel_size: Ints,
     stride: Ints,
     padding: Ints,
     dilation: Ints,
     ceil_mode: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``max_pool2d_with_indices``: values and flat ``h * W + w`` indices into each input plane.
+    """``max_pool{2,3}d_with_indices``: values and flat indices into each input plane/volume.
 
-    Values first (the window maximum is separable: rows, then columns), then the index of the
-    first element equal to it. ATen's CPU scan (``val > max || isnan(val)``) gives NaN the win and
-    a later NaN over an earlier one, and leaves a window whose values are all the dtype's lowest
-    at its first valid position; both are reproduced.
+    Values first (the window maximum is separable: one axis after the other), then the index of
+    the first element equal to it. ATen's CPU scan (``val > max || isnan(val)``) gives NaN the win
+    and a later NaN over an earlier one, and leaves a window whose values are all the dtype's
+    lowest at its first valid position; both are reproduced.
     """
-    k, s, p, d, out = _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode)
-    w = x.shape[-1]
+    k, s, p, d, out = _pool_params(x, nd, kernel_size, stride, padding, dilation, ceil_mode)
+    spatial = x.shape[-nd:]
+    axis_stride = [math.prod(spatial[i + 1 :]) for i in range(nd)]
     extra = [
-        max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - (x.shape[-2 + i] + 2 * p[i]))
-        for i in range(2)
+        max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - (spatial[i] + 2 * p[i]))
+        for i in range(nd)
     ]
     floating = x.dtype.kind == "f" or x.dtype.name == "bfloat16"
     low = -np.inf if floating else np.iinfo(x.dtype).min
-    xp = _pad_spatial(x, p, [p[i] + extra[i] for i in range(2)], value=low)
-    rows = xp[..., _window_slice(0, s[0], out[0]), :]
-    for i in range(1, k[0]):
-        rows = np.maximum(rows, xp[..., _window_slice(i * d[0], s[0], out[0]), :])
-    best = rows[..., _window_slice(0, s[1], out[1])]
-    for j in range(1, k[1]):
-        best = np.maximum(best, rows[..., _window_slice(j * d[1], s[1], out[1])])
+    xp = _pad_spatial(x, p, [p[i] + extra[i] for i in range(nd)], value=low)
+    first_axis = x.ndim - nd
+    best = xp
+    for i in range(nd):
+        axis = first_axis + i
+        reduced = _axis_slice(best, axis, _window_slice(0, s[i], out[i]))
+        for j in range(1, k[i]):
+            reduced = np.maximum(reduced, _axis_slice(best, axis, _window_slice(j * d[i], s[i], out[i])))
+        best = reduced
     if best.base is not None:  # a view of the input (1x1 windows): results never alias
         best = best.copy()
 
+    def window(kidx: Sequence[int]) -> np.ndarray:
+        sl = tuple(_window_slice(kidx[i] * d[i], s[i], out[i]) for i in range(nd))
+        return xp[(Ellipsis, *sl)]
+
     # kernel position of the first maximum: scan the window backwards, the last hit wins
-    kpos = np.zeros(best.shape, dtype=np.int16)
+    positions = list(product(*(range(ki) for ki in k)))
+    kpos = np.zeros(best.shape, dtype=np.int32 if len(positions) > 32767 else np.int16)
     hit = np.empty(best.shape, dtype=bool)
-    positions = [(i, j) for i in range(k[0]) for j in range(k[1])]
-    for n, (i, j) in reversed(list(enumerate(positions))):
-        v = xp[..., _window_slice(i * d[0], s[0], out[0]), _window_slice(j * d[1], s[1], out[1])]
-        np.equal(v, best, out=hit)
+    for n, kidx in reversed(list(enumerate(positions))):
+        np.equal(window(kidx), best, out=hit)
         np.copyto(kpos, n, where=hit)
-    if floating:
-        nan = np.isnan(best)
-        if nan.any():  # the last NaN of the window, scanning forwards
-            for n, (i, j) in enumerate(positions):
-                v = xp[..., _window_slice(i * d[0], s[0], out[0]),
-                       _window_slice(j * d[1], s[1], out[1])]
-                np.copyto(kpos, n, where=np.isnan(v))
-    offsets = np.array([i * d[0] * w + j * d[1] for i, j in positions], dtype=np.int64)
-    base = (np.arange(out[0]) * s[0] - p[0])[:, None] * w + (np.arange(out[1]) * s[1] - p[1])
+    if floating and np.isnan(best).any():  # the last NaN of the window, scanning forwards
+        for n, kidx in enumerate(positions):
+            np.copyto(kpos, n, where=np.isnan(window(kidx)))
+    offsets = np.array(
+        [sum(kidx[i] * d[i] * axis_stride[i] for i in range(nd)) for kidx in positions],
+        dtype=np.int64,
+    )
     index = offsets[kpos]
-    index += base
+    index += _spatial_grid(
+        [(np.arange(out[i]) * s[i] - p[i]) * axis_stride[i] for i in range(nd)]
+    )
     lowest = best == low
     if lowest.any():  # nothing beat the initial value: ATen keeps the first valid position
-        hi = _first_valid(out[0], s[0], p[0], d[0])
-        wi = _first_valid(out[1], s[1], p[1], d[1])
-        first = np.broadcast_to(hi[:, None] * w + wi[None, :], index.shape)
-        np.copyto(index, first, where=lowest)
+        first = _spatial_grid(
+            [_first_valid(out[i], s[i], p[i], d[i]) * axis_stride[i] for i in range(nd)]
+        )
+        np.copyto(index, np.broadcast_to(first, index.shape), where=lowest)
     return best, index
+
+
+def max_pool_with_indices_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    nd: int,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    ceil_mode: bool,
+    indices: np.ndarray,
+) -> np.ndarray:
+    """Scatter-add ``grad_out`` into the input positions named by ``indices``."""
+    k, s, _, d, _ = _pool_params(x, nd, kernel_size, stride, padding, dilation, ceil_mode)
+    volume = math.prod(x.shape[-nd:])
+    planes = math.prod(x.shape[:-nd])
+    go = _opmath(grad_out).reshape(planes, -1)
+    flat = indices.reshape(planes, -1) + (np.arange(planes) * volume)[:, None]
+    gx = np.zeros(planes * volume, dtype=go.dtype)
+    if all(s[i] >= d[i] * (k[i] - 1) + 1 for i in range(nd)):
+        gx[flat.ravel()] = go.ravel()  # windows do not overlap: indices are unique
+    else:
+        np.add.at(gx, flat.ravel(), go.ravel())
+    return gx.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+def max_pool2d_with_indices(
+    x: np.ndarray, kernel_size: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """``max_pool2d_with_indices``: values and flat ``h * W + w`` indices (see
+    :func:`max_pool_with_indices`)."""
+    return max_pool_with_indices(x, 2, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool2d_with_indices_backward(
@@ -698,18 +767,9 @@ def max_pool2d_with_indices_backward(
     ceil_mode: bool,
     indices: np.ndarray,
 ) -> np.ndarray:
-    """Scatter-add ``grad_out`` into the input positions named by ``indices``."""
-    k, s, _, d, _ = _pool_params(x, kernel_size, stride, padding, dilation, ceil_mode)
-    h, w = x.shape[-2:]
-    planes = math.prod(x.shape[:-2])
-    go = _opmath(grad_out).reshape(planes, -1)
-    flat = indices.reshape(planes, -1) + (np.arange(planes) * (h * w))[:, None]
-    gx = np.zeros(planes * h * w, dtype=go.dtype)
-    if all(s[i] >= d[i] * (k[i] - 1) + 1 for i in range(2)):
-        gx[flat.ravel()] = go.ravel()  # windows do not overlap: indices are unique
-    else:
-        np.add.at(gx, flat.ravel(), go.ravel())
-    return gx.reshape(x.shape).astype(x.dtype, copy=False)
+    return max_pool_with_indices_backward(
+        grad_out, x, 2, kernel_size, stride, padding, dilation, ceil_mode, indices
+    )
 
 
 def _avg_divisor(
@@ -723,6 +783,80 @@ def _avg_divisor(
     return np.minimum(end, size) - np.maximum(start, 0)
 
 
+def _avg_divisors(
+    x: np.ndarray, nd: int, k: Tup, s: Tup, p: Tup, out: Tup, include_pad: bool,
+    divisor_override: int | None, dtype: np.dtype,
+) -> np.ndarray | int:
+    if divisor_override:
+        return divisor_override
+    spatial = x.shape[-nd:]
+    div = np.ones((1,) * nd, dtype=np.int64)
+    for i in range(nd):
+        v = _avg_divisor(spatial[i], out[i], k[i], s[i], p[i], include_pad)
+        div = div * v.reshape((1,) * i + (-1,) + (1,) * (nd - 1 - i))
+    return div.astype(dtype)
+
+
+def avg_pool(
+    x: np.ndarray,
+    nd: int,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+) -> np.ndarray:
+    """``avg_pool{2,3}d`` with ATen's divisor rules (padding and ceil-mode windows); the window
+    sum is separable, one axis after the other."""
+    k, s, p, _, out = _pool_params(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
+    dtype = x.dtype
+    xf = _opmath(x)
+    spatial = x.shape[-nd:]
+    extra = [max(0, (out[i] - 1) * s[i] + k[i] - (spatial[i] + 2 * p[i])) for i in range(nd)]
+    acc = _pad_spatial(xf, p, [p[i] + extra[i] for i in range(nd)])
+    first_axis = x.ndim - nd
+    for i in range(nd):
+        axis = first_axis + i
+        summed = _axis_slice(acc, axis, _window_slice(0, s[i], out[i])).copy()
+        for j in range(1, k[i]):
+            summed += _axis_slice(acc, axis, _window_slice(j, s[i], out[i]))
+        acc = summed
+    acc /= _avg_divisors(x, nd, k, s, p, out, count_include_pad, divisor_override, acc.dtype)
+    return acc.astype(dtype, copy=False)
+
+
+def avg_pool_backward(
+    grad_out: np.ndarray,
+    x: np.ndarray,
+    nd: int,
+    kernel_size: Ints,
+    stride: Ints,
+    padding: Ints,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+) -> np.ndarray:
+    """Gradient of :func:`avg_pool`: each output spreads ``grad / divisor`` over its window
+    (separably, the last axis first)."""
+    k, s, p, _, out = _pool_params(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
+    go = _opmath(grad_out)
+    g = go / _avg_divisors(x, nd, k, s, p, out, count_include_pad, divisor_override, go.dtype)
+    spatial = x.shape[-nd:]
+    full = [max((out[i] - 1) * s[i] + k[i], spatial[i] + 2 * p[i]) for i in range(nd)]
+    first_axis = x.ndim - nd
+    for i in reversed(range(nd)):
+        axis = first_axis + i
+        shape = list(g.shape)
+        shape[axis] = full[i]
+        spread = np.zeros(shape, dtype=g.dtype)
+        for j in range(k[i]):
+            _axis_slice(spread, axis, _window_slice(j, s[i], out[i]))[...] += g
+        g = spread
+    crop = tuple(slice(p[i], p[i] + spatial[i]) for i in range(nd))
+    return np.ascontiguousarray(g[(Ellipsis, *crop)]).astype(x.dtype, copy=False)
+
+
 def avg_pool2d(
     x: np.ndarray,
     kernel_size: Ints,
@@ -732,25 +866,9 @@ def avg_pool2d(
     count_include_pad: bool,
     divisor_override: int | None,
 ) -> np.ndarray:
-    """``avg_pool2d`` with ATen's divisor rules (padding and ceil-mode windows)."""
-    k, s, p, d, out = _pool_params(x, kernel_size, stride, padding, (1, 1), ceil_mode)
-    dtype = x.dtype
-    xf = _opmath(x)
-    extra = [max(0, (out[i] - 1) * s[i] + k[i] - (x.shape[-2 + i] + 2 * p[i])) for i in range(2)]
-    xp = _pad_spatial(xf, p, [p[i] + extra[i] for i in range(2)])
-    rows = xp[..., _window_slice(0, s[0], out[0]), :].copy()
-    for i in range(1, k[0]):
-        rows += xp[..., _window_slice(i, s[0], out[0]), :]
-    acc = rows[..., _window_slice(0, s[1], out[1])].copy()
-    for j in range(1, k[1]):
-        acc += rows[..., _window_slice(j, s[1], out[1])]
-    if divisor_override:
-        acc /= divisor_override
-    else:
-        dh = _avg_divisor(x.shape[-2], out[0], k[0], s[0], p[0], count_include_pad)
-        dw = _avg_divisor(x.shape[-1], out[1], k[1], s[1], p[1], count_include_pad)
-        acc /= (dh[:, None] * dw[None, :]).astype(acc.dtype)
-    return acc.astype(dtype, copy=False)
+    return avg_pool(
+        x, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
 def avg_pool2d_backward(
@@ -763,26 +881,10 @@ def avg_pool2d_backward(
     count_include_pad: bool,
     divisor_override: int | None,
 ) -> np.ndarray:
-    """Gradient of :func:`avg_pool2d`: each output spreads ``grad / divisor`` over its window."""
-    k, s, p, d, out = _pool_params(x, kernel_size, stride, padding, (1, 1), ceil_mode)
-    go = _opmath(grad_out)
-    if divisor_override:
-        g = go / divisor_override
-    else:
-        dh = _avg_divisor(x.shape[-2], out[0], k[0], s[0], p[0], count_include_pad)
-        dw = _avg_divisor(x.shape[-1], out[1], k[1], s[1], p[1], count_include_pad)
-        g = go / (dh[:, None] * dw[None, :]).astype(go.dtype)
-    h, w = x.shape[-2:]
-    full = [max((out[i] - 1) * s[i] + k[i], x.shape[-2 + i] + 2 * p[i]) for i in range(2)]
-    # spread along W first, then along H (the window is separable)
-    rows = np.zeros((*g.shape[:-1], full[1]), dtype=g.dtype)
-    for j in range(k[1]):
-        rows[..., _window_slice(j, s[1], out[1])] += g
-    gx = np.zeros((*g.shape[:-2], full[0], full[1]), dtype=g.dtype)
-    for i in range(k[0]):
-        gx[..., _window_slice(i, s[0], out[0]), :] += rows
-    gx = gx[..., p[0] : p[0] + h, p[1] : p[1] + w]
-    return np.ascontiguousarray(gx).astype(x.dtype, copy=False)
+    return avg_pool_backward(
+        grad_out, x, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
+        divisor_override,
+    )
 
 
 def _adaptive_matrix(size: int, out: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -795,26 +897,51 @@ def _adaptive_matrix(size: int, out: int, dtype: np.dtype) -> tuple[np.ndarray, 
     return mat, (end - start)
 
 
-def adaptive_avg_pool2d(x: np.ndarray, output_size: Ints) -> np.ndarray:
-    """``_adaptive_avg_pool2d``: window sums as two small matrix products, then the mean."""
-    oh, ow = _expand(output_size, 2, "output_size")
+def _along(x: np.ndarray, axis: int, mat: np.ndarray) -> np.ndarray:
+    """Apply ``mat (out, in)`` along ``axis`` of ``x``."""
+    return np.moveaxis(np.tensordot(x, mat, axes=([axis], [1])), -1, axis)
+
+
+def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
+    """``_adaptive_avg_pool{2,3}d``: window sums as one small matrix product per axis, then the
+    mean (ATen's windows: ``[floor(o*S/O), ceil((o+1)*S/O))``)."""
+    nd = len(output_size)
     dtype = x.dtype
-    xf = _opmath(x)
-    mh, ch = _adaptive_matrix(x.shape[-2], oh, xf.dtype)
-    mw, cw = _adaptive_matrix(x.shape[-1], ow, xf.dtype)
-    y = np.matmul(np.matmul(mh, xf), mw.T)
-    y /= (ch[:, None] * cw[None, :]).astype(y.dtype)
+    y = _opmath(x)
+    div = np.ones((1,) * nd, dtype=y.dtype)
+    for i, o in enumerate(output_size):
+        axis = x.ndim - nd + i
+        mat, count = _adaptive_matrix(x.shape[axis], int(o), y.dtype)
+        y = _along(y, axis, mat)
+        div = div * count.reshape((1,) * i + (-1,) + (1,) * (nd - 1 - i)).astype(y.dtype)
+    y = np.ascontiguousarray(y)
+    y /= div
     return y.astype(dtype, copy=False)
+
+
+def adaptive_avg_pool_backward(grad_out: np.ndarray, x: np.ndarray, nd: int) -> np.ndarray:
+    g = _opmath(grad_out)
+    mats = []
+    div = np.ones((1,) * nd, dtype=g.dtype)
+    for i in range(nd):
+        axis = x.ndim - nd + i
+        mat, count = _adaptive_matrix(x.shape[axis], g.shape[axis], g.dtype)
+        mats.append(mat)
+        div = div * count.reshape((1,) * i + (-1,) + (1,) * (nd - 1 - i)).astype(g.dtype)
+    g = g / div
+    for i, mat in enumerate(mats):
+        g = _along(g, x.ndim - nd + i, mat.T)
+    return np.ascontiguousarray(g).astype(x.dtype, copy=False)
+
+
+def adaptive_avg_pool2d(x: np.ndarray, output_size: Ints) -> np.ndarray:
+    """``_adaptive_avg_pool2d``."""
+    return adaptive_avg_pool(x, _expand(output_size, 2, "output_size"))
 
 
 def adaptive_avg_pool2d_backward(grad_out: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``_adaptive_avg_pool2d_backward``."""
-    oh, ow = grad_out.shape[-2:]
-    go = _opmath(grad_out)
-    mh, ch = _adaptive_matrix(x.shape[-2], oh, go.dtype)
-    mw, cw = _adaptive_matrix(x.shape[-1], ow, go.dtype)
-    g = go / (ch[:, None] * cw[None, :]).astype(go.dtype)
-    return np.matmul(np.matmul(mh.T, g), mw).astype(x.dtype, copy=False)
+    return adaptive_avg_pool_backward(grad_out, x, 2)
 
 
 # --------------------------------------------------------------------------------------------

@@ -250,6 +250,51 @@ def adaptive_avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor) 
     return nn.adaptive_avg_pool2d_backward(to_numpy(grad_output), to_numpy(self))
 
 
+@define("max_pool3d_with_indices", "max_pool3d_with_indices.out", ("out", "indices"))
+def max_pool3d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
+                            padding: list[int] = (0,), dilation: list[int] = (1,),
+                            ceil_mode: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    return nn.max_pool_with_indices(to_numpy(self), 3, kernel_size, stride, padding, dilation,
+                                    ceil_mode)
+
+
+@define("max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward.grad_input",
+        ("grad_input",))
+def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tensor,
+                                     kernel_size: list[int], stride: list[int],
+                                     padding: list[int], dilation: list[int], ceil_mode: bool,
+                                     indices: torch.Tensor) -> np.ndarray:
+    return nn.max_pool_with_indices_backward(to_numpy(grad_output), to_numpy(self), 3,
+                                             kernel_size, stride, padding, dilation, ceil_mode,
+                                             to_numpy(indices))
+
+
+@define("avg_pool3d", "avg_pool3d.out")
+def avg_pool3d(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
+               padding: list[int] = (0,), ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> np.ndarray:
+    return nn.avg_pool(to_numpy(self), 3, kernel_size, stride, padding, ceil_mode,
+                       count_include_pad, divisor_override)
+
+
+@define("avg_pool3d_backward", "avg_pool3d_backward.grad_input", ("grad_input",))
+def avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, kernel_size: list[int],
+                        stride: list[int], padding: list[int], ceil_mode: bool,
+                        count_include_pad: bool, divisor_override: int | None) -> np.ndarray:
+    return nn.avg_pool_backward(to_numpy(grad_output), to_numpy(self), 3, kernel_size, stride,
+                                padding, ceil_mode, count_include_pad, divisor_override)
+
+
+@define("_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out")
+def adaptive_avg_pool3d(self: torch.Tensor, output_size: list[int]) -> np.ndarray:
+    return nn.adaptive_avg_pool(to_numpy(self), output_size)
+
+
+@define("_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.out")
+def adaptive_avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor) -> np.ndarray:
+    return nn.adaptive_avg_pool_backward(to_numpy(grad_output), to_numpy(self), 3)
+
+
 # --------------------------------------------------------------------------------------------
 # softmax family
 

@@ -89,3 +89,29 @@ def test_upsample_bilinear(kw: dict, align: bool) -> None:
                                        ((1, 2, 4, 5, 6), (1, 1, 2, 0, 0, 3))])
 def test_pad(mode: str, shape: tuple, pad: tuple) -> None:
     parity(lambda x: F.pad(x, pad, mode=mode), rand(*shape, seed=1))
+
+
+POOL3D = [((2, 2, 2), None, 0, 1, False), ((3, 2, 3), (2, 1, 2), (1, 0, 1), (1, 2, 1), True)]
+
+
+@pytest.mark.parametrize("case", POOL3D, ids=str)
+def test_max_pool3d(case: tuple) -> None:
+    k, s, p, d, ceil = case
+    parity(lambda x: F.max_pool3d(x, k, s, p, d, ceil_mode=ceil), rand(2, 2, 6, 7, 5, seed=1))
+    x = rand(2, 6, 7, 5, seed=2)  # unbatched, indices too
+    expected = F.max_pool3d(x, k, s, p, d, ceil_mode=ceil, return_indices=True)
+    got = F.max_pool3d(x.to(DEV), k, s, p, d, ceil_mode=ceil, return_indices=True)
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g.cpu(), e)
+
+
+@pytest.mark.parametrize("case", POOL3D, ids=str)
+@pytest.mark.parametrize("include_pad", [True, False])
+def test_avg_pool3d(case: tuple, include_pad: bool) -> None:
+    k, s, p, _, ceil = case
+    parity(lambda x: F.avg_pool3d(x, k, s, p, ceil, include_pad), rand(2, 2, 6, 7, 5, seed=1))
+
+
+@pytest.mark.parametrize("out", [(1, 1, 1), (2, 3, 4), (6, 7, 5)])
+def test_adaptive_avg_pool3d(out: tuple) -> None:
+    parity(lambda x: F.adaptive_avg_pool3d(x, out), rand(2, 2, 6, 7, 5, seed=1))
