@@ -955,13 +955,42 @@ def _sum_keep(a: np.ndarray, dim: int) -> np.ndarray:
     return a.sum(axis=dim, keepdims=True)
 
 
+#: a slice whose sum of ``exp(x - global max)`` is at least this loses nothing to underflow:
+#: its own max is then within ~27 of the global one, so any element that underflows is below
+#: e^-60 of the slice's total -- invisible in float32
+_SAFE_SUM = math.exp(-20.0)
+
+
+def _shift(xf: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(x - c, c)`` with ``c`` the global max when safe for every slice along ``dim``, else the
+    per-slice max (ATen's choice). A global max is one fast reduction instead of a strided one;
+    the two shifts give the same softmax up to rounding."""
+    if xf.size:
+        c = xf.max()
+        if np.isfinite(c):
+            shifted = np.subtract(xf, c)
+            if bool((_sum_keep(np.exp(shifted), dim) >= _SAFE_SUM).all()):
+                return shifted, np.asarray(c)
+    c = xf.max(axis=dim, keepdims=True) if xf.size else np.zeros((), xf.dtype)
+    return np.subtract(xf, c), c
+
+
 def softmax(x: np.ndarray, dim: int) -> np.ndarray:
     """``exp(x - max) * (1 / sum)``, the order of ATen's vectorized CPU softmax."""
     dtype = x.dtype
     xf = _opmath(x)
     if xf.ndim == 0:
         return np.ones_like(x)
-    e = np.subtract(xf, xf.max(axis=dim, keepdims=True))
+    if xf.size:
+        c = xf.max()
+        if np.isfinite(c):  # global shift (see _shift), exp computed once
+            e = np.subtract(xf, c)
+            np.exp(e, out=e)
+            total = _sum_keep(e, dim)
+            if bool((total >= _SAFE_SUM).all()):
+                np.multiply(e, np.reciprocal(total), out=e)
+                return e.astype(dtype, copy=False)
+    e = np.subtract(xf, xf.max(axis=dim, keepdims=True)) if xf.size else xf.copy()
     np.exp(e, out=e)
     np.multiply(e, np.reciprocal(_sum_keep(e, dim)), out=e)
     return e.astype(dtype, copy=False)
@@ -972,9 +1001,8 @@ def log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     xf = _opmath(x)
     if xf.ndim == 0:
         return np.zeros_like(x)
-    shifted = np.subtract(xf, xf.max(axis=dim, keepdims=True))
-    e = np.exp(shifted)
-    shifted -= np.log(_sum_keep(e, dim))
+    shifted, _ = _shift(xf, dim)
+    shifted -= np.log(_sum_keep(np.exp(shifted), dim))
     return shifted.astype(dtype, copy=False)
 
 

@@ -313,3 +313,24 @@ def test_native_dropout_rate_and_scale() -> None:
     np.testing.assert_allclose(g, np.where(mask, 2 / 0.7, 0), rtol=1e-6)
     same, ones = nn.native_dropout(x, 0.3, False, np.random.default_rng(0))
     assert ones.all() and (same == x).all()
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_shift_edge_cases(dim: int) -> None:
+    """The global-max shift falls back to per-slice maxima exactly where CPU's result needs it:
+    far-apart rows (underflow), +-inf, NaN, all -inf rows, empty tensors."""
+    rng = np.random.default_rng(0)
+    cases = [rng.standard_normal((16, 20)).astype(np.float32) * s for s in (1, 10, 60)]
+    x = rng.standard_normal((4, 50)).astype(np.float32)
+    x[1] -= 200
+    cases.append(x)
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    x[0] = -np.inf
+    x[1, 2] = np.inf
+    x[2, 1] = np.nan
+    cases += [x, np.zeros((0, 3), np.float32), np.zeros((3, 0), np.float32)]
+    with np.errstate(all="ignore"):
+        for c in cases:
+            t = torch.from_numpy(c)
+            close(nn.softmax(c, dim), torch.softmax(t, dim), equal_nan=True)
+            close(nn.log_softmax(c, dim), torch.log_softmax(t, dim), equal_nan=True)
