@@ -195,5 +195,29 @@ def setup() -> types.ModuleType:
 
         _setup_privateuseone_for_python_backend(DEVICE_NAME, backend_module=module)
         sys.modules[module.__name__] = module
+        _route_storage_copies_through_tensors()
         _done = True
         return module
+
+
+def _route_storage_copies_through_tensors() -> None:
+    """Make ``copy.deepcopy`` and ``torch.save``/pickle of mlu tensors take torch's own path for
+    storage-less Python backends.
+
+    An mlu tensor's C++ storage holds no data (its bytes live in a NumPy buffer), so torch's
+    generic storage copy (``UntypedStorage.clone``/``.cpu()``, used by ``Tensor.__deepcopy__``
+    and ``Tensor.__reduce_ex__``) would dereference a null pointer. Both methods already have a
+    branch for PrivateUse1 tensors "without storage" (clone / round trip through CPU), selected
+    by ``torch._C._has_storage``; answering False for mlu tensors selects it.
+    """
+    original = torch._C._has_storage
+    if getattr(original, "_opconform_mlu", False):
+        return
+
+    def _has_storage(tensor: torch.Tensor) -> bool:
+        if tensor.device.type == DEVICE_NAME:
+            return False
+        return bool(original(tensor))
+
+    _has_storage._opconform_mlu = True  # type: ignore[attr-defined]
+    torch._C._has_storage = _has_storage

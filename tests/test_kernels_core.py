@@ -381,3 +381,24 @@ def test_without_env_var_reaches_install(reinstall: None, monkeypatch: pytest.Mo
     backend = resolve("mlu")
     assert backend.without == ("mm", "mm.out")
     assert "mm" not in kernels.implemented()
+
+
+def test_deepcopy_and_save_load_round_trip() -> None:
+    import copy
+    import io
+
+    x = torch.arange(6.0, device="mlu").reshape(2, 3)
+    y = copy.deepcopy(x)
+    assert y.device.type == "mlu" and torch.equal(y.cpu(), x.cpu())
+    y.fill_(0)
+    assert x.sum().item() == 15.0  # a copy, not an alias
+    lin = torch.nn.Linear(3, 2).mlu()
+    lin2 = copy.deepcopy(lin)
+    assert lin2.weight.device.type == "mlu"
+    assert torch.equal(lin2.weight.cpu(), lin.weight.cpu())
+    buf = io.BytesIO()
+    torch.save({"x": x, "state": lin.state_dict()}, buf)
+    buf.seek(0)
+    loaded = torch.load(buf)
+    assert loaded["x"].device.type == "mlu" and torch.equal(loaded["x"].cpu(), x.cpu())
+    assert torch.equal(loaded["state"]["weight"].cpu(), lin.weight.cpu())
