@@ -22,6 +22,11 @@ correctly rounded, NumPy's are.
 
 Overloads not registered here (``_foreach_norm``, ``_foreach_pow``, ``_foreach_maximum``, the
 rarely used unary ones...) run on ATen's slow path, built from the per-tensor kernels.
+
+``fused=True`` is also allowed for the PrivateUse1 device
+(``_get_fused_kernels_supported_devices``), so ``_fused_sgd_``, ``_fused_adam_`` and
+``_fused_adamw_`` are here too: one NumPy pass per parameter, ``found_inf`` skips the step,
+``grad_scale`` unscales the gradients in place, as ATen's fused CPU kernels do.
 """
 
 from __future__ import annotations
@@ -347,3 +352,96 @@ def _foreach_zero_(self: list[torch.Tensor]) -> None:
             to_numpy(t)[...] = 0
         else:
             t.zero_()
+
+
+# --------------------------------------------------------------------------------------------
+# fused optimizers: torch.optim's ``fused=True`` path (allowed for the PrivateUse1 device)
+
+
+def _scalar(t: Any) -> float:
+    return float(to_numpy(t).reshape(-1)[0]) if isinstance(t, torch.Tensor) else float(t)
+
+
+def _grad_array(g: torch.Tensor, grad_scale: torch.Tensor | None, maximize: bool) -> np.ndarray:
+    """The gradient to use; with ``grad_scale`` the gradient tensor itself is unscaled in place
+    (the schema marks ``grads`` as mutated), as ATen's fused kernels do."""
+    a = to_numpy(g)
+    if grad_scale is not None:
+        np.divide(a, np.asarray(_scalar(grad_scale), a.dtype), out=a)
+    return -a if maximize else a
+
+
+def _skip_step(found_inf: torch.Tensor | None) -> bool:
+    return found_inf is not None and _scalar(found_inf) == 1.0
+
+
+def _fused_adam(adamw: bool, self: list[torch.Tensor], grads: list[torch.Tensor],
+                exp_avgs: list[torch.Tensor], exp_avg_sqs: list[torch.Tensor],
+                max_exp_avg_sqs: list[torch.Tensor], state_steps: list[torch.Tensor], *,
+                lr: Any, beta1: float, beta2: float, weight_decay: float, eps: float,
+                amsgrad: bool, maximize: bool, grad_scale: torch.Tensor | None = None,
+                found_inf: torch.Tensor | None = None) -> None:
+    if _skip_step(found_inf):
+        return
+    lr = _scalar(lr)
+    with np.errstate(all="ignore"):
+        for i, p in enumerate(self):
+            param = to_numpy(p)
+            grad = _grad_array(grads[i], grad_scale, maximize)
+            m, v = to_numpy(exp_avgs[i]), to_numpy(exp_avg_sqs[i])
+            step = _scalar(state_steps[i])
+            if weight_decay != 0:
+                if adamw:
+                    param *= np.asarray(1 - lr * weight_decay, param.dtype)
+                else:
+                    grad = grad + param * np.asarray(weight_decay, param.dtype)
+            m += (grad - m) * np.asarray(1 - beta1, m.dtype)
+            v *= np.asarray(beta2, v.dtype)
+            v += grad * grad * np.asarray(1 - beta2, v.dtype)
+            bias1 = 1 - beta1**step
+            bias2_sqrt = (1 - beta2**step) ** 0.5
+            if amsgrad:
+                vmax = to_numpy(max_exp_avg_sqs[i])
+                np.maximum(vmax, v, out=vmax)
+                denom = np.sqrt(vmax)
+            else:
+                denom = np.sqrt(v)
+            denom /= np.asarray(bias2_sqrt, denom.dtype)
+            denom += np.asarray(eps, denom.dtype)
+            param -= m / denom * np.asarray(lr / bias1, param.dtype)
+
+
+@register("_fused_adam_", "_fused_adam_.tensor_lr")
+def _fused_adam_(*args: Any, **kwargs: Any) -> None:
+    _fused_adam(False, *args, **kwargs)
+
+
+@register("_fused_adamw_", "_fused_adamw_.tensor_lr")
+def _fused_adamw_(*args: Any, **kwargs: Any) -> None:
+    _fused_adam(True, *args, **kwargs)
+
+
+@register("_fused_sgd_", "_fused_sgd_.tensor_lr")
+def _fused_sgd_(self: list[torch.Tensor], grads: list[torch.Tensor],
+                momentum_buffer_list: list[torch.Tensor], *, weight_decay: float,
+                momentum: float, lr: Any, dampening: float, nesterov: bool, maximize: bool,
+                is_first_step: bool, grad_scale: torch.Tensor | None = None,
+                found_inf: torch.Tensor | None = None) -> None:
+    if _skip_step(found_inf):
+        return
+    lr = _scalar(lr)
+    with np.errstate(all="ignore"):
+        for i, p in enumerate(self):
+            param = to_numpy(p)
+            grad = _grad_array(grads[i], grad_scale, maximize)
+            if weight_decay != 0:
+                grad = grad + param * np.asarray(weight_decay, param.dtype)
+            if momentum != 0:
+                buf = to_numpy(momentum_buffer_list[i])
+                if is_first_step:
+                    np.copyto(buf, grad)
+                else:
+                    buf *= np.asarray(momentum, buf.dtype)
+                    buf += grad * np.asarray(1 - dampening, buf.dtype)
+                grad = grad + buf * np.asarray(momentum, buf.dtype) if nesterov else buf
+            param -= grad * np.asarray(lr, param.dtype)

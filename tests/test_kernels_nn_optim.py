@@ -123,3 +123,48 @@ def test_errors() -> None:
         torch._foreach_add([torch.ones(2).to(DEV)], [torch.ones(2).to(DEV)] * 2)
     with pytest.raises(RuntimeError, match="can't be cast"):
         torch._foreach_div_([torch.arange(3).to(DEV)], 2)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 1e-2}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "maximize": True}),
+    ("SGD", {"lr": 0.1}),
+    ("Adam", {"lr": 1e-2, "weight_decay": 1e-2}),
+    ("AdamW", {"lr": 1e-2, "weight_decay": 1e-2}),
+    ("AdamW", {"lr": 1e-2, "amsgrad": True, "maximize": True}),
+])
+def test_fused_optimizers_match_cpu(name: str, kwargs: dict) -> None:
+    """``fused=True`` (allowed for PrivateUse1) runs ``_fused_*_`` on mlu; CPU has fused kernels
+    too. Three steps from the same state must agree."""
+    params = {dev: [p.clone().to(dev).requires_grad_() for p in tensors(1)] for dev in ("cpu", DEV)}
+    opts = {dev: getattr(torch.optim, name)(ps, fused=True, **kwargs) for dev, ps in params.items()}
+    for step in range(3):
+        for dev, ps in params.items():
+            for p, g in zip(ps, tensors(10 + step), strict=True):
+                p.grad = g.to(dev)
+            opts[dev].step()
+    for c, d in zip(params["cpu"], params[DEV], strict=True):
+        torch.testing.assert_close(d.detach().cpu(), c.detach())
+
+
+def test_fused_step_skipped_on_found_inf() -> None:
+    p = torch.ones(3).to(DEV)
+    before = p.cpu()
+    torch.ops.aten._fused_sgd_([p], [torch.ones(3).to(DEV)], [], weight_decay=0.0, momentum=0.0,
+                               lr=0.1, dampening=0.0, nesterov=False, maximize=False,
+                               is_first_step=True, found_inf=torch.ones(()).to(DEV))
+    torch.testing.assert_close(p.cpu(), before)
+
+
+def test_fused_adamw_grad_scale_matches_cpu() -> None:
+    out = {}
+    for dev in ("cpu", DEV):
+        ps, gs = [t.to(dev) for t in tensors(1)], [t.to(dev) for t in tensors(2)]
+        ms, vs = [t.to(dev) for t in tensors(3)], [t.abs().to(dev) for t in tensors(4)]
+        steps = [torch.tensor(2.0).to(dev) for _ in ps]
+        torch.ops.aten._fused_adamw_(ps, gs, ms, vs, [], steps, lr=1e-2, beta1=0.9, beta2=0.99,
+                                     weight_decay=0.1, eps=1e-8, amsgrad=False, maximize=False,
+                                     grad_scale=torch.tensor(4.0).to(dev))
+        out[dev] = ps + gs + ms + vs
+    for c, d in zip(out["cpu"], out[DEV], strict=True):
+        torch.testing.assert_close(d.cpu(), c)
