@@ -86,6 +86,7 @@ def test_conv2d(case: tuple, bias: bool) -> None:
            rand(n, c, h, w, seed=1), rand(o, c // g, *k, seed=2), b, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel lengths")
 def test_conv1d_and_padding_same() -> None:
     parity(lambda x, wt: F.conv1d(x, wt, None, 2, 1, 2), rand(2, 3, 11), rand(4, 3, 3, seed=1),
            atol=1e-4, rtol=1e-4)
