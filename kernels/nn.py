@@ -1194,8 +1194,13 @@ def gelu_backward(grad_out: np.ndarray, x: np.ndarray, approximate: str = "none"
 def native_dropout(
     x: np.ndarray, p: float, train: bool | None, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``native_dropout``: zero each element with probability ``p``, scale the rest by ``1/(1-p)``."""
-    if not train:
+    """``native_dropout``: zero each element with probability ``p``, scale the rest by ``1/(1-p)``.
+
+    ``train=None`` means training, as in ATen; an empty input gives an empty mask of its dtype.
+    """
+    if x.size == 0:
+        return x.copy(), np.empty(x.shape, dtype=x.dtype)
+    if train is not None and not train:
         return x.copy(), np.ones(x.shape, dtype=bool)
     keep = 1.0 - p
     mask = rng.random(x.shape, dtype=np.float32) < keep if keep < 1 else np.ones(x.shape, bool)

@@ -227,6 +227,14 @@ def test_dropout_train_rate_and_scale() -> None:
     torch.testing.assert_close(z.detach().cpu(), x.detach().cpu())
 
 
+def test_native_dropout_train_none_means_training() -> None:
+    torch.mlu.manual_seed(0)
+    out, mask = torch.native_dropout(torch.ones(1000).to(DEV), 0.5, None)
+    assert mask.dtype == torch.bool and 300 < int(mask.cpu().sum()) < 700
+    out, mask = torch.native_dropout(torch.ones(0).to(DEV), 0.5, True)
+    assert out.shape == (0,) and mask.dtype == torch.float32
+
+
 def test_dropout_is_seeded() -> None:
     x = torch.ones(1000, device=DEV)
     torch.mlu.manual_seed(5)
