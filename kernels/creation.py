@@ -460,3 +460,42 @@ def multinomial(self: torch.Tensor, num_samples: int, replacement: bool = False,
 
 
 __all__ = ["memory_format_strides", "NP_DTYPE", "from_numpy", "np_dtype"]
+
+
+@register("range.out")
+def range_out(start: Any, end: Any, step: Any = 1, *, out: torch.Tensor) -> torch.Tensor:
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    n = int(np.floor((float(end) - float(start)) / float(step))) + 1
+    return _store(out, float(start) + float(step) * np.arange(max(n, 0), dtype=np.float64))
+
+
+def _tri_indices(row: int, col: int, offset: int, lower: bool) -> np.ndarray:
+    if row < 0 or col < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}" if row < 0 else
+                           f"col must be non-negative, got{col}")
+    r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
+    return np.stack([r, c]).astype(np.int64)
+
+
+@register("tril_indices")
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: torch.dtype | None = None,
+                 layout: Any = None, device: Any = None, pin_memory: bool | None = None
+                 ) -> torch.Tensor:
+    return from_numpy(_tri_indices(row, col, offset, True), dtype or torch.int64)
+
+
+@register("triu_indices")
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: torch.dtype | None = None,
+                 layout: Any = None, device: Any = None, pin_memory: bool | None = None
+                 ) -> torch.Tensor:
+    return from_numpy(_tri_indices(row, col, offset, False), dtype or torch.int64)
+
+
+@register("multinomial.out")
+def multinomial_out(self: torch.Tensor, num_samples: int, replacement: bool = False, *,
+                    generator: Any = None, out: torch.Tensor) -> torch.Tensor:
+    return _store(out, to_numpy(multinomial(self, num_samples, replacement,
+                                            generator=generator)))

@@ -94,6 +94,7 @@ def _mode(name: str) -> str:
 
 
 _TENSOR_TYPES = frozenset({"Tensor", "Optional[Tensor]", "Tensor?"})
+_OPERAND_TYPES = _TENSOR_TYPES | {"number", "Optional[number]", "Scalar", "Scalar?"}
 
 
 def _overloads(base: str) -> list[str]:
@@ -186,6 +187,8 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
         check_same_device(name, operands, argnames)
         compute, result, common = kind_dtypes(kind, *operands)
         extra = {k: kwargs[k] for k in kw if k in kwargs}
+        if len(args) > nin:  # non-operand positional arguments (logit's eps, mvlgamma's p)
+            extra.update(zip(argnames[nin:], args[nin:], strict=False))
         if validate is not None:
             validate(compute, result, *operands, **extra)
         if mode == "inplace":
@@ -231,7 +234,13 @@ def register_family(base: str, fn: ArrayFn, kind: KindSpec, *, kw: tuple[str, ..
             continue
         op = resolve_overload(name)
         args = [a for a in op._schema.arguments if not a.kwarg_only]
-        register(name)(make_pointwise(name, fn, kind, nin=len(args), mode=_mode(name),
+        # Operands are the leading Tensor/Scalar arguments; later positional ones (int p,
+        # float? eps) reach ``fn`` as keywords.
+        nin = 0
+        while (nin < len(args) and str(args[nin].type) in _OPERAND_TYPES
+               and args[nin].name not in kw):
+            nin += 1
+        register(name)(make_pointwise(name, fn, kind, nin=nin, mode=_mode(name),
                                       argnames=tuple(a.name for a in args), kw=kw,
                                       validate=validate, out_same_dtype=out_same_dtype))
         done.append(name)
@@ -355,6 +364,11 @@ def _div(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype,
     )
 
 
+def _div_mode_check(compute: torch.dtype, result: torch.dtype, *ops: Any,
+                    rounding_mode: str | None = None) -> None:
+    refuse(f"div_{rounding_mode}", "bool", "complex")(compute, result, *ops)
+
+
 def _div_mode_kernels() -> None:
     for name in _overloads("div"):
         op = resolve_overload(name)
@@ -367,7 +381,8 @@ def _div_mode_kernels() -> None:
             register(name)(true_k)
             continue
         round_k = make_pointwise(name, _div, Kind.DEFAULT, nin=len(args), mode=mode,
-                                 argnames=tuple(a.name for a in args), kw=("rounding_mode",))
+                                 argnames=tuple(a.name for a in args), kw=("rounding_mode",),
+                                 validate=_div_mode_check)
 
         def kernel(*a: Any, _t: Any = true_k, _r: Any = round_k, **k: Any) -> Any:
             if k.get("rounding_mode") is None:
@@ -718,9 +733,9 @@ def _floor_divide(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) 
 
 register_family("remainder", _remainder, Kind.DEFAULT,
                 validate=refuse("remainder", "bool", "complex"))
-register_family("fmod", _fmod, Kind.DEFAULT, validate=refuse("fmod", "complex"))
+register_family("fmod", _fmod, Kind.DEFAULT, validate=refuse("fmod", "bool", "complex"))
 register_family("floor_divide", _floor_divide, Kind.DEFAULT,
-                validate=refuse("floor_divide", "complex"))
+                validate=refuse("div_floor", "bool", "complex"))
 
 
 def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -855,3 +870,119 @@ def _addcdiv_check(compute: torch.dtype, result: torch.dtype, s: Any, t1: Any, t
 
 register_family("addcmul", _addcmul, Kind.DEFAULT, kw=("value",))
 register_family("addcdiv", _addcdiv, Kind.DEFAULT, kw=("value",), validate=_addcdiv_check)
+
+
+# --------------------------------------------------------------------------------------------
+# More pointwise families
+# --------------------------------------------------------------------------------------------
+
+
+def _gcd(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    return np.gcd(a, b)
+
+
+def _lcm(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    return np.abs(np.lcm(a, b))
+
+
+register_family("gcd", _gcd, Kind.DEFAULT, validate=refuse("gcd", "bool", "floating", "complex"))
+register_family("lcm", _lcm, Kind.DEFAULT, validate=refuse("lcm", "bool", "floating", "complex"))
+
+
+def _entr(x: Any) -> Any:
+    """-x log x for x > 0, 0 at 0, -inf below, NaN kept."""
+    pos = np.where(x > 0, x, 1)
+    r = np.where(x > 0, -x * np.log(pos), np.where(x == 0, 0, -np.inf)).astype(x.dtype)
+    return np.where(np.isnan(x), x, r)
+
+
+register_family("special_entr", _plain(_entr), Kind.INT_TO_FLOAT,
+                validate=refuse("entr", "complex"))
+
+
+def _xlog1py(x: Any, y: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    r = np.where(x == 0, np.zeros((), x.dtype), x * np.log1p(y))
+    return np.where(np.isnan(y), y, r)
+
+
+register_family("special_xlog1py", _xlog1py, Kind.INT_TO_FLOAT,
+                validate=refuse("xlog1py", "complex"))
+register_family("special_zeta", _plain(_lazy_special("zeta")), Kind.INT_TO_FLOAT,
+                validate=refuse("zeta", "complex"))
+
+
+def _polygamma_kernel(mode: str) -> Callable[..., Any]:
+    def kernel(n: int, self: torch.Tensor, *, out: torch.Tensor | None = None) -> Any:
+        if n < 0:
+            raise RuntimeError("polygamma(n, x) does not support negative n.")
+        compute, result = dtypes(Kind.INT_TO_FLOAT, self)
+        refuse("polygamma", "complex")(compute, result, self)
+        x = operand(self, np_dtype(compute))
+        with quiet():
+            v = _digamma(x) if n == 0 else _special().polygamma(n, x)
+        return _finish("polygamma", mode, v, result, None, out)
+
+    return kernel
+
+
+register("polygamma.out")(_polygamma_kernel("out"))
+
+
+def _mvlgamma_vec(x: Any, p: int) -> Any:
+    # log Gamma_p(x) = p(p-1)/4 log(pi) + sum_{j<p} lgamma(x - j/2)
+    j = np.arange(p, dtype=x.dtype).reshape((p,) + (1,) * x.ndim) / 2
+    return (p * (p - 1) / 4 * np.log(np.pi) + _special().gammaln(x[None] - j).sum(0)).astype(
+        x.dtype)
+
+
+def _mvlgamma_check(compute: torch.dtype, result: torch.dtype, x: Any, p: int = 1) -> None:
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if x.numel() and bool((to_numpy(x) <= (p - 1) / 2).any()):
+        raise RuntimeError("All elements must be greater than (p-1)/2")
+
+
+register_family("mvlgamma", lambda x, *, compute, result, p=1: _mvlgamma_vec(x, p),
+                Kind.INT_TO_FLOAT, kw=("p",), validate=_mvlgamma_check)
+
+
+@register("complex.out")
+def complex_out(real: torch.Tensor, imag: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    if real.dtype != imag.dtype:
+        raise RuntimeError(
+            f"Expected object of scalar type {scalar_type_name(real.dtype)} but got scalar type "
+            f"{scalar_type_name(imag.dtype)} for second argument"
+        )
+    if real.dtype not in (torch.float32, torch.float64, torch.float16):
+        raise RuntimeError(
+            "Expected both inputs to be Half, Float or Double tensors but got "
+            f"{scalar_type_name(real.dtype)} and {scalar_type_name(imag.dtype)}"
+        )
+    r, i = np.broadcast_arrays(to_numpy(real), to_numpy(imag))
+    return write_out(out, r + 1j * i.astype(r.dtype), out.dtype, check=False)
+
+
+@register("polar.out")
+def polar_out(abs: torch.Tensor, angle: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    if abs.dtype != angle.dtype:
+        raise RuntimeError(
+            f"Expected object of scalar type {scalar_type_name(abs.dtype)} but got scalar type "
+            f"{scalar_type_name(angle.dtype)} for second argument"
+        )
+    a, t = np.broadcast_arrays(to_numpy(abs), to_numpy(angle))
+    with quiet():
+        return write_out(out, a * np.cos(t) + 1j * (a * np.sin(t)), out.dtype, check=False)
+
+
+@register("frexp.Tensor_out")
+def frexp_out(self: torch.Tensor, *, mantissa: torch.Tensor, exponent: torch.Tensor
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(
+            "torch.frexp() only supports floating-point dtypes"
+        )
+    x = to_numpy(self)
+    m, e = np.frexp(x.astype(np.float32) if self.dtype in _LOW else x)
+    write_out(mantissa, m, self.dtype)
+    write_out(exponent, e.astype(np.int32), torch.int32)
+    return mantissa, exponent

@@ -805,3 +805,89 @@ def unique_consecutive(self: torch.Tensor, return_inverse: bool = False,
     counts = np.diff(np.append(pos, x.size)) if return_counts else np.empty((0,), np.int64)
     return (from_numpy(vals, self.dtype), from_numpy(inverse, torch.int64),
             from_numpy(counts, torch.int64))
+
+
+@register("repeat_interleave.Tensor")
+def repeat_interleave_tensor(repeats: torch.Tensor, *, output_size: int | None = None
+                             ) -> torch.Tensor:
+    if repeats.dim() != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError("repeats has to be Long or Int tensor")
+    r = to_numpy(repeats).astype(np.int64)
+    if r.size and r.min() < 0:
+        raise RuntimeError("repeats can not be negative")
+    value = np.repeat(np.arange(r.size, dtype=np.int64), r)
+    if output_size is not None and value.size != output_size:
+        raise RuntimeError("allocated size does not match required size")
+    return from_numpy(value, repeats.dtype)
+
+
+@register("index_reduce.out")
+def index_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor,
+                     reduce: str, *, include_self: bool = True, out: torch.Tensor
+                     ) -> torch.Tensor:
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(
+            f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
+            f"{reduce}."
+        )
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    idx = _int_index(index, "index_reduce").reshape(-1)
+    _check_bounds(idx, x.shape[d] if x.ndim else 1, "index_reduce")
+    # index_reduce along d == scatter_reduce with the index broadcast over the other dims
+    shape = [1] * max(x.ndim, 1)
+    shape[d] = idx.size
+    src_shape = tuple(source.shape) if source.dim() else (1,)
+    full = np.broadcast_to(idx.reshape(shape), src_shape).copy()
+    return scatter_reduce_two_out(self, dim, from_numpy(full, torch.int64), source, reduce,
+                                  include_self=include_self, out=out)
+
+
+@register("nonzero_static.out")
+def nonzero_static_out(self: torch.Tensor, *, size: int, fill_value: int = -1,
+                       out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, to_numpy(nonzero_static(self, size=size, fill_value=fill_value)),
+                     torch.int64)
+
+
+@register("searchsorted.Tensor_out")
+def searchsorted_tensor_out(sorted_sequence: torch.Tensor, self: torch.Tensor, *,
+                            out_int32: bool = False, right: bool = False,
+                            side: str | None = None, sorter: torch.Tensor | None = None,
+                            out: torch.Tensor) -> torch.Tensor:
+    r = searchsorted_tensor(sorted_sequence, self, out_int32=out_int32, right=right, side=side,
+                            sorter=sorter)
+    return write_out(out, to_numpy(r), r.dtype)
+
+
+@register("searchsorted.Scalar_out")
+def searchsorted_scalar_out(sorted_sequence: torch.Tensor, self: Any, *,
+                            out_int32: bool = False, right: bool = False,
+                            side: str | None = None, sorter: torch.Tensor | None = None,
+                            out: torch.Tensor) -> torch.Tensor:
+    r = searchsorted_scalar(sorted_sequence, self, out_int32=out_int32, right=right, side=side,
+                            sorter=sorter)
+    return write_out(out, to_numpy(r), r.dtype)
+
+
+@register("bucketize.Scalar")
+def bucketize_scalar(self: Any, boundaries: torch.Tensor, *, out_int32: bool = False,
+                     right: bool = False) -> torch.Tensor:
+    r = np.searchsorted(to_numpy(boundaries), np.asarray(self), side="right" if right else "left")
+    return from_numpy(r, torch.int32 if out_int32 else torch.int64)
+
+
+@register("bucketize.Tensor_out")
+def bucketize_tensor_out(self: torch.Tensor, boundaries: torch.Tensor, *,
+                         out_int32: bool = False, right: bool = False, out: torch.Tensor
+                         ) -> torch.Tensor:
+    r = bucketize_tensor(self, boundaries, out_int32=out_int32, right=right)
+    return write_out(out, to_numpy(r), r.dtype)
+
+
+@register("narrow_copy.out")
+def narrow_copy_out(self: torch.Tensor, dim: int, start: int, length: int, *,
+                    out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, to_numpy(self.narrow(dim, start, length)), self.dtype)

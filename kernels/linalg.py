@@ -295,3 +295,54 @@ def addmv_(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, *, beta: An
 
 
 __all__ = ["NP_DTYPE"]
+
+
+def _pairwise_p(diff: np.ndarray, p: float) -> np.ndarray:
+    a = np.abs(diff)
+    if p == 0:
+        return (a != 0).sum(-1).astype(a.dtype)
+    if p == float("inf"):
+        return a.max(-1) if a.shape[-1] else np.zeros(a.shape[:-1], a.dtype)
+    if p == 1:
+        return a.sum(-1)
+    if p == 2:
+        return np.sqrt((a * a).sum(-1))
+    return np.power(np.power(a, p).sum(-1), 1.0 / p)
+
+
+@register("_cdist_forward")
+def _cdist_forward(x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: int | None
+                   ) -> torch.Tensor:
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError("cdist only supports at least 2D tensors, X1 got: "
+                           f"{x1.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(
+            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
+            f"{x2.shape[-1]}"
+        )
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    a, b = _operand(x1), _operand(x2)
+    with quiet():
+        if p == 2 and compute_mode in (None, 0, 1) and (compute_mode == 1 or (
+                compute_mode in (None, 0) and (a.shape[-2] > 25 or b.shape[-2] > 25))):
+            # ATen's matrix-multiplication path: sqrt(|a|^2 - 2ab + |b|^2), clamped at 0
+            aa = (a * a).sum(-1)[..., :, None]
+            bb = (b * b).sum(-1)[..., None, :]
+            d = np.sqrt(np.maximum(aa - 2 * np.matmul(a, np.swapaxes(b, -1, -2)) + bb, 0))
+        else:
+            d = _pairwise_p(a[..., :, None, :] - b[..., None, :, :], p)
+    return from_numpy(d, x1.dtype)
+
+
+@register("_pdist_forward")
+def _pdist_forward(self: torch.Tensor, p: float = 2.0) -> torch.Tensor:
+    if self.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {self.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    x = _operand(self)
+    i, j = np.triu_indices(x.shape[0], 1)
+    with quiet():
+        return from_numpy(_pairwise_p(x[i] - x[j], p), self.dtype)

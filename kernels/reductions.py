@@ -682,3 +682,278 @@ def count_nonzero(self: torch.Tensor, dim: Sequence[int]) -> torch.Tensor:
     x = to_numpy(self)
     axes = reduce_axes(list(dim), x.ndim)
     return from_numpy(np.count_nonzero(x, axis=axes), torch.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# order statistics, cumulative max/min, logcumsumexp, histograms, trace, renorm, equal
+# --------------------------------------------------------------------------------------------
+
+
+def _median_all(self: torch.Tensor, ignore_nan: bool) -> torch.Tensor:
+    _no_complex(self, "median")
+    x = to_numpy(self).reshape(-1)
+    if x.size == 0:
+        return from_numpy(np.asarray(np.nan).astype(x.dtype) if x.dtype.kind in "fV" else
+                          np.zeros((), x.dtype), self.dtype)
+    order = np.argsort(x, kind="stable")  # NaN sorts last
+    if ignore_nan and x.dtype.kind in "fV":
+        n = int((~np.isnan(x)).sum())
+        if n == 0:
+            return from_numpy(x[order[0]], self.dtype)
+    else:
+        nan = np.isnan(x) if x.dtype.kind in "fV" else None
+        if nan is not None and nan.any():
+            return from_numpy(x[np.argmax(nan)], self.dtype)
+        n = x.size
+    return from_numpy(x[order[(n - 1) // 2]], self.dtype)
+
+
+@register("median")
+def median(self: torch.Tensor) -> torch.Tensor:
+    return _median_all(self, False)
+
+
+@register("nanmedian")
+def nanmedian(self: torch.Tensor) -> torch.Tensor:
+    return _median_all(self, True)
+
+
+def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool,
+                values: torch.Tensor, indices: torch.Tensor, op: str
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    _no_complex(self, op)
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    if x.ndim == 0:
+        write_out(values, x.copy(), self.dtype)
+        write_out(indices, np.zeros((), np.int64), torch.int64)
+        return values, indices
+    _check_nonempty(x, (d,), op)
+    order = np.argsort(x, axis=d, kind="stable")  # NaN last
+    if x.dtype.kind in "fV":
+        nan = np.isnan(x)
+        count = (~nan).sum(axis=d, keepdims=True)
+        any_nan = nan.any(axis=d, keepdims=True)
+    else:
+        count = np.full([1 if i == d else s for i, s in enumerate(x.shape)], x.shape[d])
+        any_nan = np.zeros(count.shape, bool)
+    if ignore_nan:
+        k = np.where(count == 0, 0, (count - 1) // 2)
+    else:
+        # a NaN in the slice is the median (the first NaN in sort order)
+        k = np.where(any_nan, count, (x.shape[d] - 1) // 2)
+    idx = np.take_along_axis(order, k.astype(np.intp), d)
+    vals = np.take_along_axis(x, idx, d)
+    if not keepdim:
+        idx, vals = idx.squeeze(d), vals.squeeze(d)
+    write_out(values, vals, self.dtype)
+    write_out(indices, idx.astype(np.int64), torch.int64)
+    return values, indices
+
+
+@register("median.dim_values")
+def median_dim_values(self: torch.Tensor, dim: int, keepdim: bool = False, *,
+                      values: torch.Tensor, indices: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    return _median_dim(self, dim, keepdim, False, values, indices, "median")
+
+
+@register("nanmedian.dim_values")
+def nanmedian_dim_values(self: torch.Tensor, dim: int, keepdim: bool = False, *,
+                         values: torch.Tensor, indices: torch.Tensor
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+    return _median_dim(self, dim, keepdim, True, values, indices, "nanmedian")
+
+
+@register("mode")
+def mode(self: torch.Tensor, dim: int = -1, keepdim: bool = False
+         ) -> tuple[torch.Tensor, torch.Tensor]:
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return from_numpy(x.copy(), self.dtype), from_numpy(np.zeros((), np.int64), torch.int64)
+    _check_nonempty(x, (d,), "mode")
+    xm = np.moveaxis(x, d, -1)
+    order = np.argsort(xm, axis=-1, kind="stable")
+    s = np.take_along_axis(xm, order, -1)
+    n = s.shape[-1]
+    new_run = np.ones(s.shape, bool)
+    new_run[..., 1:] = s[..., 1:] != s[..., :-1]
+    # length of the run each position belongs to
+    starts = np.where(new_run, np.arange(n), 0)
+    start_of = np.maximum.accumulate(starts, axis=-1)
+    ends = np.where(np.concatenate([new_run[..., 1:], np.ones(s.shape[:-1] + (1,), bool)],
+                                   -1), np.arange(n), n)
+    end_of = np.flip(np.minimum.accumulate(np.flip(ends, -1), axis=-1), -1)
+    length = end_of - start_of + 1
+    best = np.argmax(length, axis=-1)[..., None]  # first (smallest value) longest run
+    last = np.take_along_axis(end_of, best, -1)  # ATen reports the run's last index
+    vals = np.take_along_axis(s, last, -1)[..., 0]
+    idx = np.take_along_axis(order, last, -1)[..., 0]
+    if keepdim:
+        vals, idx = np.expand_dims(vals, d), np.expand_dims(idx, d)
+    return from_numpy(vals, self.dtype), from_numpy(idx, torch.int64)
+
+
+def _cum_extreme(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, dim: int,
+                 largest: bool) -> None:
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    if x.ndim == 0 or x.size == 0:
+        np.copyto(to_numpy(values), x)
+        to_numpy(indices)[...] = 0
+        return
+    xm = np.moveaxis(x, d, -1)
+    n = xm.shape[-1]
+    pos = np.broadcast_to(np.arange(n), xm.shape)
+    if xm.dtype.kind in "fV":
+        nan = np.isnan(xm)
+    else:
+        nan = np.zeros(xm.shape, bool)
+    acc = (np.maximum if largest else np.minimum).accumulate(
+        np.where(nan, -np.inf if largest else np.inf, xm).astype(xm.dtype), axis=-1)
+    # ATen: ties move the index forward (>=), a NaN sticks from its position on
+    hit = (xm >= acc) if largest else (xm <= acc)
+    idx = np.maximum.accumulate(np.where(hit | nan, pos, 0), axis=-1)
+    first_nan = np.where(nan, pos, n)
+    first_nan = np.minimum.accumulate(first_nan, axis=-1)
+    seen_nan = first_nan < n
+    idx = np.where(seen_nan, first_nan, idx)
+    vals = np.where(seen_nan, np.asarray(np.nan, xm.dtype) if xm.dtype.kind in "fV" else acc,
+                    np.take_along_axis(xm, idx, -1))
+    np.copyto(to_numpy(values), np.moveaxis(vals, -1, d), casting="unsafe")
+    np.copyto(to_numpy(indices), np.moveaxis(idx, -1, d), casting="unsafe")
+
+
+@register("_cummax_helper")
+def _cummax_helper(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor,
+                   dim: int) -> None:
+    _cum_extreme(self, values, indices, dim, True)
+
+
+@register("_cummin_helper")
+def _cummin_helper(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor,
+                   dim: int) -> None:
+    _cum_extreme(self, values, indices, dim, False)
+
+
+def _logcumsumexp(self: torch.Tensor, dim: int) -> np.ndarray:
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    acc = NP_DTYPE[_acc_dtype(self.dtype)] if self.dtype.is_floating_point or \
+        self.dtype.is_complex else np.dtype(np.float32)
+    xa = x.astype(acc, copy=False)
+    if x.ndim == 0:
+        return xa.copy()
+    with quiet():
+        if xa.dtype.kind == "c":
+            return np.log(np.cumsum(np.exp(xa), axis=d))
+        return np.logaddexp.accumulate(xa, axis=d)
+
+
+@register("logcumsumexp")
+def logcumsumexp(self: torch.Tensor, dim: int) -> torch.Tensor:
+    return from_numpy(_logcumsumexp(self, dim), self.dtype)
+
+
+@register("logcumsumexp.out")
+def logcumsumexp_out(self: torch.Tensor, dim: int, *, out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _logcumsumexp(self, dim), self.dtype)
+
+
+def _histc(self: torch.Tensor, bins: int, min: Any, max: Any) -> np.ndarray:
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(
+            f"\"histogram_cpu\" not implemented for '{scalar_type_name(self.dtype)}'"
+        )
+    x = to_numpy(self).reshape(-1).astype(np.float64)
+    lo, hi = float(min), float(max)
+    if lo == hi and x.size:
+        lo, hi = float(x.min()), float(x.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError("torch.histc(): max must be larger than min")
+    inside = (x >= lo) & (x <= hi)
+    pos = np.floor((x[inside] - lo) * bins / (hi - lo)).astype(np.int64)
+    pos = np.minimum(pos, bins - 1)
+    return np.bincount(pos, minlength=bins)[:bins]
+
+
+@register("histc")
+def histc(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> torch.Tensor:
+    return from_numpy(_histc(self, bins, min, max), self.dtype)
+
+
+@register("histc.out")
+def histc_out(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
+              out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _histc(self, bins, min, max), self.dtype)
+
+
+@register("bincount")
+def bincount(self: torch.Tensor, weights: torch.Tensor | None = None, minlength: int = 0
+             ) -> torch.Tensor:
+    if self.dim() != 1 or self.dtype.is_floating_point or self.dtype.is_complex or \
+            self.dtype == torch.bool:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    x = to_numpy(self).astype(np.int64)
+    if x.size and x.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is None:
+        return from_numpy(np.bincount(x, minlength=minlength), torch.int64)
+    if weights.dim() != 1 or weights.shape[0] != x.size:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    w = to_numpy(weights)
+    dt = torch.float64 if weights.dtype != torch.float32 else torch.float32
+    return from_numpy(np.bincount(x, w.astype(np.float64), minlength=minlength), dt)
+
+
+@register("trace")
+def trace(self: torch.Tensor) -> torch.Tensor:
+    if self.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.dim()}")
+    x = to_numpy(self)
+    result = _sum_dtype(self, None)
+    return from_numpy(np.trace(x, dtype=NP_DTYPE[_acc_dtype(result)]), result)
+
+
+@register("renorm.out")
+def renorm_out(self: torch.Tensor, p: Any, dim: int, maxnorm: Any, *, out: torch.Tensor
+               ) -> torch.Tensor:
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if self.dim() <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {self.dim()} "
+                           "dimensions")
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    axes = tuple(a for a in range(x.ndim) if a != d)
+    xa = x.astype(NP_DTYPE[_acc_dtype(self.dtype)], copy=False)
+    with quiet():
+        norms = vector_norm(xa, float(p), axes)
+        norms = np.expand_dims(norms, axes)
+        factor = np.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0).astype(xa.dtype)
+    return write_out(out, xa * factor, self.dtype)
+
+
+@register("equal")
+def equal(self: torch.Tensor, other: torch.Tensor) -> bool:
+    if self.device.type != other.device.type:
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{self.device} and {other.device}!"
+        )
+    if tuple(self.shape) != tuple(other.shape):
+        return False
+    a, b = to_numpy(self), to_numpy(other)
+    if self.dtype != other.dtype:
+        common = NP_DTYPE[torch.promote_types(self.dtype, other.dtype)]
+        a, b = a.astype(common), b.astype(common)
+    return bool(np.array_equal(a, b))

@@ -600,3 +600,81 @@ def test_creation_factories() -> None:
 def _on_mlu(f: Callable[..., Any], d: torch.dtype) -> torch.Tensor:
     with torch.device("mlu"):
         return f(d)
+
+
+EXTRA: dict[str, tuple[Callable[..., Any], tuple[torch.dtype, ...]]] = {
+    "median": (torch.median, DTYPES[1:10]),
+    "median_dim": (lambda t: torch.median(t, 1), DTYPES[1:10]),
+    "nanmedian": (lambda t: torch.nanmedian(t.masked_fill(t > 1, NAN) if t.is_floating_point()
+                                            else t), DTYPES[1:10]),
+    "nanmedian_dim": (lambda t: torch.nanmedian(t.masked_fill(t > 0.5, NAN) if
+                                                t.is_floating_point() else t, 0), DTYPES[1:10]),
+    "mode": (lambda t: torch.mode(t.round() if t.is_floating_point() else t, 1), DTYPES[1:10]),
+    "cummax": (lambda t: torch.cummax(t, 1), DTYPES[:10]),
+    "cummin": (lambda t: torch.cummin(t, 0), DTYPES[:10]),
+    "logcumsumexp": (lambda t: torch.logcumsumexp(t, 1), FLOATS),
+    "histc": (lambda t: torch.histc(t, 5, -1, 1), FLOATS[2:]),
+    "bincount": (lambda t: torch.bincount(t.abs().long().flatten()), DTYPES[1:6]),
+    "trace": (lambda t: torch.trace(t[:2, :2]), DTYPES[1:]),
+    "renorm": (lambda t: torch.renorm(t, 2, 0, 0.5), FLOATS[2:]),
+    "equal": (lambda t: torch.equal(t, t.clone()), DTYPES),
+    "gcd": (lambda t: torch.gcd(t, t.flip(0)), DTYPES[1:6]),
+    "lcm": (lambda t: torch.lcm(t, t.flip(0)), DTYPES[1:6]),
+    "frexp": (torch.frexp, FLOATS[2:]),
+    "polygamma": (lambda t: torch.polygamma(1, t.abs() + 0.5), FLOATS[2:]),
+    "mvlgamma": (lambda t: torch.mvlgamma(t.abs() + 2, 3), FLOATS[2:]),
+    "xlog1py": (lambda t: torch.special.xlog1py(t, t.abs()), FLOATS[2:]),
+    "entr": (lambda t: torch.special.entr(t), FLOATS[2:]),
+    "zeta": (lambda t: torch.special.zeta(t.abs() + 1.5, t.abs() + 1), FLOATS[2:]),
+    "complex": (lambda t: torch.complex(t, t.flip(0)), FLOATS[2:]),
+    "polar": (lambda t: torch.polar(t.abs(), t), FLOATS[2:]),
+    "cdist": (lambda t: torch.cdist(t, t.flip(0)), FLOATS[2:]),
+    "cdist_p1": (lambda t: torch.cdist(t, t, p=1), FLOATS[2:]),
+    "pdist": (lambda t: torch.pdist(t), FLOATS[2:]),
+    "fft": (lambda t: torch.fft.fft(t.to(torch.complex64)), FLOATS[2:]),
+    "rfft2": (lambda t: torch.fft.rfft2(t, norm="ortho"), FLOATS[2:]),
+    "irfft": (lambda t: torch.fft.irfft(torch.fft.rfft(t), n=3), FLOATS[2:]),
+    "ifftn": (lambda t: torch.fft.ifftn(t.to(torch.complex128), norm="forward"), FLOATS[2:]),
+    "repeat_interleave": (lambda t: torch.repeat_interleave(t.abs().long().flatten()),
+                          DTYPES[1:6]),
+    "index_reduce": (lambda t: t.index_reduce(0, torch.tensor([0, 0], device=t.device),
+                                              t.flip(0), "amax"),
+                     DTYPES[1:10]),
+    "tril_indices": (lambda t: torch.tril_indices(3, 4, 1, device=t.device), DTYPES[:1]),
+    "triu_indices": (lambda t: torch.triu_indices(4, 3, -1, device=t.device), DTYPES[:1]),
+    "range": (lambda t: torch.range(0, 2, 0.5, device=t.device), DTYPES[:1]),
+    "narrow_copy": (lambda t: torch.narrow_copy(t, 1, 1, 2), DTYPES),
+    "nonzero_static": (lambda t: torch.nonzero_static(t, size=4), DTYPES),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA))
+def test_more_overloads_against_cpu(name: str) -> None:
+    fn, dtypes = EXTRA[name]
+    failures = []
+    for dtype in dtypes:
+        x = sample(dtype, (2, 3), seed=21)
+        failures.append(compare(fn, x, label=f"{name}({dtype})", **low_tol(dtype)))
+    check_all(failures)
+
+
+SCALAR_OVERLOADS = sorted(
+    n for n in kernels.implemented()
+    if n.endswith(".Scalar") and n.split(".")[0].rstrip("_") in set(BINARY_NAMES) | {"rsub"}
+)
+
+
+@pytest.mark.parametrize("name", SCALAR_OVERLOADS)
+def test_explicit_scalar_overloads(name: str) -> None:
+    base, overload = name.split(".")
+    op = getattr(getattr(torch.ops.aten, base), overload)
+    inplace = base.endswith("_")
+    failures = []
+    for dtype in (torch.int64, torch.float32, torch.float16, torch.bool):
+        for scalar in (3, 0.5, True):
+            extra = (2,) if base.rstrip("_") in ("add", "sub", "rsub") and not (
+                dtype == torch.bool) else ()
+            failures.append(compare(
+                lambda t, s=scalar, e=extra: op(t.clone() if inplace else t, s, *e),
+                sample(dtype, seed=4, positive=True), label=f"{name}({dtype}, {scalar!r})"))
+    check_all(failures)

@@ -1,0 +1,108 @@
+"""FFT primitives (``_fft_r2c``, ``_fft_c2r``, ``_fft_c2c`` and their ``.out``): every
+``torch.fft.*`` function is an ATen composite over these three. NumPy's pocketfft computes the
+unnormalized transform; ATen's ``normalization`` (0 none, 1 by 1/sqrt(n), 2 by 1/n) is applied
+after, over the product of the transformed sizes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from kernels._semantics import scalar_type_name, write_out
+from kernels._tensor import from_numpy, to_numpy
+from kernels.registry import register
+
+_COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128,
+            torch.complex64: torch.complex64, torch.complex128: torch.complex128}
+_REAL = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
+def _check(self: torch.Tensor, op: str, complex_input: bool) -> None:
+    ok = _REAL if complex_input else (torch.float32, torch.float64)
+    if self.dtype not in ok:
+        raise RuntimeError(f"{op}: unsupported dtype {scalar_type_name(self.dtype)}")
+
+
+def _scale(value: np.ndarray, sizes: Sequence[int], normalization: int) -> np.ndarray:
+    n = int(np.prod(sizes)) if len(sizes) else 1
+    if normalization == 1:
+        return value / np.sqrt(n)
+    if normalization == 2:
+        return value / n
+    return value
+
+
+def _axes(self: torch.Tensor, dim: Sequence[int]) -> list[int]:
+    return [d % max(self.dim(), 1) for d in dim]
+
+
+def _r2c(self: torch.Tensor, dim: Sequence[int], normalization: int, onesided: bool
+         ) -> tuple[np.ndarray, torch.dtype]:
+    _check(self, "_fft_r2c", False)
+    x = to_numpy(self)
+    axes = _axes(self, dim)
+    v = np.fft.rfftn(x, axes=axes) if onesided else np.fft.fftn(x, axes=axes)
+    return _scale(v, [x.shape[a] for a in axes], normalization), _COMPLEX[self.dtype]
+
+
+def _c2r(self: torch.Tensor, dim: Sequence[int], normalization: int, last_dim_size: int
+         ) -> tuple[np.ndarray, torch.dtype]:
+    _check(self, "_fft_c2r", True)
+    x = to_numpy(self)
+    axes = _axes(self, dim)
+    s = [x.shape[a] for a in axes[:-1]] + [int(last_dim_size)]
+    v = np.fft.irfftn(x, s=s, axes=axes, norm="forward")  # unnormalized inverse
+    return _scale(v, s, normalization), _REAL[self.dtype]
+
+
+def _c2c(self: torch.Tensor, dim: Sequence[int], normalization: int, forward: bool
+         ) -> tuple[np.ndarray, torch.dtype]:
+    _check(self, "_fft_c2c", True)
+    x = to_numpy(self)
+    axes = _axes(self, dim)
+    v = np.fft.fftn(x, axes=axes) if forward else np.fft.ifftn(x, axes=axes, norm="forward")
+    return _scale(v, [x.shape[a] for a in axes], normalization), self.dtype
+
+
+@register("_fft_r2c")
+def _fft_r2c(self: torch.Tensor, dim: Sequence[int], normalization: int, onesided: bool
+             ) -> torch.Tensor:
+    v, dt = _r2c(self, dim, normalization, onesided)
+    return from_numpy(v, dt)
+
+
+@register("_fft_r2c.out")
+def _fft_r2c_out(self: torch.Tensor, dim: Sequence[int], normalization: int, onesided: bool, *,
+                 out: torch.Tensor) -> torch.Tensor:
+    v, dt = _r2c(self, dim, normalization, onesided)
+    return write_out(out, v, dt)
+
+
+@register("_fft_c2r")
+def _fft_c2r(self: torch.Tensor, dim: Sequence[int], normalization: int, last_dim_size: int
+             ) -> torch.Tensor:
+    v, dt = _c2r(self, dim, normalization, last_dim_size)
+    return from_numpy(v, dt)
+
+
+@register("_fft_c2r.out")
+def _fft_c2r_out(self: torch.Tensor, dim: Sequence[int], normalization: int,
+                 last_dim_size: int, *, out: torch.Tensor) -> torch.Tensor:
+    v, dt = _c2r(self, dim, normalization, last_dim_size)
+    return write_out(out, v, dt)
+
+
+@register("_fft_c2c")
+def _fft_c2c(self: torch.Tensor, dim: Sequence[int], normalization: int, forward: bool
+             ) -> torch.Tensor:
+    v, dt = _c2c(self, dim, normalization, forward)
+    return from_numpy(v, dt)
+
+
+@register("_fft_c2c.out")
+def _fft_c2c_out(self: torch.Tensor, dim: Sequence[int], normalization: int, forward: bool, *,
+                 out: torch.Tensor) -> torch.Tensor:
+    v, dt = _c2c(self, dim, normalization, forward)
+    return write_out(out, v, dt)
