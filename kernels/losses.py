@@ -13,7 +13,7 @@ import torch
 
 from kernels import nn
 from kernels._tensor import to_numpy
-from kernels.nn_ops import define
+from kernels.nn_ops import FLOATING, define
 
 __all__: list[str] = []
 
@@ -67,19 +67,22 @@ def _backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tenso
                                 ignore_index, to_numpy(total_weight))
 
 
-@define("nll_loss_forward", "nll_loss_forward.output", ("output", "total_weight"))
+@define("nll_loss_forward", "nll_loss_forward.output", ("output", "total_weight"),
+        dtypes=FLOATING, kernel_name="nll_loss_out_frame")
 def nll_loss_forward(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
                      reduction: int, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
     return _forward(self, target, weight, reduction, ignore_index, spatial=False)
 
 
-@define("nll_loss2d_forward", "nll_loss2d_forward.output", ("output", "total_weight"))
+@define("nll_loss2d_forward", "nll_loss2d_forward.output", ("output", "total_weight"),
+        dtypes=FLOATING, kernel_name="nll_loss2d_forward_out_frame")
 def nll_loss2d_forward(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
                        reduction: int, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
     return _forward(self, target, weight, reduction, ignore_index, spatial=True)
 
 
-@define("nll_loss_backward", "nll_loss_backward.grad_input", ("grad_input",))
+@define("nll_loss_backward", "nll_loss_backward.grad_input", ("grad_input",),
+        dtypes=FLOATING, kernel_name="nll_loss_backward_out_frame")
 def nll_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                       weight: torch.Tensor | None, reduction: int, ignore_index: int,
                       total_weight: torch.Tensor) -> np.ndarray:
@@ -87,7 +90,8 @@ def nll_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: tor
                      spatial=False)
 
 
-@define("nll_loss2d_backward", "nll_loss2d_backward.grad_input", ("grad_input",))
+@define("nll_loss2d_backward", "nll_loss2d_backward.grad_input", ("grad_input",),
+        dtypes=FLOATING, kernel_name="nll_loss2d_backward_out_frame")
 def nll_loss2d_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                         weight: torch.Tensor | None, reduction: int, ignore_index: int,
                         total_weight: torch.Tensor) -> np.ndarray:
@@ -118,14 +122,16 @@ def _pair(self: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndar
     return nn._opmath(x), nn._opmath(t), dtype
 
 
-@define("mse_loss", "mse_loss.out")
+@define("mse_loss", "mse_loss.out",
+        dtypes=FLOATING, kernel_name="mse_cpu")
 def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> np.ndarray:
     x, t, dtype = _pair(self, target)
     d = x - t
     return _reduce(d * d, reduction, dtype)
 
 
-@define("mse_loss_backward", "mse_loss_backward.grad_input", ("grad_input",))
+@define("mse_loss_backward", "mse_loss_backward.grad_input", ("grad_input",),
+        dtypes=FLOATING, kernel_name="mse_backward_cpu_out")
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                       reduction: int) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -135,7 +141,8 @@ def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: tor
     return (scale * d * g).astype(dtype, copy=False)
 
 
-@define("smooth_l1_loss", "smooth_l1_loss.out")
+@define("smooth_l1_loss", "smooth_l1_loss.out",
+        dtypes=FLOATING, kernel_name="smooth_l1_cpu")
 def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
                    beta: float = 1.0) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -144,7 +151,8 @@ def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
     return _reduce(loss, reduction, dtype)
 
 
-@define("smooth_l1_loss_backward", "smooth_l1_loss_backward.grad_input", ("grad_input",))
+@define("smooth_l1_loss_backward", "smooth_l1_loss_backward.grad_input", ("grad_input",),
+        dtypes=FLOATING, kernel_name="smooth_l1_backward_cpu_out")
 def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                             reduction: int, beta: float) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -157,7 +165,8 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, targe
     return _norm(grad, reduction, d.size).astype(dtype, copy=False)
 
 
-@define("huber_loss", "huber_loss.out")
+@define("huber_loss", "huber_loss.out",
+        dtypes=FLOATING, kernel_name="huber_cpu")
 def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
                delta: float = 1.0) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -165,7 +174,8 @@ def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
     return _reduce(np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)), reduction, dtype)
 
 
-@define("huber_loss_backward", "huber_loss_backward.out", ("grad_input",))
+@define("huber_loss_backward", "huber_loss_backward.out", ("grad_input",),
+        dtypes=FLOATING, kernel_name="huber_backward_cpu_out")
 def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                         reduction: int, delta: float) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -183,7 +193,8 @@ def _bce_check(x: np.ndarray) -> None:
         raise RuntimeError("all elements of input should be between 0 and 1")
 
 
-@define("binary_cross_entropy", "binary_cross_entropy.out")
+@define("binary_cross_entropy", "binary_cross_entropy.out",
+        dtypes=FLOATING, kernel_name="binary_cross_entropy")
 def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor,
                          weight: torch.Tensor | None = None, reduction: int = 1) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -197,7 +208,8 @@ def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor,
 
 
 @define("binary_cross_entropy_backward", "binary_cross_entropy_backward.grad_input",
-        ("grad_input",))
+        ("grad_input",),
+        dtypes=FLOATING, kernel_name="binary_cross_entropy_backward")
 def binary_cross_entropy_backward(grad_output: torch.Tensor, self: torch.Tensor,
                                   target: torch.Tensor, weight: torch.Tensor | None = None,
                                   reduction: int = 1) -> np.ndarray:

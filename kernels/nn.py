@@ -797,6 +797,14 @@ def _avg_divisors(
     return div.astype(dtype)
 
 
+def _divide_like_c(a: np.ndarray, div: np.ndarray | int) -> np.ndarray:
+    """``a / div``; for integers C's division, truncating toward zero (ATen's int64 pooling)."""
+    if a.dtype.kind in "iu":
+        q = np.abs(a) // np.abs(div)
+        return np.where((a < 0) != (np.asarray(div) < 0), -q, q)
+    return a / (a.dtype.type(div) if isinstance(div, int) else div)
+
+
 def avg_pool(
     x: np.ndarray,
     nd: int,
@@ -822,8 +830,8 @@ def avg_pool(
         for j in range(1, k[i]):
             summed += _axis_slice(acc, axis, _window_slice(j, s[i], out[i]))
         acc = summed
-    acc /= _avg_divisors(x, nd, k, s, p, out, count_include_pad, divisor_override, acc.dtype)
-    return acc.astype(dtype, copy=False)
+    div = _avg_divisors(x, nd, k, s, p, out, count_include_pad, divisor_override, acc.dtype)
+    return _divide_like_c(acc, div).astype(dtype, copy=False)
 
 
 def avg_pool_backward(
@@ -841,7 +849,9 @@ def avg_pool_backward(
     (separably, the last axis first)."""
     k, s, p, _, out = _pool_params(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
     go = _opmath(grad_out)
-    g = go / _avg_divisors(x, nd, k, s, p, out, count_include_pad, divisor_override, go.dtype)
+    g = _divide_like_c(
+        go, _avg_divisors(x, nd, k, s, p, out, count_include_pad, divisor_override, go.dtype)
+    )
     spatial = x.shape[-nd:]
     full = [max((out[i] - 1) * s[i] + k[i], spatial[i] + 2 * p[i]) for i in range(nd)]
     first_axis = x.ndim - nd

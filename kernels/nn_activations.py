@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from kernels._semantics import write_inplace
-from kernels._tensor import NP_DTYPE, to_numpy
+from kernels._tensor import to_numpy
 from kernels.nn import _opmath
-from kernels.nn_ops import define
+from kernels.nn_ops import COMPLEX, FLOATING, REAL, check_dtype, define
 from kernels.registry import register, resolve_overload
 
 __all__ = ["ACTIVATIONS", "Activation"]
@@ -47,6 +47,13 @@ def _elu_bwd(g: Arr, y_or_x: Arr, alpha: Any, scale: Any, input_scale: Any,
     else:
         inner = g * input_scale * neg * np.exp(y_or_x * input_scale)
     return np.where(y_or_x <= 0, inner, g * scale)
+
+
+def _hardtanh_check(self: torch.Tensor, lo: Any, hi: Any) -> None:
+    if self.dtype == torch.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if self.dtype == torch.uint8 and (lo < 0 or hi < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
 
 
 def _hardtanh(x: Arr, lo: Any, hi: Any) -> Arr:
@@ -79,7 +86,7 @@ def _silu(x: Arr) -> Arr:
 
 def _silu_bwd(g: Arr, x: Arr) -> Arr:
     s = _sigmoid(x)
-    return g * s * (1.0 + x * (1.0 - s))
+    return g * np.conj(s * (1.0 + x * (1.0 - s)))
 
 
 def _softplus(x: Arr, beta: Any, threshold: Any) -> Arr:
@@ -129,24 +136,22 @@ class Activation:
     backward_names: tuple[str, str] | None = None
     #: the backward's extra (non-scalar) schema arguments after the scalars, e.g. ``is_result``
     backward_flags: int = 0
+    #: dtypes CPU's kernels accept
+    dtypes: frozenset[torch.dtype] = FLOATING
 
 
 ACTIVATIONS = (
     Activation("elu", _elu, None),  # elu_backward has its own argument order, below
-    Activation("hardtanh", _hardtanh, _hardtanh_bwd),
+    # bool and uint8 reach _hardtanh_check, which refuses them with CPU's own messages
+    Activation("hardtanh", _hardtanh, _hardtanh_bwd, dtypes=REAL | {torch.bool}),
     Activation("leaky_relu", _leaky_relu, _leaky_relu_bwd, backward_flags=1),
-    Activation("silu", _silu, _silu_bwd),
+    Activation("silu", _silu, _silu_bwd, dtypes=FLOATING | COMPLEX),
     Activation("softplus", _softplus, _softplus_bwd, inplace=False),
     Activation("hardsigmoid", _hardsigmoid, _hardsigmoid_bwd),
     Activation("hardswish", _hardswish, _hardswish_bwd,
                backward_names=("hardswish_backward", "hardswish_backward.out")),
     Activation("mish", _mish, _mish_bwd, backward_names=("mish_backward", None)),  # type: ignore[arg-type]
 )
-
-
-def _check_float(x: Arr, name: str) -> None:
-    if x.dtype.kind != "f" and x.dtype != NP_DTYPE[torch.bfloat16]:
-        raise RuntimeError(f"\"{name}\" not implemented for '{x.dtype}'")
 
 
 def _defaults(name: str) -> tuple[Any, ...]:
@@ -162,13 +167,15 @@ def _make(act: Activation) -> None:
     def forward_arrays(self: torch.Tensor, *scalars: Any) -> Arr:
         scalars = scalars + defaults[len(scalars):]
         x = to_numpy(self)
-        _check_float(x, act.name)
+        if act.name == "hardtanh":
+            _hardtanh_check(self, *scalars)
         return act.forward(_opmath(x), *scalars).astype(x.dtype, copy=False)
 
     forward_arrays.__name__ = act.name
-    define(act.name, f"{act.name}.out")(forward_arrays)
+    define(act.name, f"{act.name}.out", dtypes=act.dtypes)(forward_arrays)
     if act.inplace:
         def inplace(self: torch.Tensor, *scalars: Any) -> torch.Tensor:
+            check_dtype(self, act.dtypes, act.name)
             with np.errstate(all="ignore"):
                 return write_inplace(self, forward_arrays(self, *scalars))
 
@@ -186,14 +193,15 @@ def _make(act: Activation) -> None:
     backward_arrays.__name__ = act.name + "_backward"
     names = act.backward_names or (f"{act.name}_backward", f"{act.name}_backward.grad_input")
     out_arg = "out" if names[1] and names[1].endswith(".out") else "grad_input"
-    define(names[0], names[1], (out_arg,))(backward_arrays)
+    define(names[0], names[1], (out_arg,), dtypes=act.dtypes & (FLOATING | COMPLEX)
+           )(backward_arrays)
 
 
 for _act in ACTIVATIONS:
     _make(_act)
 
 
-@define("elu_backward", "elu_backward.grad_input", ("grad_input",))
+@define("elu_backward", "elu_backward.grad_input", ("grad_input",), dtypes=FLOATING)
 def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale: Any,
                  is_result: bool, self_or_result: torch.Tensor) -> Arr:
     g, x = to_numpy(grad_output), to_numpy(self_or_result)
@@ -201,33 +209,36 @@ def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale:
     return _elu_bwd(_opmath(g), _opmath(x), alpha, scale, input_scale, is_result).astype(dtype)
 
 
-@define("sigmoid_backward", "sigmoid_backward.grad_input", ("grad_input",))
+@define("sigmoid_backward", "sigmoid_backward.grad_input", ("grad_input",),
+        dtypes=FLOATING | COMPLEX, kernel_name="sigmoid_backward_cpu")
 def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
     g, y = to_numpy(grad_output), to_numpy(output)
     dtype = np.result_type(g, y)
     gf, yf = _opmath(g), _opmath(y)
-    return (gf * (1.0 - yf) * yf).astype(dtype, copy=False)
+    return (gf * np.conj((1.0 - yf) * yf)).astype(dtype, copy=False)
 
 
-@define("tanh_backward", "tanh_backward.grad_input", ("grad_input",))
+@define("tanh_backward", "tanh_backward.grad_input", ("grad_input",),
+        dtypes=FLOATING | COMPLEX, kernel_name="tanh_backward_cpu")
 def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
     g, y = to_numpy(grad_output), to_numpy(output)
     dtype = np.result_type(g, y)
     gf, yf = _opmath(g), _opmath(y)
-    return (gf * (1.0 - yf * yf)).astype(dtype, copy=False)
+    return (gf * np.conj(1.0 - yf * yf)).astype(dtype, copy=False)
 
 
-@define("log_sigmoid_forward", "log_sigmoid_forward.output", ("output", "buffer"))
+@define("log_sigmoid_forward", "log_sigmoid_forward.output", ("output", "buffer"),
+        dtypes=FLOATING)
 def log_sigmoid_forward(self: torch.Tensor) -> tuple[Arr, Arr]:
     x = to_numpy(self)
-    _check_float(x, "log_sigmoid_forward")
     xf = _opmath(x)
     z = np.exp(-np.abs(xf))
     out = np.minimum(xf, 0.0) - np.log1p(z)
     return out.astype(x.dtype, copy=False), z.astype(x.dtype, copy=False)
 
 
-@define("log_sigmoid_backward", "log_sigmoid_backward.grad_input", ("grad_input",))
+@define("log_sigmoid_backward", "log_sigmoid_backward.grad_input", ("grad_input",),
+        dtypes=FLOATING)
 def log_sigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor, buffer: torch.Tensor
                          ) -> Arr:
     g, x, z = (_opmath(to_numpy(t)) for t in (grad_output, self, buffer))
@@ -246,15 +257,14 @@ def _glu_halves(x: Arr, dim: int) -> tuple[Arr, Arr]:
     return a, b
 
 
-@define("glu", "glu.out")
+@define("glu", "glu.out", dtypes=FLOATING, kernel_name="glu_cpu")
 def glu(self: torch.Tensor, dim: int = -1) -> Arr:
     x = to_numpy(self)
-    _check_float(x, "glu")
     a, b = _glu_halves(_opmath(x), dim)
     return (a * _sigmoid(b)).astype(x.dtype, copy=False)
 
 
-@define("glu_backward", "glu_backward.grad_input", ("grad_input",))
+@define("glu_backward", "glu_backward.grad_input", ("grad_input",), dtypes=FLOATING)
 def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int) -> Arr:
     x = to_numpy(self)
     g = _opmath(to_numpy(grad_output))
@@ -265,14 +275,14 @@ def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int) -> Arr
     return np.concatenate([ga, gb], axis=dim % x.ndim).astype(x.dtype, copy=False)
 
 
-@define("_prelu_kernel")
+@define("_prelu_kernel", dtypes=FLOATING, kernel_name="prelu_cpu")
 def prelu_kernel(self: torch.Tensor, weight: torch.Tensor) -> Arr:
     x, w = to_numpy(self), to_numpy(weight)
     xf = _opmath(x)
     return np.where(xf > 0, xf, _opmath(w) * xf).astype(np.result_type(x, w), copy=False)
 
 
-@define("_prelu_kernel_backward")
+@define("_prelu_kernel_backward", dtypes=FLOATING, kernel_name="prelu_backward_cpu")
 def prelu_kernel_backward(grad_output: torch.Tensor, self: torch.Tensor, weight: torch.Tensor
                           ) -> tuple[Arr, Arr]:
     g, x, w = (_opmath(to_numpy(t)) for t in (grad_output, self, weight))

@@ -21,11 +21,11 @@ import numpy as np
 import torch
 
 from kernels import _device, nn
-from kernels._semantics import write_inplace, write_out
+from kernels._semantics import scalar_type_name, write_inplace, write_out
 from kernels._tensor import NP_DTYPE, TORCH_DTYPE, from_numpy, to_numpy
 from kernels.registry import register
 
-__all__ = ["define"]
+__all__ = ["COMPLEX", "FLOATING", "INTEGRAL", "REAL", "check_dtype", "define"]
 
 Impl = Callable[..., Any]
 
@@ -53,12 +53,35 @@ def _store(outs: Sequence[torch.Tensor], values: Any) -> Any:
     return outs[0] if single else tuple(outs)
 
 
-def define(functional: str, out: str | None = None, out_names: Sequence[str] = ("out",)
+# dtype sets of CPU's kernels (what ATen's AT_DISPATCH_* macros accept), named once
+FLOATING = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64})
+COMPLEX = frozenset({torch.complex64, torch.complex128})
+INTEGRAL = frozenset({torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
+REAL = INTEGRAL | FLOATING
+
+
+def check_dtype(t: Any, allowed: frozenset[torch.dtype], kernel: str) -> None:
+    """CPU's refusal of a dtype its kernel is not compiled for (``NotImplementedError``)."""
+    if isinstance(t, torch.Tensor) and t.dtype not in allowed:
+        raise NotImplementedError(
+            f'"{kernel}" not implemented for \'{scalar_type_name(t.dtype)}\''
+        )
+
+
+def define(functional: str, out: str | None = None, out_names: Sequence[str] = ("out",), *,
+           dtypes: frozenset[torch.dtype] | None = None, kernel_name: str | None = None
            ) -> Callable[[Impl], Impl]:
-    """Register ``impl`` as ``functional`` and (if given) as the ``out=`` overload ``out``."""
+    """Register ``impl`` as ``functional`` and (if given) as the ``out=`` overload ``out``.
+
+    ``dtypes``: the dtypes CPU's kernel accepts for the first tensor argument; others are refused
+    as CPU refuses them (``kernel_name`` is the name CPU's message shows).
+    """
+    gate_name = kernel_name or functional.split(".")[0]
 
     def deco(impl: Impl) -> Impl:
         def kernel(*args: Any, **kwargs: Any) -> Any:
+            if dtypes is not None and args:
+                check_dtype(args[0], dtypes, gate_name)
             with np.errstate(all="ignore"):
                 return _wrap(impl(*args, **kwargs))
 
@@ -68,6 +91,8 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
 
             def out_kernel(*args: Any, **kwargs: Any) -> Any:
                 outs = [kwargs.pop(n) for n in out_names]
+                if dtypes is not None and args:
+                    check_dtype(args[0], dtypes, gate_name)
                 with np.errstate(all="ignore"):
                     return _store(outs, impl(*args, **kwargs))
 
@@ -82,18 +107,21 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
 # convolution
 
 
-@define("convolution_overrideable", "convolution_overrideable.out")
+@define("convolution_overrideable", "convolution_overrideable.out",
+        dtypes=REAL, kernel_name="slow_conv2d_cpu")
 def convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                 stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
                 output_padding: list[int], groups: int) -> np.ndarray:
     x, w, b = to_numpy(input), to_numpy(weight), _arr(bias)
     if transposed:
+        check_dtype(input, FLOATING | {torch.int64}, "slow_conv_transpose2d_out_cpu")
         return nn.conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, groups)
     return nn.conv_forward(x, w, b, stride, padding, dilation, groups)
 
 
 @define("convolution_backward_overrideable", "convolution_backward_overrideable.out",
-        ("out0", "out1", "out2"))
+        ("out0", "out1", "out2"),
+        dtypes=FLOATING, kernel_name="slow_conv2d_backward_cpu")
 def convolution_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
                          stride: list[int], padding: list[int], dilation: list[int],
                          transposed: bool, output_padding: list[int], groups: int,
@@ -117,7 +145,8 @@ def _bn(input: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | N
                          _arr(running_var), training, momentum, eps)
 
 
-@define("native_batch_norm", "native_batch_norm.out", ("out", "save_mean", "save_invstd"))
+@define("native_batch_norm", "native_batch_norm.out", ("out", "save_mean", "save_invstd"),
+        dtypes=FLOATING, kernel_name="batch_norm")
 def native_batch_norm(input: torch.Tensor, weight: torch.Tensor | None,
                       bias: torch.Tensor | None, running_mean: torch.Tensor | None,
                       running_var: torch.Tensor | None, training: bool, momentum: float,
@@ -126,7 +155,8 @@ def native_batch_norm(input: torch.Tensor, weight: torch.Tensor | None,
 
 
 @define("_native_batch_norm_legit", "_native_batch_norm_legit.out",
-        ("out", "save_mean", "save_invstd"))
+        ("out", "save_mean", "save_invstd"),
+        dtypes=FLOATING, kernel_name="batch_norm")
 def native_batch_norm_legit(input: torch.Tensor, weight: torch.Tensor | None,
                             bias: torch.Tensor | None, running_mean: torch.Tensor,
                             running_var: torch.Tensor, training: bool, momentum: float,
@@ -135,7 +165,8 @@ def native_batch_norm_legit(input: torch.Tensor, weight: torch.Tensor | None,
 
 
 @define("_native_batch_norm_legit.no_stats", "_native_batch_norm_legit.no_stats_out",
-        ("out", "save_mean", "save_invstd"))
+        ("out", "save_mean", "save_invstd"),
+        dtypes=FLOATING, kernel_name="batch_norm")
 def native_batch_norm_legit_no_stats(input: torch.Tensor, weight: torch.Tensor | None,
                                      bias: torch.Tensor | None, training: bool, momentum: float,
                                      eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -143,7 +174,8 @@ def native_batch_norm_legit_no_stats(input: torch.Tensor, weight: torch.Tensor |
 
 
 @define("_native_batch_norm_legit_no_training", "_native_batch_norm_legit_no_training.out",
-        ("out0", "out1", "out2"))
+        ("out0", "out1", "out2"),
+        dtypes=FLOATING, kernel_name="batch_norm")
 def native_batch_norm_legit_no_training(input: torch.Tensor, weight: torch.Tensor | None,
                                         bias: torch.Tensor | None, running_mean: torch.Tensor,
                                         running_var: torch.Tensor, momentum: float, eps: float
@@ -151,7 +183,8 @@ def native_batch_norm_legit_no_training(input: torch.Tensor, weight: torch.Tenso
     return _bn(input, weight, bias, running_mean, running_var, False, momentum, eps)
 
 
-@define("native_batch_norm_backward", "native_batch_norm_backward.out", ("out0", "out1", "out2"))
+@define("native_batch_norm_backward", "native_batch_norm_backward.out", ("out0", "out1", "out2"),
+        dtypes=FLOATING, kernel_name="batch_norm_backward_cpu")
 def native_batch_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
                                weight: torch.Tensor | None, running_mean: torch.Tensor | None,
                                running_var: torch.Tensor | None, save_mean: torch.Tensor | None,
@@ -162,14 +195,16 @@ def native_batch_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
                                   _arr(save_invstd), train, eps, output_mask)
 
 
-@define("native_layer_norm", "native_layer_norm.out", ("out0", "out1", "out2"))
+@define("native_layer_norm", "native_layer_norm.out", ("out0", "out1", "out2"),
+        dtypes=FLOATING, kernel_name="LayerNormKernelImpl")
 def native_layer_norm(input: torch.Tensor, normalized_shape: list[int],
                       weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return nn.layer_norm(to_numpy(input), normalized_shape, _arr(weight), _arr(bias), eps)
 
 
-@define("native_layer_norm_backward", "native_layer_norm_backward.out", ("out0", "out1", "out2"))
+@define("native_layer_norm_backward", "native_layer_norm_backward.out", ("out0", "out1", "out2"),
+        dtypes=FLOATING, kernel_name="LayerNormBackwardKernelImpl")
 def native_layer_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
                                normalized_shape: list[int], mean: torch.Tensor,
                                rstd: torch.Tensor, weight: torch.Tensor | None,
@@ -180,7 +215,8 @@ def native_layer_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
                                   output_mask)
 
 
-@define("native_group_norm", "native_group_norm.out", ("out0", "out1", "out2"))
+@define("native_group_norm", "native_group_norm.out", ("out0", "out1", "out2"),
+        dtypes=FLOATING, kernel_name="GroupNormKernelImpl")
 def native_group_norm(input: torch.Tensor, weight: torch.Tensor | None,
                       bias: torch.Tensor | None, N: int, C: int, HxW: int, group: int,
                       eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -192,7 +228,8 @@ def native_group_norm(input: torch.Tensor, weight: torch.Tensor | None,
     return nn.group_norm(to_numpy(input), _arr(weight), _arr(bias), N, C, HxW, group, eps)
 
 
-@define("native_group_norm_backward", "native_group_norm_backward.out", ("out0", "out1", "out2"))
+@define("native_group_norm_backward", "native_group_norm_backward.out", ("out0", "out1", "out2"),
+        dtypes=FLOATING, kernel_name="GroupNormBackwardKernelImpl")
 def native_group_norm_backward(grad_out: torch.Tensor, input: torch.Tensor, mean: torch.Tensor,
                                rstd: torch.Tensor, weight: torch.Tensor | None, N: int, C: int,
                                HxW: int, group: int, output_mask: list[bool]
@@ -205,7 +242,8 @@ def native_group_norm_backward(grad_out: torch.Tensor, input: torch.Tensor, mean
 # pooling
 
 
-@define("max_pool2d_with_indices", "max_pool2d_with_indices.out", ("out", "indices"))
+@define("max_pool2d_with_indices", "max_pool2d_with_indices.out", ("out", "indices"),
+        dtypes=REAL, kernel_name="max_pool2d")
 def max_pool2d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
                             padding: list[int] = (0,), dilation: list[int] = (1,),
                             ceil_mode: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -214,7 +252,8 @@ def max_pool2d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: 
 
 
 @define("max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward.grad_input",
-        ("grad_input",))
+        ("grad_input",),
+        dtypes=FLOATING, kernel_name="max_pool2d_backward")
 def max_pool2d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tensor,
                                      kernel_size: list[int], stride: list[int],
                                      padding: list[int], dilation: list[int], ceil_mode: bool,
@@ -224,7 +263,8 @@ def max_pool2d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tens
                                                to_numpy(indices))
 
 
-@define("avg_pool2d", "avg_pool2d.out")
+@define("avg_pool2d", "avg_pool2d.out",
+        dtypes=FLOATING | {torch.int64})
 def avg_pool2d(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
                padding: list[int] = (0,), ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> np.ndarray:
@@ -232,7 +272,8 @@ def avg_pool2d(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (
                          count_include_pad, divisor_override)
 
 
-@define("avg_pool2d_backward", "avg_pool2d_backward.grad_input", ("grad_input",))
+@define("avg_pool2d_backward", "avg_pool2d_backward.grad_input", ("grad_input",),
+        dtypes=FLOATING | {torch.int64})
 def avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor, kernel_size: list[int],
                         stride: list[int], padding: list[int], ceil_mode: bool,
                         count_include_pad: bool, divisor_override: int | None) -> np.ndarray:
@@ -240,17 +281,20 @@ def avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor, kernel_si
                                   padding, ceil_mode, count_include_pad, divisor_override)
 
 
-@define("_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out")
+@define("_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out",
+        dtypes=FLOATING, kernel_name="adaptive_avg_pool2d")
 def adaptive_avg_pool2d(self: torch.Tensor, output_size: list[int]) -> np.ndarray:
     return nn.adaptive_avg_pool2d(to_numpy(self), output_size)
 
 
-@define("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out")
+@define("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out",
+        dtypes=FLOATING, kernel_name="adaptive_avg_pool2d_backward_cpu")
 def adaptive_avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor) -> np.ndarray:
     return nn.adaptive_avg_pool2d_backward(to_numpy(grad_output), to_numpy(self))
 
 
-@define("max_pool3d_with_indices", "max_pool3d_with_indices.out", ("out", "indices"))
+@define("max_pool3d_with_indices", "max_pool3d_with_indices.out", ("out", "indices"),
+        dtypes=REAL, kernel_name="max_pool3d")
 def max_pool3d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
                             padding: list[int] = (0,), dilation: list[int] = (1,),
                             ceil_mode: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -259,7 +303,8 @@ def max_pool3d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: 
 
 
 @define("max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward.grad_input",
-        ("grad_input",))
+        ("grad_input",),
+        dtypes=FLOATING, kernel_name="max_pool3d_backward")
 def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tensor,
                                      kernel_size: list[int], stride: list[int],
                                      padding: list[int], dilation: list[int], ceil_mode: bool,
@@ -269,7 +314,9 @@ def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tens
                                              to_numpy(indices))
 
 
-@define("avg_pool3d", "avg_pool3d.out")
+@define("avg_pool3d", "avg_pool3d.out",
+        dtypes=frozenset({torch.float32, torch.float64, torch.int64}),
+        kernel_name="avg_pool3d_out_frame")
 def avg_pool3d(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
                padding: list[int] = (0,), ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> np.ndarray:
@@ -277,7 +324,9 @@ def avg_pool3d(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (
                        count_include_pad, divisor_override)
 
 
-@define("avg_pool3d_backward", "avg_pool3d_backward.grad_input", ("grad_input",))
+@define("avg_pool3d_backward", "avg_pool3d_backward.grad_input", ("grad_input",),
+        dtypes=frozenset({torch.float32, torch.float64, torch.int64}),
+        kernel_name="avg_pool3d_out_frame")
 def avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, kernel_size: list[int],
                         stride: list[int], padding: list[int], ceil_mode: bool,
                         count_include_pad: bool, divisor_override: int | None) -> np.ndarray:
@@ -285,12 +334,14 @@ def avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, kernel_si
                                 padding, ceil_mode, count_include_pad, divisor_override)
 
 
-@define("_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out")
+@define("_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out",
+        dtypes=FLOATING, kernel_name="adaptive_avg_pool3d_cpu")
 def adaptive_avg_pool3d(self: torch.Tensor, output_size: list[int]) -> np.ndarray:
     return nn.adaptive_avg_pool(to_numpy(self), output_size)
 
 
-@define("_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.out")
+@define("_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.out",
+        dtypes=FLOATING, kernel_name="adaptive_avg_pool3d_backward_cpu")
 def adaptive_avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor) -> np.ndarray:
     return nn.adaptive_avg_pool_backward(to_numpy(grad_output), to_numpy(self), 3)
 
@@ -316,19 +367,22 @@ def _dim(dim: int, ndim: int) -> int:
     return dim % n if ndim else 0
 
 
-@define("_softmax", "_softmax.out")
+@define("_softmax", "_softmax.out",
+        dtypes=FLOATING, kernel_name="softmax_kernel_impl")
 def softmax(self: torch.Tensor, dim: int, half_to_float: bool) -> np.ndarray:
     x = to_numpy(self)
     return _softmax_result(nn.softmax(x, _dim(dim, x.ndim)), half_to_float)
 
 
-@define("_log_softmax", "_log_softmax.out")
+@define("_log_softmax", "_log_softmax.out",
+        dtypes=FLOATING, kernel_name="log_softmax_kernel_impl")
 def log_softmax(self: torch.Tensor, dim: int, half_to_float: bool) -> np.ndarray:
     x = to_numpy(self)
     return _softmax_result(nn.log_softmax(x, _dim(dim, x.ndim)), half_to_float)
 
 
-@define("_softmax_backward_data", "_softmax_backward_data.out", ("grad_input",))
+@define("_softmax_backward_data", "_softmax_backward_data.out", ("grad_input",),
+        dtypes=FLOATING, kernel_name="softmax_backward_kernel_impl")
 def softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: int,
                           input_dtype: torch.dtype) -> np.ndarray:
     y = to_numpy(output)
@@ -336,7 +390,8 @@ def softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: 
     return g.astype(NP_DTYPE[input_dtype], copy=False)
 
 
-@define("_log_softmax_backward_data", "_log_softmax_backward_data.out")
+@define("_log_softmax_backward_data", "_log_softmax_backward_data.out",
+        dtypes=FLOATING, kernel_name="log_softmax_backward_kernel_impl")
 def log_softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, dim: int,
                               input_dtype: torch.dtype) -> np.ndarray:
     y = to_numpy(output)
@@ -348,13 +403,11 @@ def log_softmax_backward_data(grad_output: torch.Tensor, output: torch.Tensor, d
 # activations
 
 
-def _check_activation_dtype(x: np.ndarray, name: str) -> None:
-    if x.dtype == np.bool_:
-        raise RuntimeError(f'"{name}" not implemented for \'Bool\'')
-
-
 def _relu(x: np.ndarray) -> np.ndarray:
-    _check_activation_dtype(x, "clamp_min_cpu")
+    if x.dtype == np.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    if x.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     return np.maximum(x, np.zeros((), x.dtype))
 
 
@@ -369,44 +422,43 @@ def relu_(self: torch.Tensor) -> torch.Tensor:
 
 
 def _threshold(x: np.ndarray, threshold: Any, value: Any) -> np.ndarray:
-    _check_activation_dtype(x, "threshold_cpu")
     return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)
 
 
-@define("threshold", "threshold.out")
+@define("threshold", "threshold.out",
+        dtypes=REAL, kernel_name="threshold_cpu")
 def threshold(self: torch.Tensor, threshold: Any, value: Any) -> np.ndarray:
     return _threshold(to_numpy(self), threshold, value)
 
 
 @register("threshold_")
 def threshold_(self: torch.Tensor, threshold: Any, value: Any) -> torch.Tensor:
+    check_dtype(self, REAL, "threshold_cpu")
     return write_inplace(self, _threshold(to_numpy(self), threshold, value))
 
 
-@define("threshold_backward", "threshold_backward.grad_input", ("grad_input",))
+@define("threshold_backward", "threshold_backward.grad_input", ("grad_input",),
+        dtypes=REAL, kernel_name="threshold_cpu")
 def threshold_backward(grad_output: torch.Tensor, self: torch.Tensor, threshold: Any
                        ) -> np.ndarray:
     return nn.threshold_backward(to_numpy(grad_output), to_numpy(self), threshold)
 
 
-def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
-    if x.dtype.kind not in "f" and x.dtype != NP_DTYPE[torch.bfloat16]:
-        raise RuntimeError(f"\"GeluKernelImpl\" not implemented for '{x.dtype}'")
-    return nn.gelu(x, approximate)
-
-
-@define("gelu", "gelu.out")
+@define("gelu", "gelu.out",
+        dtypes=FLOATING, kernel_name="GeluKernelImpl")
 def gelu(self: torch.Tensor, *, approximate: str = "none") -> np.ndarray:
-    return _gelu(to_numpy(self), approximate)
+    return nn.gelu(to_numpy(self), approximate)
 
 
 @register("gelu_")
 def gelu_(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
+    check_dtype(self, FLOATING, "GeluKernelImpl")
     with np.errstate(all="ignore"):
-        return write_inplace(self, _gelu(to_numpy(self), approximate))
+        return write_inplace(self, nn.gelu(to_numpy(self), approximate))
 
 
-@define("gelu_backward", "gelu_backward.grad_input", ("grad_input",))
+@define("gelu_backward", "gelu_backward.grad_input", ("grad_input",),
+        dtypes=FLOATING, kernel_name="GeluBackwardKernelImpl")
 def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate: str = "none"
                   ) -> np.ndarray:
     return nn.gelu_backward(to_numpy(grad_output), to_numpy(self), approximate)
@@ -419,13 +471,22 @@ def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate:
 @define("native_dropout", "native_dropout.out", ("out0", "out1"))
 def native_dropout(input: torch.Tensor, p: float, train: bool | None
                    ) -> tuple[np.ndarray, np.ndarray]:
+    if input.numel() and (train is None or train) and input.dtype not in FLOATING | COMPLEX:
+        # CPU multiplies by a float scale in place: its "can't be cast" refusal
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type "
+            f"{scalar_type_name(input.dtype)}"
+        )
     return nn.native_dropout(to_numpy(input), p, train, _device.generator())
 
 
 @define("native_dropout_backward", "native_dropout_backward.out")
 def native_dropout_backward(grad_output: torch.Tensor, mask: torch.Tensor, scale: float
                             ) -> np.ndarray:
-    return nn.native_dropout_backward(to_numpy(grad_output), to_numpy(mask), scale)
+    g = to_numpy(grad_output)
+    if grad_output.dtype not in FLOATING | COMPLEX:  # grad * mask * scale: a float scale wins
+        g = g.astype(NP_DTYPE[torch.get_default_dtype()])
+    return nn.native_dropout_backward(g, to_numpy(mask), scale)
 
 
 @define("embedding_dense_backward", "embedding_dense_backward.out")

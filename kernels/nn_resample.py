@@ -5,6 +5,9 @@ matrix ``(out, in)`` built from ATen's own index/weight rules, and the op is a c
 products (BLAS); the backward is the same chain with the transposed matrices. Index rules follow
 ATen's CPU kernels: ``nearest_idx`` (float32 ``floor(dst * scale)``), ``area_pixel_compute_scale``
 / ``area_pixel_compute_source_index`` for bilinear, reflect without repeating the edge.
+
+Known difference: for uint8 images CPU's bilinear kernel interpolates in fixed point; ours
+interpolates in float32 and rounds to nearest, so about 1 pixel value in 10 differs by 1.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import torch
 
 from kernels._tensor import to_numpy
 from kernels.nn import _opmath
-from kernels.nn_ops import define
+from kernels.nn_ops import COMPLEX, FLOATING, REAL, define
 
 __all__: list[str] = []
 
@@ -83,7 +86,8 @@ def _check_4d(x: np.ndarray, name: str) -> None:
         raise RuntimeError(f"{name}: expected a 4D input (N, C, H, W), got {x.ndim}D")
 
 
-@define("upsample_nearest2d", "upsample_nearest2d.out")
+@define("upsample_nearest2d", "upsample_nearest2d.out",
+        dtypes=FLOATING | {torch.uint8}, kernel_name="upsample_nearest2d_channels_last")
 def upsample_nearest2d(self: torch.Tensor, output_size: list[int], scales_h: float | None = None,
                        scales_w: float | None = None) -> np.ndarray:
     x = to_numpy(self)
@@ -94,7 +98,7 @@ def upsample_nearest2d(self: torch.Tensor, output_size: list[int], scales_h: flo
 
 
 @define("upsample_nearest2d_backward", "upsample_nearest2d_backward.grad_input",
-        ("grad_input",))
+        ("grad_input",), dtypes=FLOATING)
 def upsample_nearest2d_backward(grad_output: torch.Tensor, output_size: list[int],
                                 input_size: list[int], scales_h: float | None = None,
                                 scales_w: float | None = None) -> np.ndarray:
@@ -105,20 +109,24 @@ def upsample_nearest2d_backward(grad_output: torch.Tensor, output_size: list[int
     return _apply(gf, [mh.T, mw.T]).astype(g.dtype, copy=False)
 
 
-@define("upsample_bilinear2d", "upsample_bilinear2d.out")
+@define("upsample_bilinear2d", "upsample_bilinear2d.out",
+        dtypes=FLOATING | {torch.uint8}, kernel_name="upsample_bilinear2d_channels_last")
 def upsample_bilinear2d(self: torch.Tensor, output_size: list[int], align_corners: bool,
                         scales_h: float | None = None, scales_w: float | None = None
                         ) -> np.ndarray:
     x = to_numpy(self)
     _check_4d(x, "upsample_bilinear2d")
-    xf = _opmath(x)
+    xf = x.astype(np.float32) if x.dtype == np.uint8 else _opmath(x)
     mh = _linear_matrix(x.shape[2], output_size[0], align_corners, scales_h, xf.dtype)
     mw = _linear_matrix(x.shape[3], output_size[1], align_corners, scales_w, xf.dtype)
-    return _apply(xf, [mh, mw]).astype(x.dtype, copy=False)
+    y = _apply(xf, [mh, mw])
+    if x.dtype == np.uint8:  # CPU's uint8 kernel rounds to nearest and saturates
+        y = np.clip(np.rint(y), 0, 255)
+    return y.astype(x.dtype, copy=False)
 
 
 @define("upsample_bilinear2d_backward", "upsample_bilinear2d_backward.grad_input",
-        ("grad_input",))
+        ("grad_input",), dtypes=FLOATING)
 def upsample_bilinear2d_backward(grad_output: torch.Tensor, output_size: list[int],
                                  input_size: list[int], align_corners: bool,
                                  scales_h: float | None = None, scales_w: float | None = None
@@ -193,8 +201,9 @@ def _make_pad(mode: str, torch_name: str, dims: int) -> None:
 
     forward.__name__ = name
     backward.__name__ = name + "_backward"
-    define(name, f"{name}.out")(forward)
-    define(f"{name}_backward", f"{name}_backward.grad_input", ("grad_input",))(backward)
+    define(name, f"{name}.out", dtypes=REAL | COMPLEX)(forward)
+    define(f"{name}_backward", f"{name}_backward.grad_input", ("grad_input",),
+           dtypes=FLOATING | COMPLEX)(backward)
 
 
 for _dims in (1, 2, 3):
