@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,6 +120,7 @@ class Context:
 
     backend: Backend
     sig: OpSignature
+    hints: OpHints
     tolerance_fn: ToleranceFn
     inflight: Inflight
     repro_fn: Callable[[Call], str]
@@ -285,7 +286,8 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     except NoStrategy as exc:
         return verdict("skip", "no_strategy", f"no inputs can be drawn: {exc}")
 
-    ctx = Context(backend=backend, sig=sig, tolerance_fn=tolerance_fn, inflight=inflight,
+    ctx = Context(backend=backend, sig=sig, hints=hints, tolerance_fn=tolerance_fn,
+                  inflight=inflight,
                   repro_fn=repro_fn)
     max_examples = settings.max_examples * check.examples_factor
     budget = settings.reject_budget or max(40, 8 * max_examples)
@@ -297,8 +299,8 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         except CpuRejected:
             ctx.end_example(counted=False, agreed=False)
             state["rejected"] += 1
-            if state["rejected"] >= budget:
-                raise Abort("budget", "", "") from None
+            if state["rejected"] >= budget and state["last"] is None:
+                raise Abort("budget", "", "") from None  # not while shrinking a failure
             reject()
         except NotComparable:
             ctx.end_example(counted=True, agreed=False)
@@ -324,8 +326,8 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                    suppress_health_check=list(HealthCheck), derandomize=False,
                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
                    report_multiple_bugs=False, print_blob=False, verbosity=hsettings().verbosity)
-    test = hs(given(strategy)(body))
-    test = seed(settings.item_seed(sig.name, check.name))(test)
+    # seed first, settings last: @seed alone would switch the example database off
+    test = hs(seed(settings.item_seed(sig.name, check.name))(given(strategy)(body)))
     test._hypothesis_internal_database_key = item.id.encode()  # type: ignore[attr-defined]
 
     def most_common_cpu_error() -> str:
@@ -335,12 +337,24 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         total = sum(ctx.cpu_errors.values())
         return f"CPU rejected all {total} examples drawn; most often ({n}x): {line}"
 
+    def failed() -> Verdict | None:
+        """The shrunk failure, if the run found one (the last failing call Hypothesis ran)."""
+        last = state["last"]
+        if last is None or not isinstance(last[1], CheckFailure):
+            return None
+        call, failure = last
+        return verdict("fail", failure.category, failure.message, examples=ctx.checked,
+                       repro=repro_fn(call), ctx=ctx)
+
     try:
         test()
     except Abort as stop:
+        if failed() is not None:  # a missing kernel or the budget hit while shrinking
+            return failed()  # type: ignore[return-value]
         if stop.verdict == "budget":
             if ctx.checked == 0:
                 return verdict("skip", "no_valid_inputs", most_common_cpu_error(), ctx=ctx)
+            # else: fewer valid examples than asked for, all of them agreed: judged below
         else:
             call = stop.call if stop.verdict == "unsupported" else None
             return verdict(stop.verdict, stop.category, stop.message, examples=ctx.checked,
@@ -349,11 +363,8 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     except Unsatisfiable:
         return verdict("skip", "no_valid_inputs", most_common_cpu_error(), ctx=ctx)
     except CheckFailure as exc:
-        last = state["last"]
-        call = last[0] if last else None
-        failure = last[1] if last and isinstance(last[1], CheckFailure) else exc
-        return verdict("fail", failure.category, failure.message, examples=ctx.checked,
-                       repro=repro_fn(call) if call is not None else None, ctx=ctx)
+        return failed() or verdict("fail", exc.category, exc.message, examples=ctx.checked,
+                                   ctx=ctx)
     except Flaky as exc:
         last = state["last"]
         return verdict("fail", "flaky", f"the failure did not reproduce on replay: "
@@ -362,6 +373,8 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     except Exception as exc:  # noqa: BLE001 - a harness bug is reported, not raised
         return verdict("skip", "harness_error", f"the harness failed: {error_line(exc)}",
                        examples=ctx.checked, ctx=ctx)
+    if failed() is not None:
+        return failed()  # type: ignore[return-value]
     if ctx.checked == 0:
         return verdict("skip", "no_valid_inputs", most_common_cpu_error(), ctx=ctx)
     if ctx.not_comparable:
@@ -371,11 +384,3 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                        f"hold no values", ctx=ctx, examples=ctx.checked)
     return verdict("pass", None, f"agreed with CPU on {ctx.checked} examples",
                    examples=ctx.checked, ctx=ctx)
-
-
-def tolerance_defaults(overload: str, dtype: torch.dtype) -> tuple[float | None, float | None]:
-    return None, None
-
-
-def hints_for(mapping: Mapping[str, OpHints], name: str) -> OpHints:
-    return mapping.get(name, OpHints())

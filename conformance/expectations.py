@@ -116,7 +116,8 @@ class Hints:
         own = self.ops.get(name)
         if own is None:
             return OpHints(args=self.arguments)
-        return OpHints(args={**self.arguments, **own.args}, max_side=own.max_side)
+        return OpHints(args={**self.arguments, **own.args}, max_side=own.max_side,
+                       values=own.values, result_on_device=own.result_on_device)
 
 
 def load_hints(path: str | Path | None = None) -> Hints:
@@ -135,12 +136,21 @@ def load_hints(path: str | Path | None = None) -> Hints:
     for entry in data.get("ops") or []:
         if not isinstance(entry, Mapping):
             raise InputError("each entry of 'ops' must be a mapping", file=str(path))
-        _take(entry, {"names", "args", "max_side"}, path, "ops entry")
+        _take(entry, {"names", "args", "max_side", "values", "result_device"}, path,
+              "ops entry")
         line = entry.get("__line__")
+        if entry.get("values", "compared") not in ("compared", "unspecified"):
+            raise InputError("'values' must be 'compared' or 'unspecified'", file=str(path),
+                             line=line)
+        if entry.get("result_device", "input") not in ("input", "cpu"):
+            raise InputError("'result_device' must be 'input' or 'cpu'", file=str(path),
+                             line=line)
         args = {k: _arg_hint(v, path, line) for k, v in (entry.get("args") or {}).items()
                 if k != "__line__"}
         for name in _names(entry, path):
-            ops[name] = OpHints(args=args, max_side=entry.get("max_side"))
+            ops[name] = OpHints(args=args, max_side=entry.get("max_side"),
+                                values=entry.get("values", "compared") == "compared",
+                                result_on_device=entry.get("result_device", "input") == "input")
             source[name] = (str(path), line)
     return Hints(arguments=arguments, ops=ops, source=source)
 

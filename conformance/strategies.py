@@ -141,9 +141,7 @@ class OpSignature:
                 ))
         kind = {"functional": "functional", "inplace": "inplace", "out": "out"}.get(
             fs.kind().name, fs.kind().name)
-        base = fs.name.name.base + ("_" if fs.name.name.inplace else "")
-        if fs.name.name.dunder_method:
-            base = f"__{base}__"
+        base = name.split(".", 1)[0]  # as torch spells it: add_, __ixor__, _foreach_add
         return cls(name=name, base=base, overload_name=fs.name.overload_name, kind=kind,
                    tags=frozenset(tags), args=tuple(args),
                    returns=tuple(str(r.type) for r in fs.returns), schema_str=text)
@@ -339,6 +337,8 @@ class OpHints:
 
     args: Mapping[str, ArgHint] = field(default_factory=dict)
     max_side: int | None = None
+    values: bool = True  # False: result values are unspecified (empty_like): dtype/shape only
+    result_on_device: bool = True  # False: the op returns CPU tensors by design
 
     def get(self, name: str) -> ArgHint:
         return self.args.get(name, ArgHint())
@@ -534,9 +534,10 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
     return [draw(tensors(dtype, shape, specials=plan.specials, safe=plan.safe)) for _ in range(n)]
 
 
-def _out_arg(draw: Any, spec: ArgSpec, plan: _Plan) -> Any:
+def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan) -> Any:
     first = next(iter(plan.dtypes.values()), "float32")
-    dt = draw(st.sampled_from([first, "float32", "int64", "bool"]), label=f"{spec.name} dtype")
+    pool = hint.dtypes or (first, "float32", "int64", "bool")
+    dt = draw(st.sampled_from(tuple(dict.fromkeys(pool))), label=f"{spec.name} dtype")
     return torch.empty(0, dtype=DTYPES[dt])
 
 
@@ -545,7 +546,7 @@ def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
     for spec in sig.args:
         hint = hints.get(spec.name)
         if spec.is_out:
-            values.append((spec.name, _out_arg(draw, spec, plan)))
+            values.append((spec.name, _out_arg(draw, spec, hint, plan)))
             continue
         if spec.base == "Tensor" and spec.is_list:
             v = _tensor_list(draw, spec, hint, plan, sig) if not (spec.optional and draw(

@@ -94,7 +94,8 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
     argv = [empty_dir, "-p", "conformance", "--backend", args.backend,
             "--results", str(Path(args.output).resolve()),
             "--conformance-seed", str(args.seed), "--conformance-timeout", str(args.timeout),
-            "-p", "no:cacheprovider", "-p", "no:benchmark", "--noconftest", "-o", "addopts=", "-q",
+            "-p", "no:cacheprovider", "-p", "no:benchmark",
+            "-p", "no:faulthandler", "--noconftest", "-o", "addopts=", "-q",
             "--rootdir", os.getcwd()]
     for flag, value in (("--ops", args.ops), ("--checks", args.checks),
                         ("--max-examples", args.max_examples), ("--without", args.without),
