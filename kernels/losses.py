@@ -13,7 +13,7 @@ import torch
 
 from kernels import nn
 from kernels._tensor import to_numpy
-from kernels.nn_ops import FLOATING, define
+from kernels.nn_ops import FLOATING, check_same_shape_or_broadcast, define
 
 __all__: list[str] = []
 
@@ -117,13 +117,15 @@ def _norm(grad: np.ndarray, reduction: int, numel: int) -> np.ndarray:
 
 
 def _pair(self: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.dtype]:
+    check_same_shape_or_broadcast(self, target)
     x, t = to_numpy(self), to_numpy(target)
     dtype = np.result_type(x, t)
     return nn._opmath(x), nn._opmath(t), dtype
 
 
 @define("mse_loss", "mse_loss.out",
-        dtypes=FLOATING, kernel_name="mse_cpu")
+        dtypes=FLOATING, kernel_name="mse_cpu",
+        dtype_args=(0, 1))
 def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> np.ndarray:
     x, t, dtype = _pair(self, target)
     d = x - t
@@ -131,7 +133,8 @@ def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> np
 
 
 @define("mse_loss_backward", "mse_loss_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING, kernel_name="mse_backward_cpu_out")
+        dtypes=FLOATING, kernel_name="mse_backward_cpu_out",
+        dtype_args=(0, 1, 2))
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                       reduction: int) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -142,7 +145,8 @@ def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: tor
 
 
 @define("smooth_l1_loss", "smooth_l1_loss.out",
-        dtypes=FLOATING, kernel_name="smooth_l1_cpu")
+        dtypes=FLOATING, kernel_name="smooth_l1_cpu",
+        dtype_args=(0, 1))
 def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
                    beta: float = 1.0) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -152,7 +156,8 @@ def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
 
 
 @define("smooth_l1_loss_backward", "smooth_l1_loss_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING, kernel_name="smooth_l1_backward_cpu_out")
+        dtypes=FLOATING, kernel_name="smooth_l1_backward_cpu_out",
+        dtype_args=(0, 1, 2))
 def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                             reduction: int, beta: float) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -166,7 +171,8 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, targe
 
 
 @define("huber_loss", "huber_loss.out",
-        dtypes=FLOATING, kernel_name="huber_cpu")
+        dtypes=FLOATING, kernel_name="huber_cpu",
+        dtype_args=(0, 1))
 def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
                delta: float = 1.0) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -175,7 +181,8 @@ def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
 
 
 @define("huber_loss_backward", "huber_loss_backward.out", ("grad_input",),
-        dtypes=FLOATING, kernel_name="huber_backward_cpu_out")
+        dtypes=FLOATING, kernel_name="huber_backward_cpu_out",
+        dtype_args=(0, 1, 2))
 def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                         reduction: int, delta: float) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -194,7 +201,8 @@ def _bce_check(x: np.ndarray) -> None:
 
 
 @define("binary_cross_entropy", "binary_cross_entropy.out",
-        dtypes=FLOATING, kernel_name="binary_cross_entropy")
+        dtypes=FLOATING, kernel_name="binary_cross_entropy",
+        dtype_args=(0, 1))
 def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor,
                          weight: torch.Tensor | None = None, reduction: int = 1) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -209,7 +217,8 @@ def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor,
 
 @define("binary_cross_entropy_backward", "binary_cross_entropy_backward.grad_input",
         ("grad_input",),
-        dtypes=FLOATING, kernel_name="binary_cross_entropy_backward")
+        dtypes=FLOATING, kernel_name="binary_cross_entropy_backward",
+        dtype_args=(0, 1, 2))
 def binary_cross_entropy_backward(grad_output: torch.Tensor, self: torch.Tensor,
                                   target: torch.Tensor, weight: torch.Tensor | None = None,
                                   reduction: int = 1) -> np.ndarray:

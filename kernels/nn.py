@@ -384,6 +384,16 @@ def batch_norm(
     and the saved statistics are empty, as on CPU.
     """
     dtype = x.dtype
+    if x.ndim == 0:
+        raise RuntimeError("batch_norm: expected an input with at least one dimension")
+    if x.ndim == 1:  # ATen: channels are dim 1
+        if not training and x.size == 0:
+            return x.copy(), x.copy(), x.copy()
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if training and x.size == 0:
+        raise RuntimeError(
+            f"input tensor must have at least one element, but got input_sizes = {list(x.shape)}"
+        )
     xf = _opmath(x)
     c = x.shape[1]
     axes = (0, *range(2, x.ndim))
@@ -476,6 +486,11 @@ def layer_norm(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``native_layer_norm``: returns ``(out, mean, rstd)``; statistics keep the reduced axes."""
     dtype = x.dtype
+    if len(normalized_shape) == 0:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+            "one element, but got normalized_shape = []"
+        )
     axis = x.ndim - len(normalized_shape)
     if tuple(x.shape[axis:]) != tuple(normalized_shape):
         raise RuntimeError(
@@ -545,6 +560,8 @@ def group_norm(
     eps: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``native_group_norm``: ``(out, mean (N, G), rstd (N, G))``."""
+    if groups <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {groups}")
     dtype = x.dtype
     xg = _opmath(x).reshape(n, groups, -1)
     d = max(xg.shape[2], 1)
@@ -624,8 +641,8 @@ def _pool_params(
     d = _expand(dilation, nd, "dilation")
     if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(
-            f"pooling: expected {nd + 1}D or {nd + 2}D input, but got input of size "
-            f"{list(x.shape)}"
+            f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input, but got "
+            f"input of size {list(x.shape)}"
         )
     if any(pi > ki // 2 for pi, ki in zip(p, k, strict=True)):
         raise RuntimeError("pad should be at most half of effective kernel size")
@@ -679,8 +696,8 @@ def max_pool_with_indices(
         max(0, (out[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - (spatial[i] + 2 * p[i]))
         for i in range(nd)
     ]
-    floating = x.dtype.kind == "f" or x.dtype.name == "bfloat16"
-    low = -np.inf if floating else np.iinfo(x.dtype).min
+    floating = x.dtype.kind in "fc" or x.dtype.name == "bfloat16"
+    low = -np.inf if floating else (False if x.dtype == np.bool_ else np.iinfo(x.dtype).min)
     xp = _pad_spatial(x, p, [p[i] + extra[i] for i in range(nd)], value=low)
     first_axis = x.ndim - nd
     best = xp
@@ -817,6 +834,13 @@ def avg_pool(
 ) -> np.ndarray:
     """``avg_pool{2,3}d`` with ATen's divisor rules (padding and ceil-mode windows); the window
     sum is separable, one axis after the other."""
+    if x.ndim < nd + 1:  # ATen indexes dim -(nd+1) first
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-max(x.ndim, 1)}, "
+            f"{max(x.ndim, 1) - 1}], but got {-(nd + 1)})"
+            if x.ndim
+            else f"Dimension specified as {-(nd + 1)} but tensor has no dimensions"
+        )
     k, s, p, _, out = _pool_params(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
     dtype = x.dtype
     xf = _opmath(x)
@@ -916,6 +940,11 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
     """``_adaptive_avg_pool{2,3}d``: window sums as one small matrix product per axis, then the
     mean (ATen's windows: ``[floor(o*S/O), ceil((o+1)*S/O))``)."""
     nd = len(output_size)
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(
+            f"adaptive_avg_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+            f"{list(x.shape)}"
+        )
     dtype = x.dtype
     y = _opmath(x)
     div = np.ones((1,) * nd, dtype=y.dtype)
@@ -946,7 +975,9 @@ def adaptive_avg_pool_backward(grad_out: np.ndarray, x: np.ndarray, nd: int) -> 
 
 def adaptive_avg_pool2d(x: np.ndarray, output_size: Ints) -> np.ndarray:
     """``_adaptive_avg_pool2d``."""
-    return adaptive_avg_pool(x, _expand(output_size, 2, "output_size"))
+    if len(output_size) != 2:
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+    return adaptive_avg_pool(x, output_size)
 
 
 def adaptive_avg_pool2d_backward(grad_out: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -1126,7 +1157,8 @@ def embedding_dense_backward(
     """Sum the output gradient rows into the embedding rows they were read from."""
     dtype = grad_out.dtype
     idx = indices.reshape(-1).astype(np.intp, copy=False)
-    g = _opmath(grad_out).reshape(idx.size, -1)
+    width = grad_out.shape[-1] if grad_out.ndim else 1
+    g = _opmath(grad_out).reshape(idx.size, width)
     if scale_grad_by_freq:
         counts = np.bincount(idx, minlength=num_weights)
         g = g / counts[idx][:, None].astype(g.dtype)

@@ -19,7 +19,15 @@ import torch
 from kernels._semantics import write_inplace
 from kernels._tensor import to_numpy
 from kernels.nn import _opmath
-from kernels.nn_ops import COMPLEX, FLOATING, REAL, check_dtype, define
+from kernels.nn_ops import (
+    COMPLEX,
+    FLOATING,
+    REAL,
+    check_dtype,
+    check_same_shape_or_broadcast,
+    define,
+    real_scalars,
+)
 from kernels.registry import register, resolve_overload
 
 __all__ = ["ACTIVATIONS", "Activation"]
@@ -165,7 +173,7 @@ def _make(act: Activation) -> None:
     defaults = _defaults(act.name)
 
     def forward_arrays(self: torch.Tensor, *scalars: Any) -> Arr:
-        scalars = scalars + defaults[len(scalars):]
+        scalars = real_scalars(scalars + defaults[len(scalars):], self.dtype)
         x = to_numpy(self)
         if act.name == "hardtanh":
             _hardtanh_check(self, *scalars)
@@ -186,6 +194,7 @@ def _make(act: Activation) -> None:
     bwd_fn = act.backward
 
     def backward_arrays(grad_output: torch.Tensor, self: torch.Tensor, *rest: Any) -> Arr:
+        check_same_shape_or_broadcast(grad_output, self)
         g, x = to_numpy(grad_output), to_numpy(self)
         dtype = np.result_type(g, x)
         return bwd_fn(_opmath(g), _opmath(x), *rest).astype(dtype, copy=False)
@@ -193,25 +202,28 @@ def _make(act: Activation) -> None:
     backward_arrays.__name__ = act.name + "_backward"
     names = act.backward_names or (f"{act.name}_backward", f"{act.name}_backward.grad_input")
     out_arg = "out" if names[1] and names[1].endswith(".out") else "grad_input"
-    define(names[0], names[1], (out_arg,), dtypes=act.dtypes & (FLOATING | COMPLEX)
-           )(backward_arrays)
+    define(names[0], names[1], (out_arg,), dtypes=act.dtypes & (FLOATING | COMPLEX),
+           dtype_args=(0, 1))(backward_arrays)
 
 
 for _act in ACTIVATIONS:
     _make(_act)
 
 
-@define("elu_backward", "elu_backward.grad_input", ("grad_input",), dtypes=FLOATING)
+@define("elu_backward", "elu_backward.grad_input", ("grad_input",), dtypes=FLOATING,
+        dtype_args=(0, 5))
 def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale: Any,
                  is_result: bool, self_or_result: torch.Tensor) -> Arr:
+    check_same_shape_or_broadcast(grad_output, self_or_result)
     g, x = to_numpy(grad_output), to_numpy(self_or_result)
     dtype = np.result_type(g, x)
     return _elu_bwd(_opmath(g), _opmath(x), alpha, scale, input_scale, is_result).astype(dtype)
 
 
 @define("sigmoid_backward", "sigmoid_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING | COMPLEX, kernel_name="sigmoid_backward_cpu")
+        dtypes=FLOATING | COMPLEX, kernel_name="sigmoid_backward_cpu", dtype_args=(0, 1))
 def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
+    check_same_shape_or_broadcast(grad_output, output)
     g, y = to_numpy(grad_output), to_numpy(output)
     dtype = np.result_type(g, y)
     gf, yf = _opmath(g), _opmath(y)
@@ -219,8 +231,9 @@ def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
 
 
 @define("tanh_backward", "tanh_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING | COMPLEX, kernel_name="tanh_backward_cpu")
+        dtypes=FLOATING | COMPLEX, kernel_name="tanh_backward_cpu", dtype_args=(0, 1))
 def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
+    check_same_shape_or_broadcast(grad_output, output)
     g, y = to_numpy(grad_output), to_numpy(output)
     dtype = np.result_type(g, y)
     gf, yf = _opmath(g), _opmath(y)

@@ -21,11 +21,20 @@ import numpy as np
 import torch
 
 from kernels import _device, nn
-from kernels._semantics import scalar_type_name, write_inplace, write_out
+from kernels._semantics import infer_size, scalar_type_name, write_inplace, write_out
 from kernels._tensor import NP_DTYPE, TORCH_DTYPE, from_numpy, to_numpy
 from kernels.registry import register
 
-__all__ = ["COMPLEX", "FLOATING", "INTEGRAL", "REAL", "check_dtype", "define"]
+__all__ = [
+    "COMPLEX",
+    "FLOATING",
+    "INTEGRAL",
+    "REAL",
+    "check_dtype",
+    "check_same_shape_or_broadcast",
+    "define",
+    "real_scalars",
+]
 
 Impl = Callable[..., Any]
 
@@ -68,22 +77,74 @@ def check_dtype(t: Any, allowed: frozenset[torch.dtype], kernel: str) -> None:
         )
 
 
+def _gate(args: Sequence[Any], positions: Sequence[int], allowed: frozenset[torch.dtype],
+          kernel: str) -> None:
+    """Refuse as CPU does when the (promoted) dtype of the tensors at ``positions`` is not one
+    its kernel is compiled for. Empty inputs pass: ATen's kernels return before dispatching on
+    the dtype when there is nothing to compute."""
+    tensors = [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.Tensor)]
+    if not tensors or tensors[0].numel() == 0:
+        return
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    if dtype not in allowed:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
+
+
+def real_scalars(scalars: tuple[Any, ...], dtype: torch.dtype) -> tuple[Any, ...]:
+    """Scalars as a real kernel sees them: a complex one with an imaginary part is refused with
+    CPU's message, one without becomes its real part."""
+    out = []
+    for v in scalars:
+        if isinstance(v, complex):
+            if v.imag != 0:
+                target = "double" if not dtype.is_floating_point else "float"
+                raise RuntimeError(f"value cannot be converted to type {target} without overflow")
+            v = v.real
+        out.append(v)
+    return tuple(out)
+
+
+def check_same_shape_or_broadcast(*tensors: torch.Tensor) -> None:
+    """CPU's TensorIterator message for operands that do not broadcast."""
+    shape: list[int] = []
+    for t in tensors:
+        shape = list(infer_size(shape, list(t.shape)))
+
+
 def define(functional: str, out: str | None = None, out_names: Sequence[str] = ("out",), *,
-           dtypes: frozenset[torch.dtype] | None = None, kernel_name: str | None = None
-           ) -> Callable[[Impl], Impl]:
+           dtypes: frozenset[torch.dtype] | None = None, kernel_name: str | None = None,
+           dtype_args: Sequence[int] = (0,)) -> Callable[[Impl], Impl]:
     """Register ``impl`` as ``functional`` and (if given) as the ``out=`` overload ``out``.
 
-    ``dtypes``: the dtypes CPU's kernel accepts for the first tensor argument; others are refused
-    as CPU refuses them (``kernel_name`` is the name CPU's message shows).
+    ``dtypes``: the dtypes CPU's kernel accepts, for the promoted dtype of the tensor arguments at
+    ``dtype_args``; others are refused as CPU refuses them (``NotImplementedError``;
+    ``kernel_name`` is the name CPU's message shows). As on CPU, argument checks come first: the
+    impl validates, and the dtype is refused only if it did not (or if NumPy itself choked on the
+    dtype, a ``TypeError``).
     """
     gate_name = kernel_name or functional.split(".")[0]
 
+    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        with np.errstate(all="ignore"):
+            try:
+                result = impl_ref[0](*args, **kwargs)
+            except TypeError:
+                if dtypes is not None:
+                    _gate(args, dtype_args, dtypes, gate_name)
+                raise
+        if dtypes is not None:
+            _gate(args, dtype_args, dtypes, gate_name)
+        return result
+
+    impl_ref: list[Impl] = []
+
     def deco(impl: Impl) -> Impl:
+        impl_ref.append(impl)
+
         def kernel(*args: Any, **kwargs: Any) -> Any:
-            if dtypes is not None and args:
-                check_dtype(args[0], dtypes, gate_name)
-            with np.errstate(all="ignore"):
-                return _wrap(impl(*args, **kwargs))
+            return _wrap(run(args, kwargs))
 
         kernel.__name__ = kernel.__qualname__ = impl.__name__
         register(functional)(kernel)
@@ -91,10 +152,7 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
 
             def out_kernel(*args: Any, **kwargs: Any) -> Any:
                 outs = [kwargs.pop(n) for n in out_names]
-                if dtypes is not None and args:
-                    check_dtype(args[0], dtypes, gate_name)
-                with np.errstate(all="ignore"):
-                    return _store(outs, impl(*args, **kwargs))
+                return _store(outs, run(args, kwargs))
 
             out_kernel.__name__ = out_kernel.__qualname__ = impl.__name__ + "_out"
             register(out)(out_kernel)
@@ -428,19 +486,21 @@ def _threshold(x: np.ndarray, threshold: Any, value: Any) -> np.ndarray:
 @define("threshold", "threshold.out",
         dtypes=REAL, kernel_name="threshold_cpu")
 def threshold(self: torch.Tensor, threshold: Any, value: Any) -> np.ndarray:
-    return _threshold(to_numpy(self), threshold, value)
+    return _threshold(to_numpy(self), *real_scalars((threshold, value), self.dtype))
 
 
 @register("threshold_")
 def threshold_(self: torch.Tensor, threshold: Any, value: Any) -> torch.Tensor:
     check_dtype(self, REAL, "threshold_cpu")
+    threshold, value = real_scalars((threshold, value), self.dtype)
     return write_inplace(self, _threshold(to_numpy(self), threshold, value))
 
 
 @define("threshold_backward", "threshold_backward.grad_input", ("grad_input",),
-        dtypes=REAL, kernel_name="threshold_cpu")
+        dtypes=REAL, kernel_name="threshold_cpu", dtype_args=(0, 1))
 def threshold_backward(grad_output: torch.Tensor, self: torch.Tensor, threshold: Any
                        ) -> np.ndarray:
+    check_same_shape_or_broadcast(grad_output, self)
     return nn.threshold_backward(to_numpy(grad_output), to_numpy(self), threshold)
 
 
@@ -458,9 +518,10 @@ def gelu_(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
 
 
 @define("gelu_backward", "gelu_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING, kernel_name="GeluBackwardKernelImpl")
+        dtypes=FLOATING, kernel_name="GeluBackwardKernelImpl", dtype_args=(0, 1))
 def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate: str = "none"
                   ) -> np.ndarray:
+    check_same_shape_or_broadcast(grad_output, self)
     return nn.gelu_backward(to_numpy(grad_output), to_numpy(self), approximate)
 
 
@@ -492,5 +553,11 @@ def native_dropout_backward(grad_output: torch.Tensor, mask: torch.Tensor, scale
 @define("embedding_dense_backward", "embedding_dense_backward.out")
 def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int,
                              padding_idx: int, scale_grad_by_freq: bool) -> np.ndarray:
+    if indices.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #2 'indices' to have one of the following scalar types: "
+            f"Long, Int; but got {indices.dtype} instead (while checking arguments for "
+            "embedding_backward)"
+        )
     return nn.embedding_dense_backward(to_numpy(grad_output), to_numpy(indices), num_weights,
                                        padding_idx, scale_grad_by_freq)

@@ -81,9 +81,13 @@ def _linear_matrix(in_size: int, out_size: int, align_corners: bool, scale: floa
     return m
 
 
-def _check_4d(x: np.ndarray, name: str) -> None:
+def _check_4d(x: np.ndarray, name: str, output_size: Sequence[int] | None = None) -> None:
+    if output_size is not None and len(output_size) != 2:
+        raise RuntimeError(
+            f"It is expected output_size equals to 2, but got size {len(output_size)}"
+        )
     if x.ndim != 4:
-        raise RuntimeError(f"{name}: expected a 4D input (N, C, H, W), got {x.ndim}D")
+        raise RuntimeError(f"It is expected input_size equals to 4, but got size {x.ndim}")
 
 
 @define("upsample_nearest2d", "upsample_nearest2d.out",
@@ -91,7 +95,7 @@ def _check_4d(x: np.ndarray, name: str) -> None:
 def upsample_nearest2d(self: torch.Tensor, output_size: list[int], scales_h: float | None = None,
                        scales_w: float | None = None) -> np.ndarray:
     x = to_numpy(self)
-    _check_4d(x, "upsample_nearest2d")
+    _check_4d(x, "upsample_nearest2d", output_size)
     hi = _nearest_index(x.shape[2], output_size[0], scales_h)
     wi = _nearest_index(x.shape[3], output_size[1], scales_w)
     return np.ascontiguousarray(x[:, :, hi][:, :, :, wi])
@@ -115,7 +119,7 @@ def upsample_bilinear2d(self: torch.Tensor, output_size: list[int], align_corner
                         scales_h: float | None = None, scales_w: float | None = None
                         ) -> np.ndarray:
     x = to_numpy(self)
-    _check_4d(x, "upsample_bilinear2d")
+    _check_4d(x, "upsample_bilinear2d", output_size)
     xf = x.astype(np.float32) if x.dtype == np.uint8 else _opmath(x)
     mh = _linear_matrix(x.shape[2], output_size[0], align_corners, scales_h, xf.dtype)
     mw = _linear_matrix(x.shape[3], output_size[1], align_corners, scales_w, xf.dtype)
@@ -191,7 +195,8 @@ def _make_pad(mode: str, torch_name: str, dims: int) -> None:
     def forward(self: torch.Tensor, padding: list[int]) -> np.ndarray:
         if self.dim() not in (dims + 1, dims + 2):
             raise RuntimeError(
-                f"{name}: expected {dims + 1}D or {dims + 2}D input, got {self.dim()}D"
+                f"Expected {dims + 1}D or {dims + 2}D (batch mode) tensor with possibly 0 batch "
+                f"size and other non-zero dimensions for input, but got: {list(self.shape)}"
             )
         return _pad_forward(self, padding, mode)
 
