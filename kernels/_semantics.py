@@ -29,7 +29,9 @@ from kernels._tensor import DEVICE, NP_DTYPE, np_dtype, restride, to_numpy
 __all__ = [
     "Kind",
     "category",
+    "check_out_exact",
     "check_result_fits",
+    "cpp_type_name",
     "compute_array",
     "dtypes",
     "dtypes3",
@@ -196,6 +198,29 @@ def check_result_fits(result_dtype: torch.dtype, target_dtype: torch.dtype) -> N
         )
 
 
+_CPP_NAMES = {
+    torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half",
+    torch.bfloat16: "c10::BFloat16", torch.int64: "long int", torch.int32: "int",
+    torch.int16: "short int", torch.int8: "signed char", torch.uint8: "unsigned char",
+    torch.bool: "bool", torch.complex64: "c10::complex<float>",
+    torch.complex128: "c10::complex<double>",
+}
+
+
+def cpp_type_name(dtype: torch.dtype) -> str:
+    """The C++ type name c10 prints for ``dtype`` in some messages (``float``, ``long int``)."""
+    return _CPP_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def check_out_exact(out: torch.Tensor, dtype: torch.dtype) -> None:
+    """Structured kernels that are not TensorIterator-based need ``out.dtype`` exactly."""
+    if out.dtype != dtype:
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {cpp_type_name(dtype)}, but got "
+            f"{cpp_type_name(out.dtype)} instead"
+        )
+
+
 def resize_out(out: torch.Tensor, shape: Sequence[int]) -> None:
     """Resize ``out`` to ``shape`` as ``at::native::resize_output`` does (warning included)."""
     shape = list(shape)
@@ -215,10 +240,14 @@ def resize_out(out: torch.Tensor, shape: Sequence[int]) -> None:
 
 
 def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = None,
-              *, check: bool = True) -> torch.Tensor:
-    """Store ``value`` (array or number) in ``out`` after CPU's dtype check and resize; return ``out``."""
+              *, check: bool = True, exact: bool = False) -> torch.Tensor:
+    """Store ``value`` (array or number) in ``out`` after CPU's dtype check and resize; return
+    ``out``. ``exact``: ``out`` must have ``result_dtype`` itself (non-TensorIterator structured
+    kernels); otherwise the result type must cast safely to ``out``'s (TensorIterator's rule)."""
     value = np.asarray(value)
-    if check and result_dtype is not None:
+    if exact and result_dtype is not None:
+        check_out_exact(out, result_dtype)
+    elif check and result_dtype is not None:
         check_result_fits(result_dtype, out.dtype)
     if out.device.type != DEVICE:
         raise RuntimeError(

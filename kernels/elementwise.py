@@ -116,6 +116,12 @@ def _overloads(base: str) -> list[str]:
                     f"aten::{full}", "CompositeImplicitAutograd"
                 ):
                     continue
+                # An out= overload ATen composes from the functional one (autogen'd .Scalar_out
+                # and friends) keeps ATen's kernel: it applies CPU's exact out dtype rule.
+                if any(a.is_out for a in schema.arguments) and \
+                        torch._C._dispatch_has_kernel_for_dispatch_key(
+                            f"aten::{full}", "CompositeExplicitAutograd"):
+                    continue
             except RuntimeError:  # a TorchScript-only overload the dispatcher does not know
                 continue
             names.append(b if ov == "default" else f"{b}.{ov}")
@@ -149,6 +155,10 @@ def input_dtype(*operands: Any) -> torch.dtype:
     return promote(*ops)
 
 
+class EarlyRefusal(NotImplementedError):
+    """A dtype refusal ATen makes before any shape or out= check (in the op's meta function)."""
+
+
 def refuse(op: str, *categories: str | torch.dtype) -> Callable[..., None]:
     """A ``validate`` hook raising CPU's ``NotImplementedError: "op" not implemented for 'Dtype'``
     for the dtype categories (``bool``, ``integral``, ``floating``, ``complex``) or the single
@@ -170,14 +180,18 @@ _LOW = (torch.float16, torch.bfloat16)
 def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: str,
                    argnames: tuple[str, ...], kw: tuple[str, ...] = (),
                    validate: Callable[..., None] | None = None,
-                   out_same_dtype: bool | str = False) -> Callable[..., Any]:
+                   out_same_dtype: bool | str = False,
+                   scalar_opmath: bool = False, raw_scalars: bool = False) -> Callable[..., Any]:
     """One kernel for overload ``name``: ``fn(*numpy operands, compute=, result=, **kw)``.
 
     ``fn`` receives operands in torch's computation dtype plus the keyword arguments named in
     ``kw``, ``compute`` (computation dtype) and ``result`` (result dtype); its value is cast to the
     result dtype. ``validate(compute, result, *args, **kw)`` may raise CPU's errors first.
     ``out_same_dtype``: ``out=`` must have exactly the result dtype (ATen's plain unary ops);
-    ``"noncomplex"``: only for non-complex inputs (``abs``).
+    ``"noncomplex"``: only for non-complex inputs (``abs``). ``scalar_opmath``: Python-number
+    operands keep the computation precision instead of being rounded to a float16/bfloat16
+    common dtype first (``lerp``'s weight). ``raw_scalars``: Python-number operands reach ``fn``
+    unconverted (``pow``'s exponent is used as a double).
     """
     base = name.split(".")[0]
 
@@ -189,26 +203,43 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
         extra = {k: kwargs[k] for k in kw if k in kwargs}
         if len(args) > nin:  # non-operand positional arguments (logit's eps, mvlgamma's p)
             extra.update(zip(argnames[nin:], args[nin:], strict=False))
+        def check_target() -> None:
+            if mode == "inplace":
+                if kind is Kind.COMPLEX_TO_FLOAT and args[0].dtype.is_complex:
+                    raise RuntimeError(
+                        f"In-place {base.rstrip('_')} is not supported for complex tensors."
+                    )
+                check_result_fits(result, args[0].dtype)
+            elif mode == "out":
+                if (out_same_dtype and out.dtype != result and not (
+                        out_same_dtype == "noncomplex" and operands[0].dtype.is_complex)):
+                    raise RuntimeError(
+                        f"Found dtype {scalar_type_name(out.dtype)} but expected "
+                        f"{scalar_type_name(result)}"
+                    )
+                if not out_same_dtype:
+                    check_result_fits(result, out.dtype)
+
         if validate is not None:
-            validate(compute, result, *operands, **extra)
-        if mode == "inplace":
-            if kind is Kind.COMPLEX_TO_FLOAT and args[0].dtype.is_complex:
-                raise RuntimeError(
-                    f"In-place {base.rstrip('_')} is not supported for complex tensors."
-                )
-            check_result_fits(result, args[0].dtype)
-        elif (out_same_dtype and mode == "out" and out.dtype != result
-              and not (out_same_dtype == "noncomplex" and operands[0].dtype.is_complex)):
-            raise RuntimeError(
-                f"Found dtype {scalar_type_name(out.dtype)} but expected "
-                f"{scalar_type_name(result)}"
-            )
+            try:
+                validate(compute, result, *operands, **extra)
+            except EarlyRefusal:
+                raise
+            except NotImplementedError:
+                # ATen checks shapes and the in-place/out= cast before the dtype dispatch.
+                _raise_broadcast(*operands)
+                check_target()
+                raise
+        if mode != "functional":
+            check_target()
         npd = np_dtype(compute)
         if common in _LOW and compute != common:
             # CPU first casts every operand to the common (low-precision) dtype.
             low = NP_DTYPE[common]
-            # (Scalar arguments stay in the computation dtype, as ATen's opmath does.)
-            ops = [operand(a, low).astype(npd) if isinstance(a, torch.Tensor) else operand(a, npd)
+            ops = [operand(a, npd) if (scalar_opmath and not isinstance(a, torch.Tensor))
+                   else None if a is None else operand(a, low).astype(npd) for a in operands]
+        elif raw_scalars:
+            ops = [a if (a is None or not isinstance(a, torch.Tensor)) else operand(a, npd)
                    for a in operands]
         else:
             ops = [operand(a, npd) for a in operands]
@@ -226,7 +257,8 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
 
 def register_family(base: str, fn: ArrayFn, kind: KindSpec, *, kw: tuple[str, ...] = (),
                     validate: Callable[..., None] | None = None,
-                    skip: tuple[str, ...] = (), out_same_dtype: bool | str = False) -> list[str]:
+                    skip: tuple[str, ...] = (), out_same_dtype: bool | str = False,
+                    scalar_opmath: bool = False, raw_scalars: bool = False) -> list[str]:
     """Register ``fn`` for every ATen overload of ``base`` and ``base_`` (minus ``skip``)."""
     done = []
     for name in _overloads(base):
@@ -242,7 +274,8 @@ def register_family(base: str, fn: ArrayFn, kind: KindSpec, *, kw: tuple[str, ..
             nin += 1
         register(name)(make_pointwise(name, fn, kind, nin=nin, mode=_mode(name),
                                       argnames=tuple(a.name for a in args), kw=kw,
-                                      validate=validate, out_same_dtype=out_same_dtype))
+                                      validate=validate, out_same_dtype=out_same_dtype,
+                                      scalar_opmath=scalar_opmath, raw_scalars=raw_scalars))
         done.append(name)
     return done
 
@@ -326,8 +359,9 @@ def _mul(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
 register_family("mul", _mul, Kind.DEFAULT)
 
 
-def _zero_division_check(b: Any, compute: torch.dtype) -> None:
-    if not (compute.is_floating_point or compute.is_complex) and not np.all(b):
+def _zero_division_check(b: Any, compute: torch.dtype, a: Any = None) -> None:
+    if (not (compute.is_floating_point or compute.is_complex) and not np.all(b)
+            and (a is None or np.size(a) != 0)):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -335,7 +369,7 @@ def trunc_divide(a: Any, b: Any, compute: torch.dtype) -> Any:
     """C-style (truncating) division; integers raise CPU's ZeroDivisionError."""
     if compute.is_floating_point:
         return np.trunc(np.true_divide(a, b))
-    _zero_division_check(b, compute)
+    _zero_division_check(b, compute, a)
     q = np.floor_divide(a, b)
     fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
     return q + fix.astype(q.dtype)
@@ -344,7 +378,7 @@ def trunc_divide(a: Any, b: Any, compute: torch.dtype) -> Any:
 def floor_divide(a: Any, b: Any, compute: torch.dtype) -> Any:
     """Python-style (flooring) division, NumPy's float algorithm equals ATen's div_floor."""
     if not compute.is_floating_point:
-        _zero_division_check(b, compute)
+        _zero_division_check(b, compute, a)
     if compute == torch.bool:
         return np.floor_divide(a.astype(np.int8), b.astype(np.int8)).astype(np.bool_)
     return np.floor_divide(a, b)
@@ -644,10 +678,10 @@ BINARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "logaddexp": (lambda a, b: np.logaddexp(a, b) if a.dtype.kind != "c"
                   else np.log(np.exp(a) + np.exp(b)), Kind.DEFAULT, ("bool", "integral")),
     "logaddexp2": (np.logaddexp2, Kind.DEFAULT, ("bool", "integral", "complex")),
-    "maximum": (np.maximum, Kind.DEFAULT, ("complex",)),
-    "minimum": (np.minimum, Kind.DEFAULT, ("complex",)),
-    "fmax": (np.fmax, Kind.DEFAULT, ("complex",)),
-    "fmin": (np.fmin, Kind.DEFAULT, ("complex",)),
+    "maximum": (np.maximum, Kind.DEFAULT, ()),
+    "minimum": (np.minimum, Kind.DEFAULT, ()),
+    "fmax": (np.fmax, Kind.DEFAULT, ()),
+    "fmin": (np.fmin, Kind.DEFAULT, ()),
     "bitwise_and": (np.bitwise_and, Kind.DEFAULT, ("floating", "complex")),
     "bitwise_or": (np.bitwise_or, Kind.DEFAULT, ("floating", "complex")),
     "bitwise_xor": (np.bitwise_xor, Kind.DEFAULT, ("floating", "complex")),
@@ -665,9 +699,21 @@ BINARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
 }
 
 
+def _no_complex(name: str) -> Callable[..., None]:
+    def validate(compute: torch.dtype, result: torch.dtype, *operands: Any) -> None:
+        if compute.is_complex:
+            raise RuntimeError(f"{name} not implemented for complex tensors.")
+
+    return validate
+
+
+_SPECIAL_VALIDATE = {n: _no_complex(n) for n in ("maximum", "minimum", "fmax", "fmin")}
+
+
 def _register_binary() -> None:
     for name, (f, kind, refused) in BINARY.items():
-        register_family(name, _plain(f), kind, validate=refuse(name, *refused) if refused else None)
+        check = _SPECIAL_VALIDATE.get(name) or (refuse(name, *refused) if refused else None)
+        register_family(name, _plain(f), kind, validate=check)
 
 
 _register_binary()
@@ -718,12 +764,12 @@ for _name in ("bitwise_right_shift", "__rshift__", "__irshift__"):
 
 
 def _remainder(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
-    _zero_division_check(b, compute)
+    _zero_division_check(b, compute, a)
     return np.remainder(a, b)
 
 
 def _fmod(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
-    _zero_division_check(b, compute)
+    _zero_division_check(b, compute, a)
     return np.fmod(a, b)
 
 
@@ -739,6 +785,14 @@ register_family("floor_divide", _floor_divide, Kind.DEFAULT,
 
 
 def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    npd = np_dtype(compute)
+    if not isinstance(a, np.ndarray):  # pow.Scalar: a Python base
+        a = np.asarray(a).astype(npd)
+    if not isinstance(b, np.ndarray):  # pow.Tensor_Scalar: a Python exponent
+        if compute == torch.float32 and not isinstance(b, complex):
+            # ATen raises a float tensor to a Scalar exponent held as double.
+            return np.power(a.astype(np.float64), float(b))
+        b = np.asarray(b).astype(npd)
     if compute.is_floating_point or compute.is_complex:
         return np.power(a, b)
     if compute == torch.bool:
@@ -762,7 +816,7 @@ def _pow_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any) -> Non
         raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
-register_family("pow", _pow, Kind.DEFAULT, validate=_pow_check)
+register_family("pow", _pow, Kind.DEFAULT, validate=_pow_check, raw_scalars=True)
 
 # --------------------------------------------------------------------------------------------
 # Ternary and clamp
@@ -782,7 +836,12 @@ def _where_kernel(mode: str, name: str) -> Callable[..., Any]:
         check_same_device(name, (condition, self, other), ("condition", "self", "other"))
         _where_check(torch.bool, torch.bool, condition, self, other)
         result = promote(self, other)
-        npd = NP_DTYPE[result]
+        if out is not None and out.dtype != result:
+            raise RuntimeError(
+                f"Expected out type to be {scalar_type_name(result)} but got "
+                f"{scalar_type_name(out.dtype)}"
+            )
+        npd = np_dtype(result)
         c = to_numpy(condition)
         try:
             value = np.where(c, operand(self, npd), operand(other, npd))
@@ -812,14 +871,27 @@ def _clamp_check(compute: torch.dtype, result: torch.dtype, x: Any, lo: Any = No
                  hi: Any = None) -> None:
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    refuse("clamp", "complex")(compute, result, x, lo, hi)
+    if x.dtype.is_complex:
+        raise EarlyRefusal("clamp is not supported for complex types")
+    # ATen's bool support: only the tensor-bound single-sided kernels (maximum/minimum).
+    one_tensor_bound = (lo is None) != (hi is None) and isinstance(
+        hi if lo is None else lo, torch.Tensor)
+    if not one_tensor_bound:
+        refuse("clamp", "bool")(compute, result, x, lo, hi)
+
+
+def _bound_check(name: str) -> Callable[..., None]:
+    def validate(compute: torch.dtype, result: torch.dtype, x: Any, bound: Any) -> None:
+        refuse(name, "complex")(compute, result, x, bound)
+        if not isinstance(bound, torch.Tensor):
+            refuse(name, "bool")(compute, result, x, bound)
+
+    return validate
 
 
 register_family("clamp", _clamp, Kind.DEFAULT, validate=_clamp_check)
-register_family("clamp_min", _plain(np.maximum), Kind.DEFAULT,
-                validate=refuse("clamp_min", "complex"))
-register_family("clamp_max", _plain(np.minimum), Kind.DEFAULT,
-                validate=refuse("clamp_max", "complex"))
+register_family("clamp_min", _plain(np.maximum), Kind.DEFAULT, validate=_bound_check("clamp_min"))
+register_family("clamp_max", _plain(np.minimum), Kind.DEFAULT, validate=_bound_check("clamp_max"))
 
 
 def _lerp(a: Any, b: Any, w: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -839,7 +911,7 @@ def _lerp_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any, w: An
     refuse("lerp", "bool", "integral")(compute, result, a)
 
 
-register_family("lerp", _lerp, Kind.DEFAULT, validate=_lerp_check)
+register_family("lerp", _lerp, Kind.DEFAULT, validate=_lerp_check, scalar_opmath=True)
 
 
 def _addcmul(s: Any, t1: Any, t2: Any, *, compute: torch.dtype, result: torch.dtype,

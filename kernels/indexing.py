@@ -168,7 +168,7 @@ def _gather_checks(x: np.ndarray, d: int, idx: np.ndarray, op: str) -> None:
 @register("gather.out")
 def gather_out(self: torch.Tensor, dim: int, index: torch.Tensor, *, sparse_grad: bool = False,
                out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _gather(self, dim, index), self.dtype)
+    return write_out(out, _gather(self, dim, index), self.dtype, exact=True)
 
 
 @register("gather")
@@ -178,7 +178,7 @@ def gather(self: torch.Tensor, dim: int, index: torch.Tensor, *, sparse_grad: bo
 
 
 def _gather(self: torch.Tensor, dim: int, index: torch.Tensor) -> np.ndarray:
-    if index.dtype != torch.int64:
+    if index.dtype != torch.int64 and index.numel() != 0:
         raise RuntimeError("gather(): Expected dtype int64 for index")
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
@@ -238,7 +238,7 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any, reduce
     base = np.array(to_numpy(self), copy=True)
     value = to_numpy(src) if isinstance(src, torch.Tensor) else src
     _scatter_into(base, dim, index, value, reduce, op)
-    return write_out(out, base, self.dtype)
+    return write_out(out, base, self.dtype, exact=True)
 
 
 @register("scatter.src_out")
@@ -605,12 +605,12 @@ def _tri(self: torch.Tensor, diagonal: int, fn: Any, op: str) -> np.ndarray:
 
 @register("tril.out")
 def tril_out(self: torch.Tensor, diagonal: int = 0, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _tri(self, diagonal, np.tril, "tril"), self.dtype)
+    return write_out(out, _tri(self, diagonal, np.tril, "tril"), self.dtype, exact=True)
 
 
 @register("triu.out")
 def triu_out(self: torch.Tensor, diagonal: int = 0, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _tri(self, diagonal, np.triu, "triu"), self.dtype)
+    return write_out(out, _tri(self, diagonal, np.triu, "triu"), self.dtype, exact=True)
 
 
 @register("tril")
@@ -650,8 +650,8 @@ def sort_values_stable(self: torch.Tensor, *, stable: bool | None, dim: int = -1
         raise RuntimeError("sort(): input tensor must be of non-complex type")
     idx = sort_indices(x, d, descending)
     vals = x.copy() if x.ndim == 0 else np.take_along_axis(x, idx, d)
-    write_out(values, vals, self.dtype)
-    write_out(indices, idx.astype(np.int64), torch.int64)
+    write_out(values, vals, self.dtype, exact=True)
+    write_out(indices, idx.astype(np.int64), torch.int64, exact=True)
     return values, indices
 
 
@@ -671,18 +671,20 @@ def sort_stable(self: torch.Tensor, *, stable: bool | None, dim: int = -1,
 def topk_values(self: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
                 sorted: bool = True, *, values: torch.Tensor, indices: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    if self.dtype == torch.bool:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     n = x.shape[d] if x.ndim else 1
     if k < 0 or k > n:
         raise RuntimeError("selected index k out of range")
     if x.ndim == 0:
-        write_out(values, x.copy(), self.dtype)
-        write_out(indices, np.zeros((), np.int64), torch.int64)
+        write_out(values, x.copy(), self.dtype, exact=True)
+        write_out(indices, np.zeros((), np.int64), torch.int64, exact=True)
         return values, indices
     idx = np.take(sort_indices(x, d, largest), np.arange(k), axis=d)
-    write_out(values, np.take_along_axis(x, idx, d), self.dtype)
-    write_out(indices, idx.astype(np.int64), torch.int64)
+    write_out(values, np.take_along_axis(x, idx, d), self.dtype, exact=True)
+    write_out(indices, idx.astype(np.int64), torch.int64, exact=True)
     return values, indices
 
 
@@ -696,15 +698,15 @@ def kthvalue_values(self: torch.Tensor, k: int, dim: int = -1, keepdim: bool = F
     if not 1 <= k <= n:
         raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
     if x.ndim == 0:
-        write_out(values, x.copy(), self.dtype)
-        write_out(indices, np.zeros((), np.int64), torch.int64)
+        write_out(values, x.copy(), self.dtype, exact=True)
+        write_out(indices, np.zeros((), np.int64), torch.int64, exact=True)
         return values, indices
     idx = np.take(sort_indices(x, d, False), [k - 1], axis=d)
     vals = np.take_along_axis(x, idx, d)
     if not keepdim:
         idx, vals = idx.squeeze(d), vals.squeeze(d)
-    write_out(values, vals, self.dtype)
-    write_out(indices, idx.astype(np.int64), torch.int64)
+    write_out(values, vals, self.dtype, exact=True)
+    write_out(indices, idx.astype(np.int64), torch.int64, exact=True)
     return values, indices
 
 

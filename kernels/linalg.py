@@ -11,23 +11,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from kernels._semantics import quiet, scalar_type_name, write_inplace, write_out
+from kernels._semantics import (
+    check_out_exact,
+    cpp_type_name,
+    quiet,
+    scalar_type_name,
+    write_inplace,
+    write_out,
+)
 from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
 from kernels.elementwise import check_same_device
 from kernels.registry import register
 
 _LOW = (torch.float16, torch.bfloat16)
-
-
-def _short(dtype: torch.dtype) -> str:
-    """c10's C type names used by these messages (float, double, c10::Half...)."""
-    return {
-        torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half",
-        torch.bfloat16: "c10::BFloat16", torch.int64: "long int", torch.int32: "int",
-        torch.int16: "short int", torch.int8: "signed char", torch.uint8: "unsigned char",
-        torch.bool: "bool", torch.complex64: "c10::complex<float>",
-        torch.complex128: "c10::complex<double>",
-    }.get(dtype, str(dtype))
 
 
 def _operand(t: torch.Tensor) -> np.ndarray:
@@ -37,14 +33,23 @@ def _operand(t: torch.Tensor) -> np.ndarray:
     return x
 
 
-def _check_dtypes(op: str, a: torch.Tensor, b: torch.Tensor) -> None:
-    if a.dtype != b.dtype:
+def _check_dtypes(op: str, a: torch.Tensor, b: torch.Tensor,
+                  out: torch.Tensor | None = None) -> None:
+    """ATen's order: shapes and dtypes (meta), then out's dtype, then the kernel's dtype support."""
+    if a.dtype != b.dtype and op != "bmm":
         raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {_short(a.dtype)} != "
-            f"{_short(b.dtype)}"
+            f"expected m1 and m2 to have the same dtype, but got: {cpp_type_name(a.dtype)} != "
+            f"{cpp_type_name(b.dtype)}"
         )
+    if out is not None:
+        check_out_exact(out, a.dtype)
     if a.dtype == torch.bool:
         raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+    if a.dtype != b.dtype:
+        raise RuntimeError(
+            f"expected scalar type {scalar_type_name(a.dtype)} but found "
+            f"{scalar_type_name(b.dtype)}"
+        )
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -52,7 +57,8 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.matmul(a, b)
 
 
-def _mm_value(self: torch.Tensor, mat2: torch.Tensor) -> np.ndarray:
+def _mm_value(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None = None
+              ) -> np.ndarray:
     check_same_device("mm", (self, mat2), ("self", "mat2"))
     if self.dim() != 2:
         raise RuntimeError("self must be a matrix")
@@ -63,7 +69,7 @@ def _mm_value(self: torch.Tensor, mat2: torch.Tensor) -> np.ndarray:
             f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
             f"{mat2.shape[0]}x{mat2.shape[1]})"
         )
-    _check_dtypes("addmm_impl_mlu_", self, mat2)
+    _check_dtypes("addmm_impl_mlu_", self, mat2, out)
     return _matmul(_operand(self), _operand(mat2))
 
 
@@ -74,10 +80,11 @@ def mm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
 
 @register("mm.out")
 def mm_out(self: torch.Tensor, mat2: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _mm_value(self, mat2), self.dtype)
+    return write_out(out, _mm_value(self, mat2, out), self.dtype, exact=True)
 
 
-def _bmm_value(self: torch.Tensor, mat2: torch.Tensor) -> np.ndarray:
+def _bmm_value(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None = None
+               ) -> np.ndarray:
     check_same_device("bmm", (self, mat2), ("self", "mat2"))
     if self.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
@@ -89,7 +96,7 @@ def _bmm_value(self: torch.Tensor, mat2: torch.Tensor) -> np.ndarray:
             f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but got: "
             f"[{mat2.shape[0]}, {mat2.shape[1]}]."
         )
-    _check_dtypes("bmm", self, mat2)
+    _check_dtypes("bmm", self, mat2, out)
     return _matmul(_operand(self), _operand(mat2))
 
 
@@ -100,7 +107,7 @@ def bmm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
 
 @register("bmm.out")
 def bmm_out(self: torch.Tensor, mat2: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _bmm_value(self, mat2), self.dtype)
+    return write_out(out, _bmm_value(self, mat2, out), self.dtype, exact=True)
 
 
 def _axpby(self: torch.Tensor, prod: np.ndarray, beta: Any, alpha: Any) -> np.ndarray:
@@ -114,11 +121,11 @@ def _axpby(self: torch.Tensor, prod: np.ndarray, beta: Any, alpha: Any) -> np.nd
             f"{list(shape)}.  Tensor sizes: {list(self.shape)}"
         )
     with quiet():
-        r = prod if alpha == 1 else prod * np.asarray(alpha, prod.dtype)
+        r = prod if alpha == 1 else prod * np.asarray(alpha).astype(prod.dtype)
         if beta == 0:
             return np.array(r, copy=True) if r is prod else r
         c = _operand(self)
-        return r + (c if beta == 1 else c * np.asarray(beta, prod.dtype))
+        return r + (c if beta == 1 else c * np.asarray(beta).astype(prod.dtype))
 
 
 def _check_self_dtype(self: torch.Tensor, other: torch.Tensor) -> None:
@@ -129,15 +136,15 @@ def _check_self_dtype(self: torch.Tensor, other: torch.Tensor) -> None:
         )
 
 
-def _addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, beta: Any, alpha: Any
-           ) -> np.ndarray:
+def _addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, beta: Any, alpha: Any,
+           out: torch.Tensor | None = None) -> np.ndarray:
     check_same_device("addmm", (self, mat1, mat2), ("self", "mat1", "mat2"))
     if mat1.dim() != 2:
         raise RuntimeError("mat1 must be a matrix, got " + f"{mat1.dim()}-D tensor")
     if mat2.dim() != 2:
         raise RuntimeError("mat2 must be a matrix, got " + f"{mat2.dim()}-D tensor")
     _check_self_dtype(self, mat1)
-    return _axpby(self, _mm_value(mat1, mat2), beta, alpha)
+    return _axpby(self, _mm_value(mat1, mat2, out), beta, alpha)
 
 
 @register("addmm")
@@ -149,7 +156,7 @@ def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: A
 @register("addmm.out")
 def addmm_out(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: Any = 1,
               alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _addmm(self, mat1, mat2, beta, alpha), mat1.dtype)
+    return write_out(out, _addmm(self, mat1, mat2, beta, alpha, out), mat1.dtype, exact=True)
 
 
 @register("addmm_")
@@ -158,11 +165,11 @@ def addmm_(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: 
     return write_inplace(self, _addmm(self, mat1, mat2, beta, alpha), mat1.dtype)
 
 
-def _baddbmm(self: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, beta: Any, alpha: Any
-             ) -> np.ndarray:
+def _baddbmm(self: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, beta: Any, alpha: Any,
+             out: torch.Tensor | None = None) -> np.ndarray:
     check_same_device("baddbmm", (self, b1, b2), ("self", "batch1", "batch2"))
     _check_self_dtype(self, b1)
-    return _axpby(self, _bmm_value(b1, b2), beta, alpha)
+    return _axpby(self, _bmm_value(b1, b2, out), beta, alpha)
 
 
 @register("baddbmm")
@@ -174,7 +181,8 @@ def baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, b
 @register("baddbmm.out")
 def baddbmm_out(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
                 beta: Any = 1, alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _baddbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
+    return write_out(out, _baddbmm(self, batch1, batch2, beta, alpha, out), batch1.dtype,
+                     exact=True)
 
 
 @register("baddbmm_")
@@ -201,7 +209,7 @@ def addbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, be
 @register("addbmm.out")
 def addbmm_out(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
                beta: Any = 1, alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _addbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
+    return write_out(out, _addbmm(self, batch1, batch2, beta, alpha), batch1.dtype, exact=True)
 
 
 @register("addbmm_")
@@ -265,11 +273,6 @@ def mv(self: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
     return from_numpy(_mv_value(self, vec), self.dtype)
 
 
-@register("mv.out")
-def mv_out(self: torch.Tensor, vec: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _mv_value(self, vec), self.dtype)
-
-
 def _addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, beta: Any, alpha: Any
            ) -> np.ndarray:
     check_same_device("addmv", (self, mat, vec), ("self", "mat", "vec"))
@@ -285,7 +288,7 @@ def addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, *, beta: Any
 @register("addmv.out")
 def addmv_out(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, *, beta: Any = 1,
               alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _addmv(self, mat, vec, beta, alpha), mat.dtype)
+    return write_out(out, _addmv(self, mat, vec, beta, alpha), mat.dtype, exact=True)
 
 
 @register("addmv_")

@@ -14,7 +14,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from kernels._semantics import category, quiet, scalar_type_name, write_out
+from kernels._semantics import (
+    category,
+    check_out_exact,
+    cpp_type_name,
+    quiet,
+    scalar_type_name,
+    write_out,
+)
 from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
 from kernels.registry import register
 
@@ -75,17 +82,18 @@ def _input(self: torch.Tensor, dtype: torch.dtype | None) -> tuple[np.ndarray, t
     return x, self.dtype
 
 
-def _emit(value: Any, dtype: torch.dtype, out: torch.Tensor | None = None) -> torch.Tensor:
+def _emit(value: Any, dtype: torch.dtype, out: torch.Tensor | None = None,
+          exact: bool = False) -> torch.Tensor:
     if out is not None:
-        return write_out(out, np.asarray(value).astype(NP_DTYPE[dtype]), dtype, check=False)
+        return write_out(out, np.asarray(value).astype(NP_DTYPE[dtype]), dtype, check=False,
+                         exact=exact)
     return from_numpy(value, dtype)
 
 
-def _check_out_dtype(out: torch.Tensor | None, dtype: torch.dtype, op: str) -> None:
-    if out is not None and out.dtype != dtype:
-        raise RuntimeError(
-            f"Expected out tensor to have dtype {dtype}, but got {out.dtype} instead"
-        )
+def _check_dtype_arg(out: torch.Tensor | None, dtype: torch.dtype | None) -> None:
+    """``dtype=`` given with ``out=``: out must have it (ATen's reduction out rule)."""
+    if out is not None and dtype is not None:
+        check_out_exact(out, dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -103,6 +111,7 @@ def _sum_dtype(self: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype:
 
 def _sum(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
          out: torch.Tensor | None, nan: bool = False) -> torch.Tensor:
+    _check_dtype_arg(out, dtype)
     result = _sum_dtype(self, dtype) if out is None or dtype is not None else out.dtype
     if nan and self.dtype.is_complex:
         raise RuntimeError("nansum does not support complex inputs")
@@ -153,13 +162,16 @@ def nansum_out(self: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
 
 def _mean(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
           out: torch.Tensor | None) -> torch.Tensor:
-    result = dtype if dtype is not None else (out.dtype if out is not None else self.dtype)
-    if category(result) not in ("floating", "complex"):
+    _check_dtype_arg(out, dtype)
+    checked = dtype if dtype is not None else self.dtype
+    if category(checked) not in ("floating", "complex"):
         raise RuntimeError(
             "mean(): could not infer output dtype. "
             + ("Optional dtype" if dtype is not None else "Input dtype")
-            + f" must be either a floating point or complex dtype. Got: {scalar_type_name(result)}"
+            + " must be either a floating point or complex dtype. Got: "
+            + scalar_type_name(checked)
         )
+    result = dtype if dtype is not None else (out.dtype if out is not None else self.dtype)
     x, _ = _input(self, result)
     axes = reduce_axes(dim, x.ndim)
     with quiet():
@@ -186,6 +198,7 @@ def mean_out(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
 
 def _prod(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
           out: torch.Tensor | None) -> torch.Tensor:
+    _check_dtype_arg(out, dtype)
     result = _sum_dtype(self, dtype) if out is None or dtype is not None else out.dtype
     x, _ = _input(self, result)
     axes = reduce_axes(dim, x.ndim)
@@ -238,13 +251,14 @@ def _amax(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None,
           fn: Any, op: str) -> torch.Tensor:
     x = to_numpy(self)
     axes = reduce_axes(dim, x.ndim)
-    _check_nonempty(x, axes, op)
-    _no_complex(self, op)
     if out is not None and out.dtype != self.dtype:
         raise RuntimeError(
-            f"Expected the dtype for input and out to match, but got {self.dtype} for input's "
-            f"dtype and {out.dtype} for out's dtype.".replace("torch.", "")
+            f"Expected the dtype for input and out to match, but got "
+            f"{scalar_type_name(self.dtype)} for input's dtype and "
+            f"{scalar_type_name(out.dtype)} for out's dtype."
         )
+    _check_nonempty(x, axes, op)
+    _no_complex(self, op)
     with quiet():
         v = fn(x, axis=axes)
     return _emit(_keep(v, x, axes, keepdim), self.dtype, out)
@@ -331,8 +345,8 @@ def _minmax_dim(self: torch.Tensor, dim: int, keepdim: bool, largest: bool, op: 
             idx = np.expand_dims(idx, d)
             values = np.expand_dims(values, d)
     if out is not None:
-        write_out(out[0], values, self.dtype)
-        write_out(out[1], idx.astype(np.int64), torch.int64)
+        write_out(out[0], values, self.dtype, exact=True)
+        write_out(out[1], idx.astype(np.int64), torch.int64, exact=True)
         return out
     return from_numpy(values, self.dtype), from_numpy(idx, torch.int64)
 
@@ -362,7 +376,8 @@ def min_dim_min(self: torch.Tensor, dim: int, keepdim: bool = False, *, min: tor
 def _argbest(self: torch.Tensor, dim: int | None, keepdim: bool, largest: bool, op: str,
              out: torch.Tensor | None = None) -> torch.Tensor:
     x = to_numpy(self)
-    _no_complex(self, op)
+    if self.dtype.is_complex:
+        raise RuntimeError(f"{op}(): does not support complex input")
     if self.dtype == torch.bool:
         raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
@@ -382,7 +397,7 @@ def _argbest(self: torch.Tensor, dim: int | None, keepdim: bool, largest: bool, 
             idx = _arg_best(x, d, largest)
             if keepdim:
                 idx = np.expand_dims(idx, d)
-    return _emit(idx.astype(np.int64), torch.int64, out)
+    return _emit(idx.astype(np.int64), torch.int64, out, exact=True)
 
 
 @register("argmax")
@@ -448,6 +463,8 @@ def _var(self: torch.Tensor, dim: Any, correction: Any, keepdim: bool, op: str
         n = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
         # ATen divides by max(0, N - correction): 0 gives inf/nan, as on CPU.
         v = np.sum(sq, axis=axes) / np.asarray(max(n - ddof, 0), dtype=sq.dtype)
+        if n == 0:
+            v = np.full(np.shape(v), np.nan, sq.dtype)
     mean_v = np.squeeze(m, axis=axes) if axes is not None else m.reshape(())
     return _keep(v, x, axes, keepdim), _keep(mean_v, x, axes, keepdim), self.dtype
 
@@ -598,11 +615,6 @@ for _fn, _np in (("any", np.any), ("all", np.all)):
         def dims(self: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
             return _anyall(self, dim, keepdim, fn, None)
 
-        @register(f"{name}.dims_out")
-        def dims_out(self: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
-                     out: torch.Tensor) -> torch.Tensor:
-            return _anyall(self, dim, keepdim, fn, out)
-
     _make(_np, _fn)
 
 
@@ -614,11 +626,19 @@ for _fn, _np in (("any", np.any), ("all", np.all)):
 def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None, fn: Any,
          out: torch.Tensor | None = None, inplace: bool = False) -> torch.Tensor:
     if inplace:
+        if dtype is not None and dtype != self.dtype:
+            raise RuntimeError(
+                f"Bad in-place call: input tensor dtype {cpp_type_name(self.dtype)} and output "
+                f"tensor dtype {cpp_type_name(dtype)} should match"
+            )
         result = self.dtype
     elif out is not None and dtype is None:
         result = out.dtype
     else:
+        _check_dtype_arg(out, dtype)
         result = _sum_dtype(self, dtype)
+    if result == torch.bool and self.dim() > 0:
+        raise NotImplementedError(f"\"{fn.__name__}_out_cpu\" not implemented for 'Bool'")
     x, _ = _input(self, result)
     d = wrap_dim(dim, x.ndim)
     with quiet():
@@ -725,8 +745,8 @@ def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool,
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     if x.ndim == 0:
-        write_out(values, x.copy(), self.dtype)
-        write_out(indices, np.zeros((), np.int64), torch.int64)
+        write_out(values, x.copy(), self.dtype, exact=True)
+        write_out(indices, np.zeros((), np.int64), torch.int64, exact=True)
         return values, indices
     _check_nonempty(x, (d,), op)
     order = np.argsort(x, axis=d, kind="stable")  # NaN last
@@ -746,8 +766,8 @@ def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool,
     vals = np.take_along_axis(x, idx, d)
     if not keepdim:
         idx, vals = idx.squeeze(d), vals.squeeze(d)
-    write_out(values, vals, self.dtype)
-    write_out(indices, idx.astype(np.int64), torch.int64)
+    write_out(values, vals, self.dtype, exact=True)
+    write_out(indices, idx.astype(np.int64), torch.int64, exact=True)
     return values, indices
 
 
@@ -854,11 +874,6 @@ def _logcumsumexp(self: torch.Tensor, dim: int) -> np.ndarray:
 @register("logcumsumexp")
 def logcumsumexp(self: torch.Tensor, dim: int) -> torch.Tensor:
     return from_numpy(_logcumsumexp(self, dim), self.dtype)
-
-
-@register("logcumsumexp.out")
-def logcumsumexp_out(self: torch.Tensor, dim: int, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _logcumsumexp(self, dim), self.dtype)
 
 
 def _histc(self: torch.Tensor, bins: int, min: Any, max: Any) -> np.ndarray:
