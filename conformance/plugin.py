@@ -64,6 +64,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-timeout", type=float, default=120.0, metavar="SECONDS",
                     help="per-item watchdog: a hung item is recorded as 'timeout' and its "
                          "process ends (use -n so a worker is replaced) (default 120; 0 = off)")
+    group.addoption("--shard", default=None, metavar="K/N",
+                    help="run only shard K of N (0-based; items dealt round-robin in a stable "
+                         "order), e.g. for CI machines splitting a full run")
     group.addoption("--hypothesis-db", default=None, metavar="DIR",
                     help="Hypothesis example database (default .conformance/hypothesis under "
                          "the rootdir; 'none' for no database)")
@@ -103,6 +106,13 @@ class State:
             except re.error as exc:
                 raise InputError(f"--ops: invalid regular expression {self.ops!r}: {exc}") \
                     from None
+            self.shard: tuple[int, int] | None = None
+            if opt("--shard"):
+                m = re.fullmatch(r"(\d+)/(\d+)", opt("--shard"))
+                if not m or not int(m.group(1)) < int(m.group(2)):
+                    raise InputError(f"--shard must be K/N with 0 <= K < N, not "
+                                     f"{opt('--shard')!r}")
+                self.shard = (int(m.group(1)), int(m.group(2)))
             max_examples = opt("--max-examples")
             if max_examples is not None and max_examples < 1:
                 raise InputError("--max-examples must be at least 1")
@@ -181,9 +191,13 @@ class State:
             if marker.get("state") == "timeout":
                 rec = _lost_record(state, marker, "timeout",
                                    f"ran past the {state.timeout:g}s per-item timeout; worker ended")
+            elif marker.get("side") == "cpu":  # the oracle died: not a verdict on the backend
+                rec = _lost_record(state, marker, "skip",
+                                   f"CPU (the oracle) crashed the process (xdist worker {wid})")
+                rec["category"] = "cpu_crashed"
             else:
                 rec = _lost_record(state, marker, "crash",
-                                   f"the process running it died ({report.longreprtext.strip()})")
+                                   f"the process running it died (xdist worker {wid or '?'})")
             state.record(rec)
 
     # -- the op list --------------------------------------------------------------------------
@@ -364,9 +378,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
     overloads = state.selected()
     new: list[pytest.Item] = []
+    index = -1
     for ov in overloads:
         sig = OpSignature.of(ov)
         for check in state.checks:
+            index += 1
+            if state.shard and index % state.shard[1] != state.shard[0]:
+                continue
             item = Item(sig, CHECKS[check])
             node = ConformanceItem.from_parent(session, name=item.id, nodeid=item.id, item=item)
             reason = state.expectations.reason_for(item.id)

@@ -189,3 +189,16 @@ def test_conformance_run_cli(tmp_path):
                          cwd=tmp_path, env=_env(), timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("conformance run: error: --ops: invalid regular")
+
+
+def test_shards_partition_the_items(pytester):
+    def ids(*extra: str) -> set[str]:
+        result = pytester.runpytest("--backend", "cpu", "--ops", "mul|abs", "--collect-only",
+                                    "-q", *extra, *QUICK)
+        return {line for line in result.outlines if "::" in line and " " not in line}
+
+    every = ids()
+    a, b = ids("--shard", "0/2"), ids("--shard", "1/2")
+    assert every and a and b and not (a & b) and a | b == every
+    result = pytester.runpytest("--backend", "cpu", "--shard", "2/2", *QUICK)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

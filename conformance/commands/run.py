@@ -45,6 +45,7 @@ def register(subparsers: Any) -> None:
                    help="expected failures YAML (default: the packaged one for the backend)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                    help="per-item timeout; a hung item gets the verdict 'timeout' (default 120)")
+    p.add_argument("--shard", metavar="K/N", help="run only shard K of N (0-based)")
     p.add_argument("--pytest-args", default="", metavar="ARGS",
                    help="extra pytest arguments, e.g. \"-k 'promotion' -x\"")
     p.set_defaults(func=run)
@@ -57,6 +58,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise InputError("--max-examples must be at least 1")
     if args.workers is not None and args.workers < 0:
         raise InputError("-n/--workers must be 0 or more")
+    if args.shard and not re.fullmatch(r"\d+/\d+", args.shard):
+        raise InputError(f"--shard must be K/N, e.g. 0/4, not {args.shard!r}")
     if args.timeout < 0:
         raise InputError("--timeout must be 0 (off) or more")
     if args.ops:
@@ -100,7 +103,8 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
     for flag, value in (("--ops", args.ops), ("--checks", args.checks),
                         ("--max-examples", args.max_examples), ("--without", args.without),
                         ("--native-functions", args.native_functions),
-                        ("--expected-failures", args.expected_failures)):
+                        ("--expected-failures", args.expected_failures),
+                        ("--shard", args.shard)):
         if value is not None:
             argv += [flag, str(value)]
     if workers > 0:
@@ -144,4 +148,21 @@ def run(args: argparse.Namespace) -> int:
         except (ImportError, AttributeError) as exc:
             html_note = f"NOT written ({exc})"
     print(summarize(args.output, html=html_note))
+    stale = _stale_expectations(args)
+    if stale:
+        print(f"\nexpected-failure entries that match no overload/check ({len(stale)}): "
+              + ", ".join(f"{e.file}:{e.line} {e.id}" for e in stale[:5]))
     return 0
+
+
+def _stale_expectations(args: argparse.Namespace) -> list[Any]:
+    import opdb
+    from conformance.checks import CHECKS
+    from conformance.expectations import expected_failures_path, load_expectations
+
+    path = args.expected_failures or expected_failures_path(args.backend)
+    exp = load_expectations(path)
+    if not exp.entries:
+        return []
+    names = [ov.name for ov in opdb.load(args.native_functions).overloads]
+    return exp.unmatched(f"{n}::{c}" for n in names for c in CHECKS)
