@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from kernels import nn
-from kernels._tensor import to_numpy
+from kernels._tensor import NP_DTYPE, to_numpy
 from kernels.nn_ops import FLOATING, check_same_shape_or_broadcast, define
 
 __all__: list[str] = []
@@ -119,13 +119,13 @@ def _norm(grad: np.ndarray, reduction: int, numel: int) -> np.ndarray:
 def _pair(self: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     check_same_shape_or_broadcast(self, target)
     x, t = to_numpy(self), to_numpy(target)
-    dtype = np.result_type(x, t)
+    dtype = NP_DTYPE[torch.result_type(self, target)]
     return nn._opmath(x), nn._opmath(t), dtype
 
 
 @define("mse_loss", "mse_loss.out",
         dtypes=FLOATING, kernel_name="mse_cpu",
-        dtype_args=(0, 1))
+        dtype_args=(0, 1), castable_out=True)
 def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> np.ndarray:
     x, t, dtype = _pair(self, target)
     d = x - t
@@ -134,7 +134,7 @@ def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> np
 
 @define("mse_loss_backward", "mse_loss_backward.grad_input", ("grad_input",),
         dtypes=FLOATING, kernel_name="mse_backward_cpu_out",
-        dtype_args=(0, 1, 2))
+        dtype_args=(0, 1, 2), castable_out=True)
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                       reduction: int) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -146,7 +146,7 @@ def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: tor
 
 @define("smooth_l1_loss", "smooth_l1_loss.out",
         dtypes=FLOATING, kernel_name="smooth_l1_cpu",
-        dtype_args=(0, 1))
+        dtype_args=(0, 1), castable_out=True)
 def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
                    beta: float = 1.0) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -157,7 +157,7 @@ def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
 
 @define("smooth_l1_loss_backward", "smooth_l1_loss_backward.grad_input", ("grad_input",),
         dtypes=FLOATING, kernel_name="smooth_l1_backward_cpu_out",
-        dtype_args=(0, 1, 2))
+        dtype_args=(0, 1, 2), castable_out=True)
 def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                             reduction: int, beta: float) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -172,7 +172,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, targe
 
 @define("huber_loss", "huber_loss.out",
         dtypes=FLOATING, kernel_name="huber_cpu",
-        dtype_args=(0, 1))
+        dtype_args=(0, 1), castable_out=True)
 def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
                delta: float = 1.0) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -182,7 +182,7 @@ def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
 
 @define("huber_loss_backward", "huber_loss_backward.out", ("grad_input",),
         dtypes=FLOATING, kernel_name="huber_backward_cpu_out",
-        dtype_args=(0, 1, 2))
+        dtype_args=(0, 1, 2), castable_out=True)
 def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                         reduction: int, delta: float) -> np.ndarray:
     x, t, dtype = _pair(self, target)
@@ -218,7 +218,7 @@ def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor,
 @define("binary_cross_entropy_backward", "binary_cross_entropy_backward.grad_input",
         ("grad_input",),
         dtypes=FLOATING, kernel_name="binary_cross_entropy_backward",
-        dtype_args=(0, 1, 2))
+        dtype_args=(0, 1, 2), castable_out=True)
 def binary_cross_entropy_backward(grad_output: torch.Tensor, self: torch.Tensor,
                                   target: torch.Tensor, weight: torch.Tensor | None = None,
                                   reduction: int = 1) -> np.ndarray:

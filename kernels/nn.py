@@ -390,6 +390,9 @@ def batch_norm(
         if not training and x.size == 0:
             return x.copy(), x.copy(), x.copy()
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if not training and x.size == 0:  # ATen returns before looking at the statistics
+        empty = np.empty((0,), dtype=dtype)
+        return x.copy(), empty, empty.copy()
     if training and x.size == 0:
         raise RuntimeError(
             f"input tensor must have at least one element, but got input_sizes = {list(x.shape)}"
@@ -639,6 +642,12 @@ def _pool_params(
     s = _expand(stride, nd, "stride") if len(stride) else k
     p = _expand(padding, nd, "padding")
     d = _expand(dilation, nd, "dilation")
+    if 0 in s:
+        raise RuntimeError("stride should not be zero")
+    if min(k) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got {list(k)}")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(d)}")
     if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(
             f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input, but got "
@@ -834,6 +843,8 @@ def avg_pool(
 ) -> np.ndarray:
     """``avg_pool{2,3}d`` with ATen's divisor rules (padding and ceil-mode windows); the window
     sum is separable, one axis after the other."""
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     if x.ndim < nd + 1:  # ATen indexes dim -(nd+1) first
         raise IndexError(
             f"Dimension out of range (expected to be in range of [{-max(x.ndim, 1)}, "
@@ -944,6 +955,11 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
         raise RuntimeError(
             f"adaptive_avg_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
             f"{list(x.shape)}"
+        )
+    if 0 in x.shape[1:]:
+        raise RuntimeError(
+            f"adaptive_avg_pool{nd}d(): Expected input to have non-zero size for non-batch "
+            f"dimensions, but input has sizes {list(x.shape)}"
         )
     dtype = x.dtype
     y = _opmath(x)
@@ -1159,6 +1175,10 @@ def embedding_dense_backward(
     idx = indices.reshape(-1).astype(np.intp, copy=False)
     width = grad_out.shape[-1] if grad_out.ndim else 1
     g = _opmath(grad_out).reshape(idx.size, width)
+    # CPU does not check the index range; out-of-range rows contribute nothing here
+    keep = (idx >= 0) & (idx < num_weights)
+    if not keep.all():
+        idx, g = idx[keep], g[keep]
     if scale_grad_by_freq:
         counts = np.bincount(idx, minlength=num_weights)
         g = g / counts[idx][:, None].astype(g.dtype)
@@ -1178,17 +1198,17 @@ def zero_where(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """
     if values.dtype.kind != "f" and values.dtype.name != "bfloat16":
         return np.where(mask, np.zeros((), values.dtype), values)
+    shape = np.broadcast_shapes(values.shape, mask.shape)
     size = values.dtype.itemsize
     word = np.dtype(f"u{size}")
-    keep = np.negative(np.logical_not(mask).astype(f"i{size}")).view(word)
-    out = np.bitwise_and(np.broadcast_to(values, keep.shape).view(word), keep)
+    keep = np.negative(np.logical_not(np.broadcast_to(mask, shape)).astype(f"i{size}")).view(word)
+    out = np.bitwise_and(np.broadcast_to(values, shape).view(word), keep)
     return out.view(values.dtype)
 
 
 def threshold_backward(grad_out: np.ndarray, x: np.ndarray, threshold: float) -> np.ndarray:
     """``threshold_backward``: pass the gradient where ``x > threshold`` (relu's backward)."""
-    dtype = np.result_type(grad_out, x)
-    return zero_where(grad_out.astype(dtype, copy=False), x <= threshold)
+    return zero_where(grad_out, x <= threshold)
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from kernels._semantics import write_inplace
-from kernels._tensor import to_numpy
+from kernels._tensor import NP_DTYPE, to_numpy
 from kernels.nn import _opmath
 from kernels.nn_ops import (
     COMPLEX,
@@ -173,6 +173,7 @@ def _make(act: Activation) -> None:
     defaults = _defaults(act.name)
 
     def forward_arrays(self: torch.Tensor, *scalars: Any) -> Arr:
+        check_dtype(self, act.dtypes, act.name)  # CPU converts scalars inside its dtype dispatch
         scalars = real_scalars(scalars + defaults[len(scalars):], self.dtype)
         x = to_numpy(self)
         if act.name == "hardtanh":
@@ -196,14 +197,14 @@ def _make(act: Activation) -> None:
     def backward_arrays(grad_output: torch.Tensor, self: torch.Tensor, *rest: Any) -> Arr:
         check_same_shape_or_broadcast(grad_output, self)
         g, x = to_numpy(grad_output), to_numpy(self)
-        dtype = np.result_type(g, x)
+        dtype = NP_DTYPE[torch.result_type(grad_output, self)]
         return bwd_fn(_opmath(g), _opmath(x), *rest).astype(dtype, copy=False)
 
     backward_arrays.__name__ = act.name + "_backward"
     names = act.backward_names or (f"{act.name}_backward", f"{act.name}_backward.grad_input")
     out_arg = "out" if names[1] and names[1].endswith(".out") else "grad_input"
     define(names[0], names[1], (out_arg,), dtypes=act.dtypes & (FLOATING | COMPLEX),
-           dtype_args=(0, 1))(backward_arrays)
+           dtype_args=(0, 1), castable_out=out_arg == "grad_input")(backward_arrays)
 
 
 for _act in ACTIVATIONS:
@@ -211,31 +212,33 @@ for _act in ACTIVATIONS:
 
 
 @define("elu_backward", "elu_backward.grad_input", ("grad_input",), dtypes=FLOATING,
-        dtype_args=(0, 5))
+        dtype_args=(0, 5), castable_out=True)
 def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale: Any,
                  is_result: bool, self_or_result: torch.Tensor) -> Arr:
     check_same_shape_or_broadcast(grad_output, self_or_result)
     g, x = to_numpy(grad_output), to_numpy(self_or_result)
-    dtype = np.result_type(g, x)
+    dtype = NP_DTYPE[torch.result_type(grad_output, self_or_result)]
     return _elu_bwd(_opmath(g), _opmath(x), alpha, scale, input_scale, is_result).astype(dtype)
 
 
 @define("sigmoid_backward", "sigmoid_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING | COMPLEX, kernel_name="sigmoid_backward_cpu", dtype_args=(0, 1))
+        dtypes=FLOATING | COMPLEX, kernel_name="sigmoid_backward_cpu", dtype_args=(0, 1),
+        castable_out=True)
 def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
     check_same_shape_or_broadcast(grad_output, output)
     g, y = to_numpy(grad_output), to_numpy(output)
-    dtype = np.result_type(g, y)
+    dtype = NP_DTYPE[torch.result_type(grad_output, output)]
     gf, yf = _opmath(g), _opmath(y)
     return (gf * np.conj((1.0 - yf) * yf)).astype(dtype, copy=False)
 
 
 @define("tanh_backward", "tanh_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING | COMPLEX, kernel_name="tanh_backward_cpu", dtype_args=(0, 1))
+        dtypes=FLOATING | COMPLEX, kernel_name="tanh_backward_cpu", dtype_args=(0, 1),
+        castable_out=True)
 def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
     check_same_shape_or_broadcast(grad_output, output)
     g, y = to_numpy(grad_output), to_numpy(output)
-    dtype = np.result_type(g, y)
+    dtype = NP_DTYPE[torch.result_type(grad_output, output)]
     gf, yf = _opmath(g), _opmath(y)
     return (gf * np.conj(1.0 - yf * yf)).astype(dtype, copy=False)
 
@@ -270,7 +273,7 @@ def _glu_halves(x: Arr, dim: int) -> tuple[Arr, Arr]:
     return a, b
 
 
-@define("glu", "glu.out", dtypes=FLOATING, kernel_name="glu_cpu")
+@define("glu", "glu.out", dtypes=FLOATING, kernel_name="glu_cpu", castable_out=True)
 def glu(self: torch.Tensor, dim: int = -1) -> Arr:
     x = to_numpy(self)
     a, b = _glu_halves(_opmath(x), dim)

@@ -262,9 +262,19 @@ def test_out_variants() -> None:
     eo, ei = torch.ops.aten.max_pool2d_with_indices(x, [2, 2], [2, 2])
     torch.testing.assert_close(o.cpu(), eo)
     torch.testing.assert_close(i.cpu(), ei)
+    # structured out= overloads want the result dtype exactly, as on CPU
+    for device in ("cpu", DEV):
+        with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+            torch.ops.aten.avg_pool2d.out(x.to(device), [2, 2],
+                                          out=torch.empty(0, dtype=torch.long).to(device))
+    # TensorIterator ones (threshold_backward) take any dtype the result casts to safely
+    g, t = rand(5), rand(5, seed=1)
+    wide = torch.empty(0, dtype=torch.float64).to(DEV)
+    torch.ops.aten.threshold_backward.grad_input(g.to(DEV), t.to(DEV), 0.0, grad_input=wide)
+    torch.testing.assert_close(wide.cpu(), torch.ops.aten.threshold_backward(g, t, 0.0).double())
     with pytest.raises(RuntimeError, match="can't be cast"):
-        torch.ops.aten.avg_pool2d.out(x.to(DEV), [2, 2], out=torch.empty(0, dtype=torch.long,
-                                                                          device=DEV))
+        torch.ops.aten.threshold_backward.grad_input(
+            g.to(DEV), t.to(DEV), 0.0, grad_input=torch.empty(0, dtype=torch.long).to(DEV))
 
 
 DTYPE_CASES: dict[str, Callable[[torch.Tensor], Any]] = {
