@@ -47,3 +47,29 @@ def category(name: str) -> str:
     if name in FLOATING:
         return "float"
     return "complex"
+
+
+#: torch.testing.assert_close's documented defaults (rtol, atol), by floating/complex dtype; the
+#: engine uses them to loosen a comparison to the least precise floating *input* of a call
+#: (float16 inputs written to a float32 ``out=`` are only float16-accurate).
+ASSERT_CLOSE_DEFAULTS: dict[str, tuple[float, float]] = {
+    "float16": (1e-3, 1e-5),
+    "bfloat16": (1.6e-2, 1e-5),
+    "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7),
+    "complex64": (1.3e-6, 1e-5),
+    "complex128": (1e-7, 1e-7),
+}
+
+
+def loosest(names: frozenset[str] | set[str], result: str) -> tuple[float, float] | None:
+    """The loosest default tolerance among ``result`` and the floating ``names`` (None: use
+    torch.testing's defaults for ``result`` unchanged)."""
+    if result not in ASSERT_CLOSE_DEFAULTS:
+        return None
+    best = ASSERT_CLOSE_DEFAULTS[result]
+    for n in names:
+        tol = ASSERT_CLOSE_DEFAULTS.get(n)
+        if tol is not None and tol[0] > best[0]:
+            best = tol
+    return None if best == ASSERT_CLOSE_DEFAULTS[result] else best
