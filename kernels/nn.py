@@ -1067,8 +1067,8 @@ def softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.ndar
     """``_softmax_backward_data``: ``y * (g - sum(g * y))``."""
     dtype = out.dtype
     g, y = _opmath(grad_out), _opmath(out)
-    if y.ndim == 0:
-        return np.zeros_like(out)
+    if y.ndim == 0:  # one element: the same formula
+        return softmax_backward(grad_out.reshape(1), out.reshape(1), 0).reshape(())
     gy = g * y
     gy -= y * _sum_keep(gy, dim)
     return gy.astype(dtype, copy=False)
@@ -1078,8 +1078,8 @@ def log_softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.
     """``_log_softmax_backward_data``: ``g - exp(y) * sum(g)``."""
     dtype = out.dtype
     g, y = _opmath(grad_out), _opmath(out)
-    if y.ndim == 0:
-        return np.zeros_like(out)
+    if y.ndim == 0:  # one element: the same formula
+        return log_softmax_backward(grad_out.reshape(1), out.reshape(1), 0).reshape(())
     e = np.exp(y)
     e *= _sum_keep(np.ascontiguousarray(g), dim)
     return np.subtract(g, e, out=e).astype(dtype, copy=False)
@@ -1236,8 +1236,10 @@ def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     return y.astype(dtype, copy=False)
 
 
-def gelu_backward(grad_out: np.ndarray, x: np.ndarray, approximate: str = "none") -> np.ndarray:
-    dtype = np.result_type(grad_out, x)
+def gelu_backward(
+    grad_out: np.ndarray, x: np.ndarray, approximate: str = "none", dtype: np.dtype | None = None
+) -> np.ndarray:
+    dtype = np.result_type(grad_out, x) if dtype is None else dtype
     g, xf = _opmath(grad_out), _opmath(x)
     if approximate == "tanh":
         x2 = xf * xf

@@ -21,7 +21,13 @@ import numpy as np
 import torch
 
 from kernels import _device, nn
-from kernels._semantics import infer_size, scalar_type_name, write_inplace, write_out
+from kernels._semantics import (
+    check_result_fits,
+    infer_size,
+    scalar_type_name,
+    write_inplace,
+    write_out,
+)
 from kernels._tensor import NP_DTYPE, TORCH_DTYPE, from_numpy, to_numpy
 from kernels.registry import register
 
@@ -100,6 +106,23 @@ def _gate(args: Sequence[Any], positions: Sequence[int], allowed: frozenset[torc
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
 
 
+def _check_out_first(args: Sequence[Any], positions: Sequence[int], out: torch.Tensor,
+                     exact: bool) -> None:
+    tensors = [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.Tensor)]
+    if not tensors:
+        return
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    if exact:
+        if out.dtype != dtype:
+            raise RuntimeError(
+                f"Expected out tensor to have dtype {dtype}, but got {out.dtype} instead"
+            )
+    else:
+        check_result_fits(dtype, out.dtype)
+
+
 def _empty_refused(args: Sequence[Any], positions: Sequence[int],
                    allowed: frozenset[torch.dtype]) -> bool:
     tensors = [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.Tensor)]
@@ -108,12 +131,13 @@ def _empty_refused(args: Sequence[Any], positions: Sequence[int],
     )
 
 
-def _as_float32(impl: Impl, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    """Run ``impl`` on float32 copies of the (empty) tensors, cast float results back."""
-    original = next(a.dtype for a in args if isinstance(a, torch.Tensor))
-    keep = (torch.float32, torch.int64, torch.int32)  # int64/int32: indices and targets
-    converted = [a.to(torch.float32) if isinstance(a, torch.Tensor) and a.dtype not in keep
-                 else a for a in args]
+def _as_float32(impl: Impl, args: Sequence[Any], kwargs: dict[str, Any],
+                positions: Sequence[int]) -> Any:
+    """Run ``impl`` on float32 copies of the (empty) tensors at ``positions``, cast float
+    results back to the first one's dtype."""
+    original = args[positions[0]].dtype
+    converted = [a.to(torch.float32) if i in positions and isinstance(a, torch.Tensor) else a
+                 for i, a in enumerate(args)]
     with np.errstate(all="ignore"):
         result = impl(*converted, **kwargs)
     back = NP_DTYPE[original]
@@ -173,7 +197,7 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
 
     def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if empty_any_dtype and dtypes is not None and _empty_refused(args, dtype_args, dtypes):
-            return _as_float32(impl_ref[0], args, kwargs)
+            return _as_float32(impl_ref[0], args, kwargs, dtype_args)
         with np.errstate(all="ignore"):
             try:
                 result = impl_ref[0](*args, **kwargs)
@@ -199,6 +223,8 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
 
             def out_kernel(*args: Any, **kwargs: Any) -> Any:
                 outs = [kwargs.pop(n) for n in out_names]
+                if dtypes is not None:  # CPU checks out= before dispatching on the dtype
+                    _check_out_first(args, dtype_args, outs[0], exact=not castable_out)
                 return _store(outs, run(args, kwargs), exact=not castable_out)
 
             out_kernel.__name__ = out_kernel.__qualname__ = impl.__name__ + "_out"
@@ -217,6 +243,12 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
 def convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                 stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
                 output_padding: list[int], groups: int) -> np.ndarray:
+    if input.dtype != weight.dtype or (bias is not None and bias.dtype != input.dtype):
+        raise RuntimeError(
+            f"Input type ({input.dtype}) and weight type ({weight.dtype}) should be the same"
+            if input.dtype != weight.dtype
+            else f"Input type ({input.dtype}) and bias type ({bias.dtype}) should be the same"
+        )
     x, w, b = to_numpy(input), to_numpy(weight), _arr(bias)
     if transposed:
         check_dtype(input, FLOATING | {torch.int64}, "slow_conv_transpose2d_out_cpu")
@@ -327,6 +359,13 @@ def native_group_norm(input: torch.Tensor, weight: torch.Tensor | None,
                       eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if group <= 0:
         raise RuntimeError(f"Expected num groups to be greater than 0, got {group}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.numel() != C):
+            raise RuntimeError(
+                f"Expected {name} to be a vector of size equal to the number of channels in "
+                f"input, but got {name} of shape {list(t.shape)} and input of shape "
+                f"{list(input.shape)}"
+            )
     if C % group:
         raise RuntimeError(
             f"Expected number of channels in input to be divisible by num_groups, but got input "
@@ -469,6 +508,7 @@ def _backward_dtype(grad_output: torch.Tensor, output: torch.Tensor, input_dtype
     refuses float grads for a half input."""
     if grad_output.numel() == 0:
         return grad_output.dtype
+    check_dtype(grad_output, FLOATING, "softmax_backward_lastdim_kernel_impl")
     if output.dtype != grad_output.dtype:
         raise RuntimeError(
             f"expected scalar type {scalar_type_name(grad_output.dtype)} but found "
@@ -590,7 +630,8 @@ def gelu_(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
 def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate: str = "none"
                   ) -> np.ndarray:
     check_same_shape_or_broadcast(grad_output, self)
-    return nn.gelu_backward(to_numpy(grad_output), to_numpy(self), approximate)
+    dtype = NP_DTYPE[torch.result_type(grad_output, self)]
+    return nn.gelu_backward(to_numpy(grad_output), to_numpy(self), approximate, dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -621,6 +662,8 @@ def native_dropout_backward(grad_output: torch.Tensor, mask: torch.Tensor, scale
 @define("embedding_dense_backward", "embedding_dense_backward.out")
 def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int,
                              padding_idx: int, scale_grad_by_freq: bool) -> np.ndarray:
+    if grad_output.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     if indices.dtype not in (torch.int64, torch.int32):
         raise RuntimeError(
             "Expected tensor for argument #2 'indices' to have one of the following scalar types: "
