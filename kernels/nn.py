@@ -502,6 +502,9 @@ def layer_norm(
         )
     lead = x.shape[:axis]
     m = math.prod(normalized_shape)
+    if x.size == 0:
+        stats = np.empty((*lead,) + (1,) * len(normalized_shape), dtype=dtype)
+        return x.copy(), stats, stats.copy()
     xf = _opmath(x).reshape(-1, m)
     # row sums through einsum's SIMD loop (a BLAS gemv would wake BLAS threads for little work)
     mean = np.einsum("ij->i", xf)[:, None] / max(m, 1)
@@ -1036,8 +1039,8 @@ def softmax(x: np.ndarray, dim: int) -> np.ndarray:
     """``exp(x - max) * (1 / sum)``, the order of ATen's vectorized CPU softmax."""
     dtype = x.dtype
     xf = _opmath(x)
-    if xf.ndim == 0:
-        return np.ones_like(x)
+    if xf.ndim == 0:  # one element: the same formula (NaN for +-inf and NaN, as CPU)
+        return softmax(x.reshape(1), 0).reshape(())
     if xf.size:
         c = xf.max()
         if np.isfinite(c):  # global shift (see _shift), exp computed once
@@ -1057,7 +1060,7 @@ def log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     dtype = x.dtype
     xf = _opmath(x)
     if xf.ndim == 0:
-        return np.zeros_like(x)
+        return log_softmax(x.reshape(1), 0).reshape(())
     shifted, _ = _shift(xf, dim)
     shifted -= np.log(_sum_keep(np.exp(shifted), dim))
     return shifted.astype(dtype, copy=False)

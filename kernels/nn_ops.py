@@ -106,7 +106,7 @@ def _gate(args: Sequence[Any], positions: Sequence[int], allowed: frozenset[torc
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
 
 
-def _check_out_first(args: Sequence[Any], positions: Sequence[int], out: torch.Tensor,
+def _check_out(args: Sequence[Any], positions: Sequence[int], out: torch.Tensor,
                      exact: bool) -> None:
     tensors = [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.Tensor)]
     if not tensors:
@@ -195,18 +195,28 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
     """
     gate_name = kernel_name or functional.split(".")[0]
 
-    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def run(args: tuple[Any, ...], kwargs: dict[str, Any],
+            out: torch.Tensor | None = None) -> Any:
+        """CPU's order: argument checks (the impl's), then ``out``'s dtype, then the dtype
+        dispatch; NumPy choking on a refused dtype surfaces as the dispatch refusal."""
         if empty_any_dtype and dtypes is not None and _empty_refused(args, dtype_args, dtypes):
+            if out is not None:
+                _check_out(args, dtype_args, out, exact=not castable_out)
             return _as_float32(impl_ref[0], args, kwargs, dtype_args)
+        pending: Exception | None = None
         with np.errstate(all="ignore"):
             try:
                 result = impl_ref[0](*args, **kwargs)
-            except (TypeError, ValueError):
-                if dtypes is not None:
-                    _gate(args, dtype_args, dtypes, gate_name)
-                raise
+            except (TypeError, ValueError) as exc:
+                if dtypes is None:
+                    raise
+                pending, result = exc, None
         if dtypes is not None:
+            if out is not None:
+                _check_out(args, dtype_args, out, exact=not castable_out)
             _gate(args, dtype_args, dtypes, gate_name)
+        if pending is not None:
+            raise pending
         return result
 
     impl_ref: list[Impl] = []
@@ -223,9 +233,7 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
 
             def out_kernel(*args: Any, **kwargs: Any) -> Any:
                 outs = [kwargs.pop(n) for n in out_names]
-                if dtypes is not None:  # CPU checks out= before dispatching on the dtype
-                    _check_out_first(args, dtype_args, outs[0], exact=not castable_out)
-                return _store(outs, run(args, kwargs), exact=not castable_out)
+                return _store(outs, run(args, kwargs, outs[0]), exact=not castable_out)
 
             out_kernel.__name__ = out_kernel.__qualname__ = impl.__name__ + "_out"
             register(out)(out_kernel)
@@ -496,10 +504,9 @@ def adaptive_avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor) 
 # softmax family
 
 
-def _softmax_result(x: np.ndarray, half_to_float: bool) -> np.ndarray:
+def _refuse_half_to_float(half_to_float: bool) -> None:
     if half_to_float:  # CUDA's fused conversion; CPU refuses it, so does this backend
         raise RuntimeError("softmax with half to float conversion is not supported on CPU")
-    return x
 
 
 def _backward_dtype(grad_output: torch.Tensor, output: torch.Tensor, input_dtype: torch.dtype
@@ -514,7 +521,8 @@ def _backward_dtype(grad_output: torch.Tensor, output: torch.Tensor, input_dtype
             f"expected scalar type {scalar_type_name(grad_output.dtype)} but found "
             f"{scalar_type_name(output.dtype)}"
         )
-    if grad_output.dtype == torch.float32 and input_dtype in (torch.float16, torch.bfloat16):
+    if (grad_output.dim() and grad_output.dtype == torch.float32
+            and input_dtype in (torch.float16, torch.bfloat16)):
         raise RuntimeError(f"expected scalar type Float but found {scalar_type_name(input_dtype)}")
     return grad_output.dtype
 
@@ -531,15 +539,17 @@ def _dim(dim: int, ndim: int) -> int:
 @define("_softmax", "_softmax.out",
         dtypes=FLOATING, kernel_name="softmax_kernel_impl", empty_any_dtype=True)
 def softmax(self: torch.Tensor, dim: int, half_to_float: bool) -> np.ndarray:
+    _refuse_half_to_float(half_to_float)
     x = to_numpy(self)
-    return _softmax_result(nn.softmax(x, _dim(dim, x.ndim)), half_to_float)
+    return nn.softmax(x, _dim(dim, x.ndim))
 
 
 @define("_log_softmax", "_log_softmax.out",
         dtypes=FLOATING, kernel_name="log_softmax_kernel_impl", empty_any_dtype=True)
 def log_softmax(self: torch.Tensor, dim: int, half_to_float: bool) -> np.ndarray:
+    _refuse_half_to_float(half_to_float)
     x = to_numpy(self)
-    return _softmax_result(nn.log_softmax(x, _dim(dim, x.ndim)), half_to_float)
+    return nn.log_softmax(x, _dim(dim, x.ndim))
 
 
 @define("_softmax_backward_data", "_softmax_backward_data.out", ("grad_input",),
@@ -662,13 +672,18 @@ def native_dropout_backward(grad_output: torch.Tensor, mask: torch.Tensor, scale
 @define("embedding_dense_backward", "embedding_dense_backward.out")
 def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int,
                              padding_idx: int, scale_grad_by_freq: bool) -> np.ndarray:
-    if grad_output.dim() == 0:
-        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     if indices.dtype not in (torch.int64, torch.int32):
         raise RuntimeError(
             "Expected tensor for argument #2 'indices' to have one of the following scalar types: "
             f"Long, Int; but got {indices.dtype} instead (while checking arguments for "
             "embedding_backward)"
+        )
+    if grad_output.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    rows, width = indices.numel(), grad_output.shape[-1]
+    if rows * width != grad_output.numel():
+        raise RuntimeError(
+            f"shape '[{rows}, {width}]' is invalid for input of size {grad_output.numel()}"
         )
     return nn.embedding_dense_backward(to_numpy(grad_output), to_numpy(indices), num_weights,
                                        padding_idx, scale_grad_by_freq)
