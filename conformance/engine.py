@@ -63,6 +63,7 @@ class Inflight:
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = Path(path) if path else None
         self.item: dict[str, Any] = {}
+        self._fd: int | None = None
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -87,16 +88,19 @@ class Inflight:
 
     def finish(self) -> None:
         self.item = {}
-        if self.path and self.path.exists():
-            self.path.unlink()
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)  # nothing running
 
     def _write(self) -> None:
+        """Rewrite the marker in place through one open descriptor (no open/rename per call:
+        this runs before every example)."""
         if not self.path:
             return
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(self.item, fh)
-        os.replace(tmp, self.path)
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        data = json.dumps(self.item).encode()
+        os.pwrite(self._fd, data, 0)
+        os.ftruncate(self._fd, len(data))
 
     @staticmethod
     def read(path: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ tensors stay on CPU when the call is moved to the device under test. Modes:
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -286,6 +287,7 @@ def _np_dtype(name: str) -> np.dtype:
     return np.dtype(str(name) if name != "bool" else "bool")
 
 
+@functools.cache
 def _elements(name: str, *, specials: bool, safe: bool) -> st.SearchStrategy[Any]:
     """Element values for dtype ``name``: small, so results stay exact enough and repros short."""
     cat = category(name)
@@ -310,6 +312,12 @@ def _elements(name: str, *, specials: bool, safe: bool) -> st.SearchStrategy[Any
 def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bool = False
             ) -> st.SearchStrategy[torch.Tensor]:
     """A CPU tensor of dtype ``name`` and ``shape``, drawn with :func:`hypothesis.extra.numpy.arrays`."""
+    return _tensors(name, tuple(shape), specials, safe)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensors(name: str, shape: tuple[int, ...], specials: bool, safe: bool
+             ) -> st.SearchStrategy[torch.Tensor]:
     np_dtype = _np_dtype(name)
     torch_dtype = DTYPES[name]
     arr = hnp.arrays(np_dtype, tuple(shape), elements=_elements(name, specials=specials, safe=safe))
