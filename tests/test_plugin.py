@@ -202,3 +202,35 @@ def test_shards_partition_the_items(pytester):
     assert every and a and b and not (a & b) and a | b == every
     result = pytester.runpytest("--backend", "cpu", "--shard", "2/2", *QUICK)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_progress_line_and_summary(tmp_path):
+    import io
+    import types
+
+    from conformance.progress import Progress, summarize
+
+    stream = io.StringIO()
+    progress = Progress(stream, tty=True)
+    progress.total = 2
+    for verdict in ("pass", "fail"):
+        rec = json.dumps({"verdict": verdict})
+        progress.pytest_runtest_logreport(types.SimpleNamespace(
+            user_properties=[("conformance_verdict", rec)], when="call", nodeid="x::forward",
+            passed=verdict == "pass", failed=verdict == "fail"))
+    assert "\r[2/2 100%]" in stream.getvalue() and "fail 1" in stream.getvalue()
+    quiet = io.StringIO()
+    Progress(quiet, tty=False).draw("x", force=True)
+    assert quiet.getvalue() == ""
+
+    res = tmp_path / "r.jsonl"
+    res.write_text("\n".join(json.dumps(r) for r in [
+        {"record": "run", "backend": "mlu", "device": "mlu", "seed": 0},
+        {"record": "verdict", "overload": "a.T", "check": "forward", "verdict": "fail",
+         "category": "dtype"},
+        {"record": "verdict", "overload": "a.T", "check": "promotion", "verdict": "pass"},
+        {"record": "verdict", "overload": "b", "check": "forward", "verdict": "unsupported",
+         "missing_op": "b"}]) + "\n")
+    text = summarize(res, html="r.html")
+    assert "forward/dtype" in text and "results: " in text and "report:  r.html" in text
+    assert "unsupported: 1 verdicts, 1 missing kernels" in text
