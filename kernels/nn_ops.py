@@ -515,8 +515,7 @@ def _backward_dtype(grad_output: torch.Tensor, output: torch.Tensor, input_dtype
     refuses float grads for a half input."""
     if grad_output.numel() == 0:
         return grad_output.dtype
-    check_dtype(grad_output, FLOATING, "softmax_backward_lastdim_kernel_impl")
-    if output.dtype != grad_output.dtype:
+    if output.dtype != grad_output.dtype and grad_output.dtype in FLOATING:
         raise RuntimeError(
             f"expected scalar type {scalar_type_name(grad_output.dtype)} but found "
             f"{scalar_type_name(output.dtype)}"
