@@ -146,7 +146,7 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
         return np.empty(t.shape, dt)
     if t.is_conj():
         arr = np.conj(arr)
-    if t.is_neg():
+    if t.is_neg() and arr.dtype.kind != "b":
         arr = np.negative(arr)
     return arr
 

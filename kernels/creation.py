@@ -105,7 +105,7 @@ def _preserved_strides(self: torch.Tensor, memory_format: torch.memory_format | 
     """Strides of a copy of ``self`` in ``memory_format`` as ATen's ``_to_copy`` picks them."""
     if memory_format in (None, torch.preserve_format):
         if self.is_contiguous():
-            return None
+            return list(self.stride())  # dense: kept as is (size-0/1 dims' strides included)
         from torch._prims_common import (
             is_non_overlapping_and_dense_or_false,
             suggest_memory_format,
@@ -183,19 +183,35 @@ def _store(out: torch.Tensor, value: np.ndarray) -> torch.Tensor:
 
 @register("arange.start_out")
 def arange_start_out(start: Any, end: Any, step: Any = 1, *, out: torch.Tensor) -> torch.Tensor:
+    integral = not (out.dtype.is_floating_point or out.dtype.is_complex)
+    if integral:
+        # ATen's accumulate type for integral outputs is int64: start/step are truncated; the
+        # size is computed from the truncated bounds for int64, from the doubles otherwise.
+        if step == 0:
+            raise RuntimeError("step must be nonzero")
+        xstart, xend, xstep = int(start), int(end), int(step)
+        if out.dtype == torch.int64:
+            if xstep == 0:
+                raise ValueError("step must be nonzero")
+            sgn = (xstep > 0) - (xstep < 0)
+            num = xend - xstart + xstep - sgn
+            n = abs(num) // abs(xstep) * (1 if (num >= 0) == (xstep > 0) else -1)  # C division
+            lo, hi = xstart, xend
+        else:
+            n = int(np.ceil((float(end) - float(start)) / float(step)))
+            lo, hi = float(start), float(end)
+        if (xstep > 0 and hi < lo) or (xstep < 0 and hi > lo):
+            raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        value = xstart + xstep * np.arange(max(n, 0), dtype=np.int64)
+        return _store(out, value)
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if not (np.isfinite(float(start)) and np.isfinite(float(end))):
         raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-    integral = not (out.dtype.is_floating_point or out.dtype.is_complex)
-    if integral:
-        n = int(np.ceil((float(end) - float(start)) / float(step)))
-        value = int(start) + int(step) * np.arange(max(n, 0), dtype=np.int64)
-    else:
-        n = int(np.ceil((float(end) - float(start)) / float(step)))
-        value = float(start) + float(step) * np.arange(max(n, 0), dtype=np.float64)
+    n = int(np.ceil((float(end) - float(start)) / float(step)))
+    value = float(start) + float(step) * np.arange(max(n, 0), dtype=np.float64)
     return _store(out, value)
 
 
@@ -276,6 +292,8 @@ def _sample_dtype(self: torch.Tensor) -> np.dtype[Any]:
 def uniform_(self: torch.Tensor, from_: float = 0.0, to: float = 1.0, *,
              generator: Any = None, **kw: Any) -> torch.Tensor:
     lo = kw.pop("from", from_)
+    if self.numel() == 0:
+        return self
     _float_check(self, "check_uniform_bounds")
     if lo > to:
         raise RuntimeError(
@@ -289,6 +307,8 @@ def uniform_(self: torch.Tensor, from_: float = 0.0, to: float = 1.0, *,
 @register("normal_")
 def normal_(self: torch.Tensor, mean: float = 0.0, std: float = 1.0, *,
             generator: Any = None) -> torch.Tensor:
+    if self.numel() == 0:
+        return self
     _float_check(self, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
@@ -395,6 +415,8 @@ def random_from(self: torch.Tensor, from_: int = 0, to: int | None = None, *,
 @register("exponential_")
 def exponential_(self: torch.Tensor, lambd: float = 1.0, *, generator: Any = None
                  ) -> torch.Tensor:
+    if self.numel() == 0:
+        return self
     _float_check(self, "exponential_cpu")
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
@@ -411,6 +433,8 @@ def geometric_(self: torch.Tensor, p: float, *, generator: Any = None) -> torch.
 @register("cauchy_")
 def cauchy_(self: torch.Tensor, median: float = 0.0, sigma: float = 1.0, *,
             generator: Any = None) -> torch.Tensor:
+    if self.numel() == 0:
+        return self
     _float_check(self, "cauchy_cpu")
     return _fill_random(self, median + sigma * _rng(generator).standard_cauchy(self.shape))
 
@@ -418,6 +442,8 @@ def cauchy_(self: torch.Tensor, median: float = 0.0, sigma: float = 1.0, *,
 @register("log_normal_")
 def log_normal_(self: torch.Tensor, mean: float = 1.0, std: float = 2.0, *,
                 generator: Any = None) -> torch.Tensor:
+    if self.numel() == 0:
+        return self
     _float_check(self, "log_normal_cpu")
     return _fill_random(self, _rng(generator).lognormal(mean, std, self.shape))
 
@@ -499,3 +525,9 @@ def multinomial_out(self: torch.Tensor, num_samples: int, replacement: bool = Fa
                     generator: Any = None, out: torch.Tensor) -> torch.Tensor:
     return _store(out, to_numpy(multinomial(self, num_samples, replacement,
                                             generator=generator)))
+
+
+@register("_lazy_clone")
+def _lazy_clone(self: torch.Tensor) -> torch.Tensor:
+    """ATen's copy-on-write clone shares a data pointer we do not have: clone eagerly."""
+    return from_numpy(np.array(to_numpy(self), copy=True), self.dtype)

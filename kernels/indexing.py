@@ -195,6 +195,8 @@ _REDUCE_UFUNC = {"add": np.add, "sum": np.add, "multiply": np.multiply, "prod": 
 
 def _scatter_into(base: np.ndarray, dim: int, index: torch.Tensor, src: Any,
                   reduce: str | None, op: str) -> np.ndarray:
+    if index.numel() == 0:
+        return base
     if index.dtype != torch.int64:
         raise RuntimeError(f"{op}(): Expected dtype int64 for index")
     d = wrap_dim(dim, base.ndim)
@@ -721,6 +723,8 @@ def _searchsorted(sorted_sequence: np.ndarray, values: np.ndarray, right: bool,
     if sorted_sequence.ndim <= 1:
         seq = sorted_sequence if sorter is None else sorted_sequence[sorter]
         return np.searchsorted(seq, values, side=side)
+    if sorted_sequence.size == 0 or values.size == 0:
+        return np.zeros(values.shape, np.int64)
     seq2 = sorted_sequence.reshape(-1, sorted_sequence.shape[-1])
     if sorter is not None:
         seq2 = np.take_along_axis(seq2, sorter.reshape(seq2.shape), -1)
@@ -794,7 +798,7 @@ def unique_consecutive(self: torch.Tensor, return_inverse: bool = False,
                        return_counts: bool = False, dim: int | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     if dim is not None:
-        raise NotImplementedError("mlu: unique_consecutive with dim is not implemented")
+        return _unique_consecutive_dim(self, return_inverse, return_counts, dim)
     x = to_numpy(self).reshape(-1)
     if x.size == 0:
         starts = np.zeros(0, bool)
@@ -893,3 +897,21 @@ def bucketize_tensor_out(self: torch.Tensor, boundaries: torch.Tensor, *,
 def narrow_copy_out(self: torch.Tensor, dim: int, start: int, length: int, *,
                     out: torch.Tensor) -> torch.Tensor:
     return write_out(out, to_numpy(self.narrow(dim, start, length)), self.dtype)
+
+
+def _unique_consecutive_dim(self: torch.Tensor, return_inverse: bool, return_counts: bool,
+                            dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    xm = np.moveaxis(x, d, 0)
+    n = xm.shape[0]
+    flat = xm.reshape(n, -1)
+    starts = np.ones(n, bool)
+    if n > 1:
+        starts[1:] = (flat[1:] != flat[:-1]).any(axis=1) if flat.shape[1] else False
+    vals = np.moveaxis(xm[starts], 0, d)
+    inverse = np.cumsum(starts) - 1 if return_inverse else np.empty((0,), np.int64)
+    pos = np.flatnonzero(starts)
+    counts = np.diff(np.append(pos, n)) if return_counts else np.empty((0,), np.int64)
+    return (from_numpy(vals, self.dtype), from_numpy(inverse, torch.int64),
+            from_numpy(counts, torch.int64))

@@ -43,7 +43,7 @@ def _check_dtypes(op: str, a: torch.Tensor, b: torch.Tensor,
         )
     if out is not None:
         check_out_exact(out, a.dtype)
-    if a.dtype == torch.bool:
+    if a.dtype == torch.bool and a.numel() and b.numel():
         raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
     if a.dtype != b.dtype:
         raise RuntimeError(

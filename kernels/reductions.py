@@ -548,7 +548,9 @@ def _vector_norm(self: torch.Tensor, ord: Any, dim: Any, keepdim: bool,
         )
     with quiet():
         xa = x.astype(NP_DTYPE[_acc_dtype(in_dtype)], copy=False)
-        v = vector_norm(xa, float(ord), axes)
+        # the order is a Scalar ATen holds in the accumulation type
+        p = float(np.asarray(ord).astype(xa.real.dtype))
+        v = vector_norm(xa, p, axes)
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 
@@ -583,8 +585,12 @@ def norm_dtype_out(self: torch.Tensor, p: Any, dim: Sequence[int], keepdim: bool
 
 
 def _anyall(self: torch.Tensor, dim: Any, keepdim: bool, fn: Any,
-            out: torch.Tensor | None) -> torch.Tensor:
+            out: torch.Tensor | None, no_dims_is_identity: bool = False) -> torch.Tensor:
     x = to_numpy(self)
+    if no_dims_is_identity and dim is not None and len(dim) == 0:
+        # any.dims/all.dims with dim=[] reduce nothing (unlike sum's "all dims")
+        dtype = torch.uint8 if self.dtype == torch.uint8 else torch.bool
+        return _emit(x != 0, dtype, out)
     axes = reduce_axes(dim, x.ndim)
     v = _keep(fn(x != 0 if x.dtype.kind != "b" else x, axis=axes), x, axes, keepdim)
     dtype = torch.uint8 if self.dtype == torch.uint8 else torch.bool
@@ -613,7 +619,7 @@ for _fn, _np in (("any", np.any), ("all", np.all)):
 
         @register(f"{name}.dims")
         def dims(self: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
-            return _anyall(self, dim, keepdim, fn, None)
+            return _anyall(self, dim, keepdim, fn, None, no_dims_is_identity=True)
 
     _make(_np, _fn)
 
@@ -637,7 +643,7 @@ def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None, fn: Any,
     else:
         _check_dtype_arg(out, dtype)
         result = _sum_dtype(self, dtype)
-    if result == torch.bool and self.dim() > 0:
+    if result == torch.bool and self.dim() > 0 and self.numel() > 0:
         raise NotImplementedError(f"\"{fn.__name__}_out_cpu\" not implemented for 'Bool'")
     x, _ = _input(self, result)
     d = wrap_dim(dim, x.ndim)
@@ -679,7 +685,8 @@ def _logsumexp(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | 
         if x.size == 0:
             v = np.log(np.sum(np.exp(x), axis=axes))
         else:
-            m = np.max(x, axis=axes, keepdims=True) if x.ndim else x
+            r = x.real if x.dtype.kind == "c" else x  # complex: shift by the real parts' max
+            m = np.max(r, axis=axes, keepdims=True) if x.ndim else r
             m = np.where(np.isinf(m), 0, m)
             v = np.log(np.sum(np.exp(x - m), axis=axes))
             v = v + (np.squeeze(m, axis=axes) if axes is not None else np.reshape(m, ()))
