@@ -42,6 +42,7 @@ __all__ = [
     "is_mlu",
     "np_dtype",
     "restride",
+    "set_geometry",
     "scalar_value",
     "to_numpy",
     "wrap",
@@ -266,6 +267,26 @@ def alias(base: torch.Tensor, size: Sequence[int], stride: Sequence[int],
     _set_meta(_META, v, base.untyped_storage(), off, [int(s) for s in size],
               [int(s) for s in stride])
     return v
+
+
+def set_geometry(t: torch.Tensor, storage: Any, storage_offset: int, size: Sequence[int],
+                 stride: Sequence[int] | None = None) -> torch.Tensor:
+    """Point ``t`` at ``storage`` (an mlu ``UntypedStorage``) with the given geometry, growing
+    the storage's buffer when the geometry needs more bytes (as CPU's ``set_`` does)."""
+    size = [int(s) for s in size]
+    st = contiguous_strides(size) if stride is None else [int(s) for s in stride]
+    off = int(storage_offset)
+    if off < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {off}")
+    old = getattr(storage, _BUF)
+    need = _storage_nbytes(size, st, t.element_size(), off)
+    if need > old.nbytes:
+        root = np.zeros(need, np.uint8)
+        root[: old.nbytes] = old
+        _device.track(root)
+        setattr(storage, _BUF, root)
+    _set_meta(_META, t, storage, off, size, st)
+    return t
 
 
 def restride(t: torch.Tensor, size: Sequence[int], stride: Sequence[int] | None = None,

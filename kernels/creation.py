@@ -232,7 +232,11 @@ def eye_m_out(n: int, m: int, *, out: torch.Tensor) -> torch.Tensor:
 def _linspace(start: Any, end: Any, steps: int, dtype: torch.dtype) -> np.ndarray:
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    npd = np.complex128 if dtype.is_complex else np.float64
+    npd = np.complex128 if (dtype.is_complex or isinstance(start, complex)
+                            or isinstance(end, complex)) else np.float64
+    if not (dtype.is_floating_point or dtype.is_complex):
+        # integral outputs: ATen converts the bounds to the output type first
+        start, end = int(np.real(start)), int(np.real(end))
     if steps == 1:
         return np.asarray([start], npd)
     # ATen: the first half counts up from start, the second half down from end.
@@ -531,3 +535,31 @@ def multinomial_out(self: torch.Tensor, num_samples: int, replacement: bool = Fa
 def _lazy_clone(self: torch.Tensor) -> torch.Tensor:
     """ATen's copy-on-write clone shares a data pointer we do not have: clone eagerly."""
     return from_numpy(np.array(to_numpy(self), copy=True), self.dtype)
+
+
+def _kaiser(window_length: int, periodic: bool, beta: float, out: torch.Tensor) -> torch.Tensor:
+    if window_length < 0:
+        raise RuntimeError(f"kaiser_window requires non-negative window_length, got "
+                           f"window_length={window_length}")
+    if window_length <= 1:
+        return _store(out, np.ones(window_length, np.float64))
+    n = window_length + 1 if periodic else window_length
+    w = np.kaiser(n, beta)
+    return _store(out, w[:-1] if periodic else w)
+
+
+@register("kaiser_window.beta_out")
+def kaiser_window_beta_out(window_length: int, periodic: bool, beta: float, *,
+                           out: torch.Tensor) -> torch.Tensor:
+    return _kaiser(window_length, periodic, beta, out)
+
+
+@register("kaiser_window.periodic_out")
+def kaiser_window_periodic_out(window_length: int, periodic: bool, *, out: torch.Tensor
+                               ) -> torch.Tensor:
+    return _kaiser(window_length, periodic, 12.0, out)
+
+
+@register("kaiser_window.out")
+def kaiser_window_out(window_length: int, *, out: torch.Tensor) -> torch.Tensor:
+    return _kaiser(window_length, True, 12.0, out)

@@ -734,7 +734,11 @@ def _heaviside_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any) 
     refuse("heaviside", "complex")(compute, result, a, b)
 
 
-register_family("heaviside", _plain(np.heaviside), Kind.DEFAULT, validate=_heaviside_check)
+def _heaviside(x: Any, v: Any) -> Any:
+    return np.where(x == 0, v, x > 0)  # NaN input gives 0, as ATen's (x == 0 ? v : x > 0)
+
+
+register_family("heaviside", _plain(_heaviside), Kind.DEFAULT, validate=_heaviside_check)
 
 
 def _xlogy(x: Any, y: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -1063,3 +1067,92 @@ def frexp_out(self: torch.Tensor, *, mantissa: torch.Tensor, exponent: torch.Ten
     write_out(mantissa, m, self.dtype)
     write_out(exponent, e.astype(np.int32), torch.int32)
     return mantissa, exponent
+
+
+# --------------------------------------------------------------------------------------------
+# Special functions: Bessel/Airy (float32/float64 only, as on CPU) and orthogonal polynomials
+# --------------------------------------------------------------------------------------------
+
+_FLOAT_ONLY = ("bool", "complex") + _LOW
+
+
+def _sp_unary(fname: str) -> ArrayFn:
+    def f(x: Any) -> Any:
+        return getattr(_special(), fname)(x)
+
+    return f
+
+
+SPECIAL_UNARY: dict[str, ArrayFn] = {
+    "special_bessel_j0": _sp_unary("j0"),
+    "special_bessel_j1": _sp_unary("j1"),
+    "special_bessel_y0": _sp_unary("y0"),
+    "special_bessel_y1": _sp_unary("y1"),
+    "special_modified_bessel_i0": _sp_unary("i0"),
+    "special_modified_bessel_i1": _sp_unary("i1"),
+    "special_modified_bessel_k0": _sp_unary("k0"),
+    "special_modified_bessel_k1": _sp_unary("k1"),
+    "special_scaled_modified_bessel_k0": _sp_unary("k0e"),
+    "special_scaled_modified_bessel_k1": _sp_unary("k1e"),
+    "special_spherical_bessel_j0": lambda x: _special().spherical_jn(0, x),
+    "special_airy_ai": lambda x: _special().airy(x)[0],
+}
+
+for _name, _f in SPECIAL_UNARY.items():
+    register_family(_name, _plain(_f), Kind.INT_TO_FLOAT,
+                    validate=refuse(_name.removeprefix("special_") + "_cpu", *_FLOAT_ONLY))
+
+
+def _degree(n: Any) -> Any:
+    """ATen truncates the degree to an integer; negative degrees give 0."""
+    return np.trunc(n).astype(np.int64) if n.dtype.kind in "fc" else n.astype(np.int64)
+
+
+def _cheb_u_minus(x: Any, n: Any) -> Any:
+    sp = _special()
+    return sp.eval_chebyu(np.maximum(n, 0), x), np.where(
+        n >= 1, sp.eval_chebyu(np.maximum(n - 1, 0), x), 0)
+
+
+def _poly(kind: str) -> ArrayFn:
+    def f(x: Any, n: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+        sp = _special()
+        k = _degree(np.asarray(n))
+        x, k = np.broadcast_arrays(x, k)
+        if kind.startswith("shifted_"):
+            x = 2 * x - 1
+        base = kind.removeprefix("shifted_")
+        if base == "t":
+            v = sp.eval_chebyt(np.maximum(k, 0), x)
+        elif base == "u":
+            v = sp.eval_chebyu(np.maximum(k, 0), x)
+        elif base in ("v", "w"):
+            u, u1 = _cheb_u_minus(x, k)
+            v = u - u1 if base == "v" else u + u1
+        elif base == "h":
+            v = sp.eval_hermite(np.maximum(k, 0), x)
+        elif base == "he":
+            v = sp.eval_hermitenorm(np.maximum(k, 0), x)
+        elif base == "l":
+            v = sp.eval_laguerre(np.maximum(k, 0), x)
+        else:  # "p"
+            v = sp.eval_legendre(np.maximum(k, 0), x)
+        return np.where(k < 0, 0, v)
+
+    return f
+
+
+POLYNOMIALS = {
+    "special_chebyshev_polynomial_t": "t", "special_chebyshev_polynomial_u": "u",
+    "special_chebyshev_polynomial_v": "v", "special_chebyshev_polynomial_w": "w",
+    "special_shifted_chebyshev_polynomial_t": "shifted_t",
+    "special_shifted_chebyshev_polynomial_u": "shifted_u",
+    "special_shifted_chebyshev_polynomial_v": "shifted_v",
+    "special_shifted_chebyshev_polynomial_w": "shifted_w",
+    "special_hermite_polynomial_h": "h", "special_hermite_polynomial_he": "he",
+    "special_laguerre_polynomial_l": "l", "special_legendre_polynomial_p": "p",
+}
+
+for _name, _kind in POLYNOMIALS.items():
+    register_family(_name, _poly(_kind), Kind.INT_TO_FLOAT,
+                    validate=refuse(_name.removeprefix("special_") + "_cpu", *_FLOAT_ONLY))

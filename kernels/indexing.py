@@ -778,7 +778,9 @@ def isin_ts_out(elements: torch.Tensor, test_element: Any, *, assume_unique: boo
 @register("isin.Scalar_Tensor_out")
 def isin_st_out(element: Any, test_elements: torch.Tensor, *, assume_unique: bool = False,
                 invert: bool = False, out: torch.Tensor) -> torch.Tensor:
-    r = np.isin(np.asarray(element), to_numpy(test_elements), invert=invert)
+    common = NP_DTYPE[torch.result_type(element, test_elements)]
+    r = np.isin(np.asarray(element).astype(common), to_numpy(test_elements).astype(common),
+                invert=invert)
     return write_out(out, r, torch.bool)
 
 
@@ -915,3 +917,49 @@ def _unique_consecutive_dim(self: torch.Tensor, return_inverse: bool, return_cou
     counts = np.diff(np.append(pos, n)) if return_counts else np.empty((0,), np.int64)
     return (from_numpy(vals, self.dtype), from_numpy(inverse, torch.int64),
             from_numpy(counts, torch.int64))
+
+
+@register("_unique")
+def _unique(self: torch.Tensor, sorted: bool = True, return_inverse: bool = False
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    vals, inverse, _ = _unique2(self, sorted, return_inverse, False)
+    return vals, inverse
+
+
+def _unique_along(self: torch.Tensor, dim: int, return_inverse: bool, return_counts: bool
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    xm = np.moveaxis(x, d, 0)
+    n = xm.shape[0]
+    flat = xm.reshape(n, -1)
+    if flat.shape[1] == 0:
+        order = np.arange(n)
+        starts = np.zeros(n, bool)
+        starts[:1] = True
+    else:
+        order = np.lexsort(flat.T[::-1])  # rows in lexicographic order, stable
+        s = flat[order]
+        starts = np.ones(n, bool)
+        starts[1:] = (s[1:] != s[:-1]).any(axis=1)
+    group = np.cumsum(starts) - 1
+    vals = np.moveaxis(xm[order[starts]], 0, d)
+    inverse = np.empty(n, np.int64)
+    inverse[order] = group
+    counts = np.bincount(group, minlength=int(starts.sum())) if n else np.zeros(0, np.int64)
+    return (from_numpy(vals, self.dtype),
+            from_numpy(inverse if return_inverse else np.empty((0,), np.int64), torch.int64),
+            from_numpy(counts if return_counts else np.empty((0,), np.int64), torch.int64))
+
+
+@register("unique_dim")
+def unique_dim(self: torch.Tensor, dim: int, sorted: bool = True, return_inverse: bool = False,
+               return_counts: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _unique_along(self, dim, return_inverse, return_counts)
+
+
+@register("unique_dim_consecutive")
+def unique_dim_consecutive(self: torch.Tensor, dim: int, return_inverse: bool = False,
+                           return_counts: bool = False
+                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _unique_consecutive_dim(self, return_inverse, return_counts, dim)

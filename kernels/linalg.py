@@ -349,3 +349,22 @@ def _pdist_forward(self: torch.Tensor, p: float = 2.0) -> torch.Tensor:
     i, j = np.triu_indices(x.shape[0], 1)
     with quiet():
         return from_numpy(_pairwise_p(x[i] - x[j], p), self.dtype)
+
+
+@register("linalg_cross.out")
+def linalg_cross_out(self: torch.Tensor, other: torch.Tensor, *, dim: int = -1,
+                     out: torch.Tensor) -> torch.Tensor:
+    if self.dim() != other.dim():
+        raise RuntimeError(
+            "linalg.cross: inputs must have the same number of dimensions."
+        )
+    d = dim % max(self.dim(), 1)
+    if self.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(
+            f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+            f"{self.shape[d]} and {other.shape[d]}"
+        )
+    dt = torch.promote_types(self.dtype, other.dtype)
+    a, b = to_numpy(self).astype(NP_DTYPE[dt]), to_numpy(other).astype(NP_DTYPE[dt])
+    with quiet():
+        return write_out(out, np.cross(a, b, axis=d), dt, exact=True)

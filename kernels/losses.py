@@ -12,21 +12,30 @@ import numpy as np
 import torch
 
 from kernels import nn
+from kernels._semantics import scalar_type_name
 from kernels._tensor import NP_DTYPE, to_numpy
-from kernels.nn_ops import FLOATING, check_same_shape_or_broadcast, define
+from kernels.nn_ops import FLOATING, REAL, check_same_shape_or_broadcast, define
 
 __all__: list[str] = []
 
 
 def _check(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
            spatial: bool) -> None:
-    if spatial:
-        if self.dim() != 4:
-            raise ValueError(f"Expected 4 dimensions (got {self.dim()})")
-        if target.dim() != 3 or target.shape[0] != self.shape[0] or target.shape[1:] != self.shape[2:]:
+    if spatial:  # ATen's check_inputs_nll_loss2d, in its order
+        if target.dim() != 3:
             raise RuntimeError(
                 f"only batches of spatial targets supported (3D tensors) but got targets of "
                 f"dimension: {target.dim()}"
+            )
+        if self.dim() != 4:
+            raise RuntimeError(
+                f"only batches of spatial inputs supported (4D tensors), but got input of "
+                f"dimension: {self.dim()}"
+            )
+        if target.shape[0] != self.shape[0] or target.shape[1:] != self.shape[2:]:
+            raise RuntimeError(
+                f"input and target batch or spatial sizes don't match: target {list(target.shape)}"
+                f", input {list(self.shape)}"
             )
     else:
         if self.dim() < 1 or self.dim() > 2:
@@ -61,6 +70,11 @@ def _forward(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | No
 def _backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
               weight: torch.Tensor | None, reduction: int, ignore_index: int,
               total_weight: torch.Tensor, spatial: bool) -> np.ndarray:
+    if total_weight.numel() != 1:
+        raise RuntimeError(
+            f"expected total_weight to be a single element tensor, got: {list(total_weight.shape)}"
+            f" ({total_weight.numel()} elements)"
+        )
     _check(self, target, weight, spatial)
     return nn.nll_loss_backward(to_numpy(grad_output), to_numpy(self), to_numpy(target),
                                 None if weight is None else to_numpy(weight), reduction,
@@ -133,7 +147,7 @@ def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> np
 
 
 @define("mse_loss_backward", "mse_loss_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING, kernel_name="mse_backward_cpu_out",
+        dtypes=REAL, kernel_name="mse_backward_cpu_out",
         dtype_args=(0, 1, 2), castable_out=True)
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                       reduction: int) -> np.ndarray:
@@ -149,6 +163,8 @@ def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: tor
         dtype_args=(0, 1), castable_out=True)
 def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
                    beta: float = 1.0) -> np.ndarray:
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     x, t, dtype = _pair(self, target)
     z = np.abs(x - t)
     loss = z if beta == 0 else np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
@@ -156,7 +172,7 @@ def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
 
 
 @define("smooth_l1_loss_backward", "smooth_l1_loss_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING, kernel_name="smooth_l1_backward_cpu_out",
+        dtypes=REAL, kernel_name="smooth_l1_backward_cpu_out",
         dtype_args=(0, 1, 2), castable_out=True)
 def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                             reduction: int, beta: float) -> np.ndarray:
@@ -175,6 +191,8 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, targe
         dtype_args=(0, 1), castable_out=True)
 def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
                delta: float = 1.0) -> np.ndarray:
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     x, t, dtype = _pair(self, target)
     z = np.abs(x - t)
     return _reduce(np.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)), reduction, dtype)
@@ -205,6 +223,11 @@ def _bce_check(x: np.ndarray) -> None:
         dtype_args=(0, 1))
 def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor,
                          weight: torch.Tensor | None = None, reduction: int = 1) -> np.ndarray:
+    if self.dtype != target.dtype:  # TensorIterator with all-same-dtype
+        raise RuntimeError(
+            f"Found dtype {scalar_type_name(target.dtype)} but expected "
+            f"{scalar_type_name(self.dtype)}"
+        )
     x, t, dtype = _pair(self, target)
     _bce_check(x)
     log_x = np.maximum(np.log(x), -100.0)

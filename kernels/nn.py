@@ -848,16 +848,27 @@ def avg_pool(
     sum is separable, one axis after the other."""
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    if x.ndim < nd + 1:  # ATen indexes dim -(nd+1) first
+    _avg_pool_dims(x, nd)
+    k, s, p, _, out = _pool_params(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
+    dtype = x.dtype
+    xf = _opmath(x)
+    return _avg_pool_sum(xf, x, nd, k, s, p, out, count_include_pad, divisor_override, dtype)
+
+
+def _avg_pool_dims(x: np.ndarray, nd: int) -> None:
+    if nd == 2 and x.ndim < nd + 1:  # ATen's avg_pool2d indexes dim -3 first
         raise IndexError(
             f"Dimension out of range (expected to be in range of [{-max(x.ndim, 1)}, "
             f"{max(x.ndim, 1) - 1}], but got {-(nd + 1)})"
             if x.ndim
             else f"Dimension specified as {-(nd + 1)} but tensor has no dimensions"
         )
-    k, s, p, _, out = _pool_params(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
-    dtype = x.dtype
-    xf = _opmath(x)
+
+
+def _avg_pool_sum(
+    xf: np.ndarray, x: np.ndarray, nd: int, k: Tup, s: Tup, p: Tup, out: Tup,
+    count_include_pad: bool, divisor_override: int | None, dtype: np.dtype,
+) -> np.ndarray:
     spatial = x.shape[-nd:]
     extra = [max(0, (out[i] - 1) * s[i] + k[i] - (spatial[i] + 2 * p[i])) for i in range(nd)]
     acc = _pad_spatial(xf, p, [p[i] + extra[i] for i in range(nd)])
@@ -885,6 +896,7 @@ def avg_pool_backward(
 ) -> np.ndarray:
     """Gradient of :func:`avg_pool`: each output spreads ``grad / divisor`` over its window
     (separably, the last axis first)."""
+    _avg_pool_dims(x, nd)
     k, s, p, _, out = _pool_params(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
     go = _opmath(grad_out)
     g = _divide_like_c(

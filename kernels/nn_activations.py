@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from kernels._semantics import write_inplace
+from kernels._semantics import scalar_type_name, write_inplace
 from kernels._tensor import NP_DTYPE, to_numpy
 from kernels.nn import _opmath
 from kernels.nn_ops import (
@@ -94,7 +94,7 @@ def _silu(x: Arr) -> Arr:
 
 def _silu_bwd(g: Arr, x: Arr) -> Arr:
     s = _sigmoid(x)
-    return g * np.conj(s * (1.0 + x * (1.0 - s)))
+    return g * s * (1.0 + x * (1.0 - s))
 
 
 def _softplus(x: Arr, beta: Any, threshold: Any) -> Arr:
@@ -198,7 +198,9 @@ def _make(act: Activation) -> None:
     def backward_arrays(grad_output: torch.Tensor, self: torch.Tensor, *rest: Any) -> Arr:
         check_same_shape_or_broadcast(grad_output, self)
         g, x = to_numpy(grad_output), to_numpy(self)
-        dtype = NP_DTYPE[torch.result_type(grad_output, self)]
+        promoted = torch.result_type(grad_output, self)
+        dtype = NP_DTYPE[promoted]
+        rest = real_scalars(rest, promoted)
         return bwd_fn(_opmath(g), _opmath(x), *rest).astype(dtype, copy=False)
 
     backward_arrays.__name__ = act.name + "_backward"
@@ -218,7 +220,9 @@ def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale:
                  is_result: bool, self_or_result: torch.Tensor) -> Arr:
     check_same_shape_or_broadcast(grad_output, self_or_result)
     g, x = to_numpy(grad_output), to_numpy(self_or_result)
-    dtype = NP_DTYPE[torch.result_type(grad_output, self_or_result)]
+    promoted = torch.result_type(grad_output, self_or_result)
+    dtype = NP_DTYPE[promoted]
+    alpha, scale, input_scale = real_scalars((alpha, scale, input_scale), promoted)
     return _elu_bwd(_opmath(g), _opmath(x), alpha, scale, input_scale, is_result).astype(dtype)
 
 
@@ -258,6 +262,7 @@ def log_sigmoid_forward(self: torch.Tensor) -> tuple[Arr, Arr]:
         dtypes=FLOATING)
 def log_sigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor, buffer: torch.Tensor
                          ) -> Arr:
+    _same_dtype(grad_output, self, buffer)
     g, x, z = (_opmath(to_numpy(t)) for t in (grad_output, self, buffer))
     neg = x < 0
     res = g * (np.where(neg, 1.0, 0.0) - np.where(neg, 1.0, -1.0) * (z / (1.0 + z)))
@@ -265,6 +270,8 @@ def log_sigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor, buffer: 
 
 
 def _glu_halves(x: Arr, dim: int) -> tuple[Arr, Arr]:
+    if x.ndim == 0:
+        raise RuntimeError("glu does not support 0-dimensional tensors")
     dim = dim % x.ndim
     if x.shape[dim] % 2:
         raise RuntimeError(
@@ -292,8 +299,18 @@ def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int) -> Arr
     return np.concatenate([ga, gb], axis=dim % x.ndim).astype(x.dtype, copy=False)
 
 
+def _same_dtype(expected: torch.Tensor, *others: torch.Tensor) -> None:
+    for t in others:
+        if t.dtype != expected.dtype:
+            raise RuntimeError(
+                f"Found dtype {scalar_type_name(t.dtype)} but expected "
+                f"{scalar_type_name(expected.dtype)}"
+            )
+
+
 @define("_prelu_kernel", dtypes=FLOATING, kernel_name="prelu_cpu")
 def prelu_kernel(self: torch.Tensor, weight: torch.Tensor) -> Arr:
+    _same_dtype(self, weight)
     x, w = to_numpy(self), to_numpy(weight)
     xf = _opmath(x)
     return np.where(xf > 0, xf, _opmath(w) * xf).astype(np.result_type(x, w), copy=False)
@@ -302,6 +319,7 @@ def prelu_kernel(self: torch.Tensor, weight: torch.Tensor) -> Arr:
 @define("_prelu_kernel_backward", dtypes=FLOATING, kernel_name="prelu_backward_cpu")
 def prelu_kernel_backward(grad_output: torch.Tensor, self: torch.Tensor, weight: torch.Tensor
                           ) -> tuple[Arr, Arr]:
+    _same_dtype(grad_output, self, weight)
     g, x, w = (_opmath(to_numpy(t)) for t in (grad_output, self, weight))
     dtype = np.result_type(to_numpy(self), to_numpy(weight))
     pos = x > 0

@@ -40,6 +40,7 @@ __all__ = [
     "check_same_shape_or_broadcast",
     "define",
     "real_scalars",
+    "ScalarConversionError",
 ]
 
 Impl = Callable[..., Any]
@@ -150,6 +151,11 @@ def _as_float32(impl: Impl, args: Sequence[Any], kwargs: dict[str, Any],
     return tuple(cast(v) for v in result) if isinstance(result, tuple) else cast(result)
 
 
+class ScalarConversionError(RuntimeError):
+    """A Scalar argument the kernel's dtype cannot hold; CPU converts scalars inside its dtype
+    dispatch, so this surfaces after the dtype check."""
+
+
 _C_NAMES = {torch.float32: "float", torch.float64: "double", torch.float16: "at::Half",
             torch.bfloat16: "at::BFloat16", torch.uint8: "uint8_t", torch.int8: "int8_t",
             torch.int16: "int16_t", torch.int32: "int32_t", torch.int64: "int64_t"}
@@ -163,7 +169,9 @@ def real_scalars(scalars: tuple[Any, ...], dtype: torch.dtype) -> tuple[Any, ...
         if isinstance(v, complex):
             if v.imag != 0:
                 target = _C_NAMES.get(dtype, "double")
-                raise RuntimeError(f"value cannot be converted to type {target} without overflow")
+                raise ScalarConversionError(
+                    f"value cannot be converted to type {target} without overflow"
+                )
             v = v.real
         out.append(v)
     return tuple(out)
@@ -179,7 +187,7 @@ def check_same_shape_or_broadcast(*tensors: torch.Tensor) -> None:
 def define(functional: str, out: str | None = None, out_names: Sequence[str] = ("out",), *,
            dtypes: frozenset[torch.dtype] | None = None, kernel_name: str | None = None,
            dtype_args: Sequence[int] = (0,), castable_out: bool = False,
-           empty_any_dtype: bool = False) -> Callable[[Impl], Impl]:
+           empty_any_dtype: bool = False, autogen_out: bool = False) -> Callable[[Impl], Impl]:
     """Register ``impl`` as ``functional`` and (if given) as the ``out=`` overload ``out``.
 
     ``dtypes``: the dtypes CPU's kernel accepts, for the promoted dtype of the tensor arguments at
@@ -192,6 +200,8 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
 
     ``castable_out``: the ``out=`` overload is a TensorIterator one that accepts any ``out`` dtype
     the result casts to safely; otherwise ``out`` must have the result's dtype exactly.
+    ``autogen_out``: the ``out=`` overload is generated from the functional one (``autogen:`` in
+    native_functions.yaml), so CPU checks ``out`` only after computing.
     """
     gate_name = kernel_name or functional.split(".")[0]
 
@@ -207,12 +217,12 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
         with np.errstate(all="ignore"):
             try:
                 result = impl_ref[0](*args, **kwargs)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, ScalarConversionError) as exc:
                 if dtypes is None:
                     raise
                 pending, result = exc, None
         if dtypes is not None:
-            if out is not None:
+            if out is not None and not autogen_out:
                 _check_out(args, dtype_args, out, exact=not castable_out)
             _gate(args, dtype_args, dtypes, gate_name)
         if pending is not None:
@@ -247,7 +257,7 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
 
 
 @define("convolution_overrideable", "convolution_overrideable.out",
-        dtypes=REAL, kernel_name="slow_conv2d_cpu")
+        dtypes=REAL, kernel_name="slow_conv2d_cpu", autogen_out=True)
 def convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                 stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
                 output_padding: list[int], groups: int) -> np.ndarray:
@@ -266,7 +276,7 @@ def convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
 
 @define("convolution_backward_overrideable", "convolution_backward_overrideable.out",
         ("out0", "out1", "out2"),
-        dtypes=FLOATING, kernel_name="slow_conv2d_backward_cpu")
+        dtypes=FLOATING, kernel_name="slow_conv2d_backward_cpu", autogen_out=True)
 def convolution_backward(grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor,
                          stride: list[int], padding: list[int], dilation: list[int],
                          transposed: bool, output_padding: list[int], groups: int,
@@ -320,7 +330,7 @@ def native_batch_norm_legit_no_stats(input: torch.Tensor, weight: torch.Tensor |
 
 @define("_native_batch_norm_legit_no_training", "_native_batch_norm_legit_no_training.out",
         ("out0", "out1", "out2"),
-        dtypes=FLOATING, kernel_name="batch_norm")
+        dtypes=FLOATING, kernel_name="batch_norm", autogen_out=True)
 def native_batch_norm_legit_no_training(input: torch.Tensor, weight: torch.Tensor | None,
                                         bias: torch.Tensor | None, running_mean: torch.Tensor,
                                         running_var: torch.Tensor, momentum: float, eps: float
@@ -329,7 +339,7 @@ def native_batch_norm_legit_no_training(input: torch.Tensor, weight: torch.Tenso
 
 
 @define("native_batch_norm_backward", "native_batch_norm_backward.out", ("out0", "out1", "out2"),
-        dtypes=FLOATING, kernel_name="batch_norm_backward_cpu")
+        dtypes=FLOATING, kernel_name="batch_norm_backward_cpu", autogen_out=True)
 def native_batch_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
                                weight: torch.Tensor | None, running_mean: torch.Tensor | None,
                                running_var: torch.Tensor | None, save_mean: torch.Tensor | None,
@@ -341,7 +351,7 @@ def native_batch_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
 
 
 @define("native_layer_norm", "native_layer_norm.out", ("out0", "out1", "out2"),
-        dtypes=FLOATING, kernel_name="LayerNormKernelImpl")
+        dtypes=FLOATING, kernel_name="LayerNormKernelImpl", autogen_out=True)
 def native_layer_norm(input: torch.Tensor, normalized_shape: list[int],
                       weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -349,19 +359,24 @@ def native_layer_norm(input: torch.Tensor, normalized_shape: list[int],
 
 
 @define("native_layer_norm_backward", "native_layer_norm_backward.out", ("out0", "out1", "out2"),
-        dtypes=FLOATING, kernel_name="LayerNormBackwardKernelImpl")
+        dtypes=FLOATING, kernel_name="LayerNormBackwardKernelImpl", autogen_out=True)
 def native_layer_norm_backward(grad_out: torch.Tensor, input: torch.Tensor,
                                normalized_shape: list[int], mean: torch.Tensor,
                                rstd: torch.Tensor, weight: torch.Tensor | None,
                                bias: torch.Tensor | None, output_mask: list[bool]
                                ) -> tuple[Any, Any, Any]:
+    if len(normalized_shape) == 0:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+            "one element, but got normalized_shape = []"
+        )
     return nn.layer_norm_backward(to_numpy(grad_out), to_numpy(input), normalized_shape,
                                   to_numpy(mean), to_numpy(rstd), _arr(weight), _arr(bias),
                                   output_mask)
 
 
 @define("native_group_norm", "native_group_norm.out", ("out0", "out1", "out2"),
-        dtypes=FLOATING, kernel_name="GroupNormKernelImpl")
+        dtypes=FLOATING, kernel_name="GroupNormKernelImpl", autogen_out=True)
 def native_group_norm(input: torch.Tensor, weight: torch.Tensor | None,
                       bias: torch.Tensor | None, N: int, C: int, HxW: int, group: int,
                       eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -383,7 +398,7 @@ def native_group_norm(input: torch.Tensor, weight: torch.Tensor | None,
 
 
 @define("native_group_norm_backward", "native_group_norm_backward.out", ("out0", "out1", "out2"),
-        dtypes=FLOATING, kernel_name="GroupNormBackwardKernelImpl")
+        dtypes=FLOATING, kernel_name="GroupNormBackwardKernelImpl", autogen_out=True)
 def native_group_norm_backward(grad_out: torch.Tensor, input: torch.Tensor, mean: torch.Tensor,
                                rstd: torch.Tensor, weight: torch.Tensor | None, N: int, C: int,
                                HxW: int, group: int, output_mask: list[bool]
@@ -435,15 +450,24 @@ def avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor, kernel_si
                                   padding, ceil_mode, count_include_pad, divisor_override)
 
 
+def _adaptive_backward_dims(grad_output: torch.Tensor, nd: int) -> None:
+    if grad_output.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(
+            f"adaptive_avg_pool{nd}d_backward(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+            f"{list(grad_output.shape)}"
+        )
+
+
 @define("_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out",
-        dtypes=FLOATING, kernel_name="adaptive_avg_pool2d")
+        dtypes=FLOATING, kernel_name="adaptive_avg_pool2d", autogen_out=True)
 def adaptive_avg_pool2d(self: torch.Tensor, output_size: list[int]) -> np.ndarray:
     return nn.adaptive_avg_pool2d(to_numpy(self), output_size)
 
 
 @define("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out",
-        dtypes=FLOATING, kernel_name="adaptive_avg_pool2d_backward_cpu")
+        dtypes=FLOATING, kernel_name="adaptive_avg_pool2d_backward_cpu", autogen_out=True)
 def adaptive_avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor) -> np.ndarray:
+    _adaptive_backward_dims(grad_output, 2)
     return nn.adaptive_avg_pool2d_backward(to_numpy(grad_output), to_numpy(self))
 
 
@@ -489,14 +513,17 @@ def avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor, kernel_si
 
 
 @define("_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out",
-        dtypes=FLOATING, kernel_name="adaptive_avg_pool3d_cpu")
+        dtypes=FLOATING, kernel_name="adaptive_avg_pool3d_cpu", autogen_out=True)
 def adaptive_avg_pool3d(self: torch.Tensor, output_size: list[int]) -> np.ndarray:
+    if len(output_size) != 3:
+        raise RuntimeError("adaptive_avg_pool3d: output_size must be 3")
     return nn.adaptive_avg_pool(to_numpy(self), output_size)
 
 
 @define("_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.out",
-        dtypes=FLOATING, kernel_name="adaptive_avg_pool3d_backward_cpu")
+        dtypes=FLOATING, kernel_name="adaptive_avg_pool3d_backward_cpu", autogen_out=True)
 def adaptive_avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor) -> np.ndarray:
+    _adaptive_backward_dims(grad_output, 3)
     return nn.adaptive_avg_pool_backward(to_numpy(grad_output), to_numpy(self), 3)
 
 
@@ -647,7 +674,7 @@ def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate:
 # dropout and embedding
 
 
-@define("native_dropout", "native_dropout.out", ("out0", "out1"))
+@define("native_dropout", "native_dropout.out", ("out0", "out1"), autogen_out=True)
 def native_dropout(input: torch.Tensor, p: float, train: bool | None
                    ) -> tuple[np.ndarray, np.ndarray]:
     if input.numel() and (train is None or train) and input.dtype not in FLOATING | COMPLEX:
@@ -659,16 +686,18 @@ def native_dropout(input: torch.Tensor, p: float, train: bool | None
     return nn.native_dropout(to_numpy(input), p, train, _device.generator())
 
 
-@define("native_dropout_backward", "native_dropout_backward.out")
+@define("native_dropout_backward", "native_dropout_backward.out", autogen_out=True)
 def native_dropout_backward(grad_output: torch.Tensor, mask: torch.Tensor, scale: float
                             ) -> np.ndarray:
-    g = to_numpy(grad_output)
-    if grad_output.dtype not in FLOATING | COMPLEX:  # grad * mask * scale: a float scale wins
-        g = g.astype(NP_DTYPE[torch.get_default_dtype()])
+    check_same_shape_or_broadcast(grad_output, mask)
+    dtype = torch.result_type(grad_output, mask)  # grad * mask * scale: a float scale wins
+    if dtype not in FLOATING | COMPLEX:
+        dtype = torch.get_default_dtype()
+    g = to_numpy(grad_output).astype(NP_DTYPE[dtype], copy=False)
     return nn.native_dropout_backward(g, to_numpy(mask), scale)
 
 
-@define("embedding_dense_backward", "embedding_dense_backward.out")
+@define("embedding_dense_backward", "embedding_dense_backward.out", autogen_out=True)
 def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, num_weights: int,
                              padding_idx: int, scale_grad_by_freq: bool) -> np.ndarray:
     if indices.dtype not in (torch.int64, torch.int32):

@@ -101,11 +101,21 @@ def upsample_nearest2d(self: torch.Tensor, output_size: list[int], scales_h: flo
     return np.ascontiguousarray(x[:, :, hi][:, :, :, wi])
 
 
+def _check_sizes(output_size: Sequence[int], input_size: Sequence[int]) -> None:
+    if len(output_size) != 2:
+        raise RuntimeError(
+            f"It is expected output_size equals to 2, but got size {len(output_size)}"
+        )
+    if len(input_size) != 4:
+        raise RuntimeError(f"It is expected input_size equals to 4, but got size {len(input_size)}")
+
+
 @define("upsample_nearest2d_backward", "upsample_nearest2d_backward.grad_input",
         ("grad_input",), dtypes=FLOATING)
 def upsample_nearest2d_backward(grad_output: torch.Tensor, output_size: list[int],
                                 input_size: list[int], scales_h: float | None = None,
                                 scales_w: float | None = None) -> np.ndarray:
+    _check_sizes(output_size, input_size)
     g = to_numpy(grad_output)
     gf = _opmath(g)
     mh = _one_hot(_nearest_index(input_size[2], output_size[0], scales_h), input_size[2], gf.dtype)
@@ -135,6 +145,7 @@ def upsample_bilinear2d_backward(grad_output: torch.Tensor, output_size: list[in
                                  input_size: list[int], align_corners: bool,
                                  scales_h: float | None = None, scales_w: float | None = None
                                  ) -> np.ndarray:
+    _check_sizes(output_size, input_size)
     g = to_numpy(grad_output)
     gf = _opmath(g)
     mh = _linear_matrix(input_size[2], output_size[0], align_corners, scales_h, gf.dtype)
@@ -193,7 +204,7 @@ def _make_pad(mode: str, torch_name: str, dims: int) -> None:
     name = f"{torch_name}{dims}d"
 
     def forward(self: torch.Tensor, padding: list[int]) -> np.ndarray:
-        if self.dim() not in (dims + 1, dims + 2):
+        if self.dim() not in (dims + 1, dims + 2) or 0 in self.shape[1:]:
             raise RuntimeError(
                 f"Expected {dims + 1}D or {dims + 2}D (batch mode) tensor with possibly 0 batch "
                 f"size and other non-zero dimensions for input, but got: {list(self.shape)}"
@@ -202,6 +213,11 @@ def _make_pad(mode: str, torch_name: str, dims: int) -> None:
 
     def backward(grad_output: torch.Tensor, self: torch.Tensor, padding: list[int]
                  ) -> np.ndarray:
+        if self.dim() not in (dims + 1, dims + 2):
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-max(self.dim(), 1)}, "
+                f"{max(self.dim(), 1) - 1}], but got {self.dim() - dims - 1})"
+            )
         return _pad_backward(grad_output, self, padding, mode)
 
     forward.__name__ = name

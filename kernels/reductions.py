@@ -979,3 +979,26 @@ def equal(self: torch.Tensor, other: torch.Tensor) -> bool:
         common = NP_DTYPE[torch.promote_types(self.dtype, other.dtype)]
         a, b = a.astype(common), b.astype(common)
     return bool(np.array_equal(a, b))
+
+
+@register("_aminmax")
+def _aminmax(self: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return (_amax(self, None, False, None, np.min, "aminmax"),
+            _amax(self, None, False, None, np.max, "aminmax"))
+
+
+@register("_aminmax.dim")
+def _aminmax_dim(self: torch.Tensor, dim: int, keepdim: bool = False
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    return (_amax(self, [dim], keepdim, None, np.min, "aminmax"),
+            _amax(self, [dim], keepdim, None, np.max, "aminmax"))
+
+
+@register("_logcumsumexp")
+def _logcumsumexp_kernel(self: torch.Tensor, dim: int) -> torch.Tensor:
+    return from_numpy(_logcumsumexp(self, dim), self.dtype)
+
+
+@register("_logcumsumexp.out")
+def _logcumsumexp_out(self: torch.Tensor, dim: int, *, out: torch.Tensor) -> torch.Tensor:
+    return write_out(out, _logcumsumexp(self, dim), self.dtype)

@@ -11,9 +11,11 @@ storage offsets are torch's own. Geometry of ``view``/``unfold`` is computed by 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from kernels._tensor import BUF_ATTR, alias, contiguous_strides
+from kernels._tensor import BUF_ATTR, alias, contiguous_strides, empty, set_geometry
 from kernels.registry import register
 
 
@@ -93,3 +95,55 @@ def view_as_complex(self: torch.Tensor) -> torch.Tensor:
 @register("unfold")
 def unfold(self: torch.Tensor, dimension: int, size: int, step: int) -> torch.Tensor:
     return _from_meta(self, _meta(self).unfold(dimension, size, step))
+
+
+# --------------------------------------------------------------------------------------------
+# set_: point a tensor at (part of) a storage
+# --------------------------------------------------------------------------------------------
+
+
+def _set_storage(self: torch.Tensor, storage: Any, offset: int, size: list[int],
+                 stride: list[int] | None) -> torch.Tensor:
+    if not hasattr(storage, BUF_ATTR):
+        storage = getattr(storage, "_untyped_storage", storage)  # a TypedStorage
+    if not hasattr(storage, BUF_ATTR):
+        raise RuntimeError("set_: the source storage is not an mlu storage")
+    return set_geometry(self, storage, offset, size, stride)
+
+
+@register("set_.source_Storage_storage_offset")
+def set_storage_offset(self: torch.Tensor, source: Any, storage_offset: int,
+                       size: list[int], stride: list[int] = ()) -> torch.Tensor:
+    return _set_storage(self, source, int(storage_offset), list(size),
+                        list(stride) if len(stride) else None)
+
+
+@register("set_.source_Storage")
+def set_storage(self: torch.Tensor, source: Any) -> torch.Tensor:
+    n = source.nbytes() // self.element_size()
+    return _set_storage(self, source, 0, [n], None)
+
+
+@register("set_.source_Tensor")
+def set_tensor(self: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    if source.dtype != self.dtype:
+        raise RuntimeError(
+            f"Could not set tensor of type {source.dtype} to a tensor of type "
+            f"{self.dtype}".replace("torch.", "")
+        )
+    return _set_storage(self, source.untyped_storage(), source.storage_offset(),
+                        list(source.shape), list(source.stride()))
+
+
+@register("set_")
+def set_empty(self: torch.Tensor) -> torch.Tensor:
+    fresh = empty([0], self.dtype)
+    return _set_storage(self, fresh.untyped_storage(), 0, [0], None)
+
+
+@register("is_set_to")
+def is_set_to(self: torch.Tensor, tensor: torch.Tensor) -> bool:
+    return (self.untyped_storage()._cdata == tensor.untyped_storage()._cdata
+            and self.storage_offset() == tensor.storage_offset()
+            and tuple(self.shape) == tuple(tensor.shape)
+            and tuple(self.stride()) == tuple(tensor.stride()))
