@@ -563,3 +563,29 @@ def kaiser_window_periodic_out(window_length: int, periodic: bool, *, out: torch
 @register("kaiser_window.out")
 def kaiser_window_out(window_length: int, *, out: torch.Tensor) -> torch.Tensor:
     return _kaiser(window_length, True, 12.0, out)
+
+
+def _kaiser_new(window_length: int, periodic: bool, beta: float, dtype: torch.dtype | None
+                ) -> torch.Tensor:
+    out = empty([0], _dtype(dtype))
+    return _kaiser(window_length, periodic, beta, out)
+
+
+@register("kaiser_window.beta")
+def kaiser_window_beta(window_length: int, periodic: bool, beta: float, *,
+                       dtype: torch.dtype | None = None, layout: Any = None, device: Any = None,
+                       pin_memory: bool | None = None) -> torch.Tensor:
+    return _kaiser_new(window_length, periodic, beta, dtype)
+
+
+@register("kaiser_window.periodic")
+def kaiser_window_periodic(window_length: int, periodic: bool, *,
+                           dtype: torch.dtype | None = None, layout: Any = None,
+                           device: Any = None, pin_memory: bool | None = None) -> torch.Tensor:
+    return _kaiser_new(window_length, periodic, 12.0, dtype)
+
+
+@register("kaiser_window")
+def kaiser_window(window_length: int, *, dtype: torch.dtype | None = None, layout: Any = None,
+                  device: Any = None, pin_memory: bool | None = None) -> torch.Tensor:
+    return _kaiser_new(window_length, True, 12.0, dtype)

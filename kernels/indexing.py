@@ -901,8 +901,16 @@ def narrow_copy_out(self: torch.Tensor, dim: int, start: int, length: int, *,
     return write_out(out, to_numpy(self.narrow(dim, start, length)), self.dtype)
 
 
+def _no_complex_unique(self: torch.Tensor) -> None:
+    if self.dtype.is_complex:
+        raise NotImplementedError(
+            f"\"unique_dim\" not implemented for '{scalar_type_name(self.dtype)}'"
+        )
+
+
 def _unique_consecutive_dim(self: torch.Tensor, return_inverse: bool, return_counts: bool,
                             dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    _no_complex_unique(self)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     xm = np.moveaxis(x, d, 0)
@@ -928,6 +936,7 @@ def _unique(self: torch.Tensor, sorted: bool = True, return_inverse: bool = Fals
 
 def _unique_along(self: torch.Tensor, dim: int, return_inverse: bool, return_counts: bool
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    _no_complex_unique(self)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     xm = np.moveaxis(x, d, 0)

@@ -254,6 +254,21 @@ def test_resize_keeps_data_and_views_share_the_new_buffer() -> None:
     assert out.shape == (3,)
 
 
+def test_set_points_a_tensor_at_a_storage_like_cpu() -> None:
+    for dev in ("cpu", "mlu"):
+        a = torch.arange(6.0, device=dev)
+        b = torch.empty(0, device=dev).set_(a)
+        assert b.is_set_to(a) and b.untyped_storage()._cdata == a.untyped_storage()._cdata
+        c = torch.empty(0, device=dev).set_(a.untyped_storage(), 2, (2, 2), (1, 2))
+        assert c.cpu().tolist() == [[2.0, 4.0], [3.0, 5.0]]
+        c.fill_(0)
+        assert a.cpu().tolist() == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+        d = torch.empty(0, device=dev).set_(a.untyped_storage())
+        assert d.shape == (6,)
+        a.set_()
+        assert a.shape == (0,)
+
+
 def test_as_strided_bounds_and_negative_strides_are_refused_like_cpu() -> None:
     for dev in ("cpu", "mlu"):
         t = torch.zeros(4, device=dev)
