@@ -154,7 +154,7 @@ def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: tor
     x, t, dtype = _pair(self, target)
     g = nn._opmath(to_numpy(grad_output))
     d = x - t
-    scale = 2.0 / d.size if reduction == 1 else 2.0
+    scale = (2.0 / d.size if d.size else np.nan) if reduction == 1 else 2.0
     return (scale * d * g).astype(dtype, copy=False)
 
 

@@ -23,9 +23,11 @@ from kernels.nn_ops import (
     COMPLEX,
     FLOATING,
     REAL,
+    ScalarConversionError,
     check_dtype,
     check_same_shape_or_broadcast,
     define,
+    plain,
     real_scalars,
 )
 from kernels.registry import register, resolve_overload
@@ -187,7 +189,11 @@ def _make(act: Activation) -> None:
         def inplace(self: torch.Tensor, *scalars: Any) -> torch.Tensor:
             check_dtype(self, act.dtypes, act.name)
             with np.errstate(all="ignore"):
-                return write_inplace(self, forward_arrays(self, *scalars))
+                try:
+                    value = forward_arrays(self, *scalars)
+                except ScalarConversionError as exc:
+                    raise plain(exc) from None
+                return write_inplace(self, value)
 
         inplace.__name__ = inplace.__qualname__ = act.name + "_"
         register(act.name + "_")(inplace)

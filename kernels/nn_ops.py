@@ -41,6 +41,7 @@ __all__ = [
     "define",
     "real_scalars",
     "ScalarConversionError",
+    "plain",
 ]
 
 Impl = Callable[..., Any]
@@ -156,6 +157,13 @@ class ScalarConversionError(RuntimeError):
     dispatch, so this surfaces after the dtype check."""
 
 
+def plain(exc: Exception) -> Exception:
+    """A :class:`ScalarConversionError` as the plain ``RuntimeError`` CPU raises."""
+    if isinstance(exc, ScalarConversionError):
+        return RuntimeError(str(exc))
+    return exc
+
+
 _C_NAMES = {torch.float32: "float", torch.float64: "double", torch.float16: "at::Half",
             torch.bfloat16: "at::BFloat16", torch.uint8: "uint8_t", torch.int8: "int8_t",
             torch.int16: "int16_t", torch.int32: "int32_t", torch.int64: "int64_t"}
@@ -226,7 +234,7 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
                 _check_out(args, dtype_args, out, exact=not castable_out)
             _gate(args, dtype_args, dtypes, gate_name)
         if pending is not None:
-            raise pending
+            raise plain(pending)
         return result
 
     impl_ref: list[Impl] = []
@@ -633,7 +641,10 @@ def threshold(self: torch.Tensor, threshold: Any, value: Any) -> np.ndarray:
 @register("threshold_")
 def threshold_(self: torch.Tensor, threshold: Any, value: Any) -> torch.Tensor:
     check_dtype(self, REAL, "threshold_cpu")
-    threshold, value = real_scalars((threshold, value), self.dtype)
+    try:
+        threshold, value = real_scalars((threshold, value), self.dtype)
+    except ScalarConversionError as exc:
+        raise plain(exc) from None
     return write_inplace(self, _threshold(to_numpy(self), threshold, value))
 
 

@@ -160,6 +160,11 @@ def _make_binary(name: str, ufunc: np.ufunc, has_alpha: bool) -> None:
     def tensor_kernel(inplace: bool) -> Callable[..., Any]:
         def kernel(self: list[torch.Tensor], other: torch.Tensor, **kw: Any) -> Any:
             _check_lengths(fname, self)
+            if other.dim() != 0:
+                raise RuntimeError(
+                    f"scalar tensor expected to be 0 dim but it has {other.dim()} dimensions and "
+                    f"{other.numel()} elements."
+                )
             alpha = kw.get("alpha", 1)
             return run(inplace, self, [other] * len(self), alpha, False)
         return kernel
