@@ -9,6 +9,9 @@ SGD-momentum step).
 
 Both sides get the same thread budget (``--threads``, default 2): torch's intra-op pool and
 the BLAS under NumPy (through the ``*_NUM_THREADS`` variables, set before NumPy loads).
+On a machine whose cores are busy with other work (the script warns when the load average
+exceeds the core count), spinning thread pools make 2-thread timings erratic -- torch's CPU
+anchor most of all -- and the "min ratio" column or ``--threads 1`` gives the stable picture.
 """
 
 from __future__ import annotations
