@@ -322,6 +322,11 @@ def normal_(self: torch.Tensor, mean: float = 0.0, std: float = 1.0, *,
 
 
 def _normal_out(mean: Any, std: Any, generator: Any) -> np.ndarray:
+    for t in (mean, std):
+        if isinstance(t, torch.Tensor) and not t.dtype.is_floating_point:
+            raise NotImplementedError(
+                f"\"normal_kernel_cpu\" not implemented for '{scalar_type_name(t.dtype)}'"
+            )
     m = to_numpy(mean) if isinstance(mean, torch.Tensor) else np.asarray(mean)
     s = to_numpy(std) if isinstance(std, torch.Tensor) else np.asarray(std)
     if (s < 0).any():
@@ -375,6 +380,10 @@ def bernoulli_tensor(self: torch.Tensor, p: torch.Tensor, *, generator: Any = No
 @register("bernoulli.out")
 def bernoulli_out(self: torch.Tensor, *, generator: Any = None, out: torch.Tensor
                   ) -> torch.Tensor:
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise NotImplementedError(
+            f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_type_name(self.dtype)}'"
+        )
     pa = to_numpy(self)
     if tuple(out.shape) != pa.shape:
         restride(out, pa.shape)

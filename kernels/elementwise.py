@@ -155,8 +155,11 @@ def input_dtype(*operands: Any) -> torch.dtype:
     return promote(*ops)
 
 
-class EarlyRefusal(NotImplementedError):
+def early_refusal(message: str) -> NotImplementedError:
     """A dtype refusal ATen makes before any shape or out= check (in the op's meta function)."""
+    exc = NotImplementedError(message)
+    exc._opconform_early = True  # type: ignore[attr-defined]
+    return exc
 
 
 def refuse(op: str, *categories: str | torch.dtype) -> Callable[..., None]:
@@ -223,9 +226,9 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
         if validate is not None:
             try:
                 validate(compute, result, *operands, **extra)
-            except EarlyRefusal:
-                raise
-            except NotImplementedError:
+            except NotImplementedError as exc:
+                if getattr(exc, "_opconform_early", False):
+                    raise
                 # ATen checks shapes and the in-place/out= cast before the dtype dispatch.
                 _raise_broadcast(*operands)
                 check_target()
@@ -536,8 +539,15 @@ register_family("floor", _int_identity(np.floor), Kind.DEFAULT, out_same_dtype=T
                 validate=refuse("floor", "bool", "complex"))
 register_family("trunc", _int_identity(np.trunc), Kind.DEFAULT, out_same_dtype=True,
                 validate=refuse("trunc", "bool", "complex"))
+def _round_check(compute: torch.dtype, result: torch.dtype, x: Any, decimals: Any = None
+                 ) -> None:
+    refuse("round_vml_cpu", "bool", "complex")(compute, result, x)
+    if decimals is not None:
+        refuse("round_vml_cpu", "integral")(compute, result, x)
+
+
 register_family("round", _int_identity(_round), Kind.DEFAULT, kw=("decimals",),
-                out_same_dtype=True, validate=refuse("round", "bool", "complex"))
+                out_same_dtype=True, validate=_round_check)
 register_family("frac", _plain(lambda x: x - np.trunc(x)), Kind.DEFAULT, out_same_dtype=True,
                 validate=refuse("frac", "bool", "integral", "complex"))
 
@@ -882,8 +892,8 @@ def _clamp_check(compute: torch.dtype, result: torch.dtype, x: Any, lo: Any = No
                  hi: Any = None) -> None:
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if x.dtype.is_complex:
-        raise EarlyRefusal("clamp is not supported for complex types")
+    if compute.is_complex:
+        raise early_refusal("clamp is not supported for complex types")
     # ATen's bool support: only the tensor-bound single-sided kernels (maximum/minimum).
     one_tensor_bound = (lo is None) != (hi is None) and isinstance(
         hi if lo is None else lo, torch.Tensor)
@@ -893,7 +903,8 @@ def _clamp_check(compute: torch.dtype, result: torch.dtype, x: Any, lo: Any = No
 
 def _bound_check(name: str) -> Callable[..., None]:
     def validate(compute: torch.dtype, result: torch.dtype, x: Any, bound: Any) -> None:
-        refuse(name, "complex")(compute, result, x, bound)
+        if compute.is_complex:
+            raise early_refusal("clamp is not supported for complex types")
         if not isinstance(bound, torch.Tensor):
             refuse(name, "bool")(compute, result, x, bound)
 
@@ -951,7 +962,8 @@ def _addcdiv_check(compute: torch.dtype, result: torch.dtype, s: Any, t1: Any, t
         )
 
 
-register_family("addcmul", _addcmul, Kind.DEFAULT, kw=("value",))
+register_family("addcmul", _addcmul, Kind.DEFAULT, kw=("value",),
+                validate=refuse("addcmul_cpu_out", "bool"))
 register_family("addcdiv", _addcdiv, Kind.DEFAULT, kw=("value",), validate=_addcdiv_check)
 
 
@@ -1019,6 +1031,8 @@ def _mvlgamma_vec(x: Any, p: int) -> Any:
 
 
 def _mvlgamma_check(compute: torch.dtype, result: torch.dtype, x: Any, p: int = 1) -> None:
+    if x.dtype == torch.bool:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
 
@@ -1073,7 +1087,7 @@ def frexp_out(self: torch.Tensor, *, mantissa: torch.Tensor, exponent: torch.Ten
 # Special functions: Bessel/Airy (float32/float64 only, as on CPU) and orthogonal polynomials
 # --------------------------------------------------------------------------------------------
 
-_FLOAT_ONLY = ("bool", "complex") + _LOW
+_FLOAT_ONLY = ("complex",) + _LOW
 
 
 def _sp_unary(fname: str) -> ArrayFn:

@@ -361,6 +361,8 @@ def index_copy_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: to
 
 
 def _index_fill(self: torch.Tensor, dim: int, index: torch.Tensor, value: Any) -> torch.Tensor:
+    if index.dtype != torch.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     idx = _int_index(index, "index_fill").reshape(-1)
@@ -595,7 +597,7 @@ def roll(self: torch.Tensor, shifts: Sequence[int], dims: Sequence[int] = ()) ->
         raise RuntimeError(
             f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
         )
-    axes = tuple(wrap_dim(int(d), x.ndim) for d in dims)
+    axes = tuple(wrap_dim(int(d), x.ndim, wrap_scalar=False) for d in dims)
     return from_numpy(np.roll(x, tuple(shifts), axes), self.dtype)
 
 
@@ -735,10 +737,21 @@ def _searchsorted(sorted_sequence: np.ndarray, values: np.ndarray, right: bool,
     return res.reshape(values.shape)
 
 
+def _search_checks(boundaries: torch.Tensor, values: Any) -> None:
+    vdim = values.dim() if isinstance(values, torch.Tensor) else 0
+    if boundaries.dim() == 0 or (boundaries.dim() != 1 and vdim == 0):
+        raise RuntimeError(
+            "torch.searchsorted(): input value can be a scalar only when boundaries tensor "
+            f"dimension is 1, but we got boundaries tensor dim({boundaries.dim()}) and input "
+            f"value's dim({vdim}) numel(1)"
+        )
+
+
 @register("searchsorted.Tensor")
 def searchsorted_tensor(sorted_sequence: torch.Tensor, self: torch.Tensor, *,
                         out_int32: bool = False, right: bool = False, side: str | None = None,
                         sorter: torch.Tensor | None = None) -> torch.Tensor:
+    _search_checks(sorted_sequence, self)
     r = _searchsorted(to_numpy(sorted_sequence), to_numpy(self), right or side == "right",
                       None if sorter is None else to_numpy(sorter))
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
@@ -748,6 +761,7 @@ def searchsorted_tensor(sorted_sequence: torch.Tensor, self: torch.Tensor, *,
 def searchsorted_scalar(sorted_sequence: torch.Tensor, self: Any, *, out_int32: bool = False,
                         right: bool = False, side: str | None = None,
                         sorter: torch.Tensor | None = None) -> torch.Tensor:
+    _search_checks(sorted_sequence, self)
     r = _searchsorted(to_numpy(sorted_sequence), np.asarray(self), right or side == "right",
                       None if sorter is None else to_numpy(sorter))
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
@@ -756,6 +770,8 @@ def searchsorted_scalar(sorted_sequence: torch.Tensor, self: Any, *, out_int32: 
 @register("bucketize.Tensor")
 def bucketize_tensor(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32: bool = False,
                      right: bool = False) -> torch.Tensor:
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     r = np.searchsorted(to_numpy(boundaries), to_numpy(self), side="right" if right else "left")
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
@@ -764,7 +780,14 @@ def bucketize_tensor(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32:
 def isin_tt_out(elements: torch.Tensor, test_elements: torch.Tensor, *,
                 assume_unique: bool = False, invert: bool = False, out: torch.Tensor
                 ) -> torch.Tensor:
-    r = np.isin(to_numpy(elements), to_numpy(test_elements), invert=invert)
+    for t in (elements, test_elements):
+        if t.dtype in (torch.bool,) or t.dtype.is_complex:
+            raise RuntimeError(
+                f"Unsupported input type encountered for isin(): {scalar_type_name(t.dtype)}"
+            )
+    common = NP_DTYPE[torch.promote_types(elements.dtype, test_elements.dtype)]
+    r = np.isin(to_numpy(elements).astype(common), to_numpy(test_elements).astype(common),
+                invert=invert)
     return write_out(out, r, torch.bool)
 
 
@@ -787,6 +810,10 @@ def isin_st_out(element: Any, test_elements: torch.Tensor, *, assume_unique: boo
 @register("_unique2")
 def _unique2(self: torch.Tensor, sorted: bool = True, return_inverse: bool = False,
              return_counts: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    if self.dtype.is_complex:
+        raise NotImplementedError(
+            f"\"unique\" not implemented for '{scalar_type_name(self.dtype)}'"
+        )
     x = to_numpy(self)
     vals, inv, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True)
     inverse = inv.reshape(x.shape) if return_inverse else np.empty((0,), np.int64)
@@ -883,6 +910,8 @@ def searchsorted_scalar_out(sorted_sequence: torch.Tensor, self: Any, *,
 @register("bucketize.Scalar")
 def bucketize_scalar(self: Any, boundaries: torch.Tensor, *, out_int32: bool = False,
                      right: bool = False) -> torch.Tensor:
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     r = np.searchsorted(to_numpy(boundaries), np.asarray(self), side="right" if right else "left")
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
@@ -912,7 +941,7 @@ def _unique_consecutive_dim(self: torch.Tensor, return_inverse: bool, return_cou
                             dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     _no_complex_unique(self)
     x = to_numpy(self)
-    d = wrap_dim(dim, x.ndim)
+    d = wrap_dim(dim, x.ndim, wrap_scalar=False)
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]
     flat = xm.reshape(n, -1)
@@ -938,7 +967,7 @@ def _unique_along(self: torch.Tensor, dim: int, return_inverse: bool, return_cou
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     _no_complex_unique(self)
     x = to_numpy(self)
-    d = wrap_dim(dim, x.ndim)
+    d = wrap_dim(dim, x.ndim, wrap_scalar=False)
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]
     flat = xm.reshape(n, -1)

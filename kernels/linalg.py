@@ -324,6 +324,12 @@ def _cdist_forward(x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: i
             f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
             f"{x2.shape[-1]}"
         )
+    for name, t in (("X1", x1), ("X2", x2)):
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(
+                f"cdist only supports floating-point dtypes, {name} got: "
+                f"{scalar_type_name(t.dtype)}"
+            )
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     a, b = _operand(x1), _operand(x2)

@@ -29,8 +29,11 @@ _LOW = (torch.float16, torch.bfloat16)
 _EINSUM_MAX = 4096
 
 
-def wrap_dim(dim: int, ndim: int) -> int:
-    """ATen's maybe_wrap_dim, with its error message."""
+def wrap_dim(dim: int, ndim: int, wrap_scalar: bool = True) -> int:
+    """ATen's maybe_wrap_dim, with its error messages (``wrap_scalar=False``: a 0-dim tensor
+    has no dimension to name)."""
+    if ndim == 0 and not wrap_scalar:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     n = max(ndim, 1)
     if dim < -n or dim >= n:
         raise IndexError(
@@ -586,6 +589,11 @@ def norm_dtype_out(self: torch.Tensor, p: Any, dim: Sequence[int], keepdim: bool
 
 def _anyall(self: torch.Tensor, dim: Any, keepdim: bool, fn: Any,
             out: torch.Tensor | None, no_dims_is_identity: bool = False) -> torch.Tensor:
+    if out is not None and out.dtype not in (torch.bool, torch.uint8):
+        name = "all" if fn is np.all else "any"
+        raise RuntimeError(
+            f"{name} only supports bool tensor for result, got: {scalar_type_name(out.dtype)}"
+        )
     x = to_numpy(self)
     if no_dims_is_identity and dim is not None and len(dim) == 0:
         # any.dims/all.dims with dim=[] reduce nothing (unlike sum's "all dims")
@@ -718,6 +726,8 @@ def count_nonzero(self: torch.Tensor, dim: Sequence[int]) -> torch.Tensor:
 
 def _median_all(self: torch.Tensor, ignore_nan: bool) -> torch.Tensor:
     _no_complex(self, "median")
+    if self.dtype == torch.bool:
+        raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
     x = to_numpy(self).reshape(-1)
     if x.size == 0:
         return from_numpy(np.asarray(np.nan).astype(x.dtype) if x.dtype.kind in "fV" else
@@ -749,6 +759,8 @@ def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool,
                 values: torch.Tensor, indices: torch.Tensor, op: str
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     _no_complex(self, op)
+    if self.dtype == torch.bool:
+        raise NotImplementedError("\"median_out\" not implemented for 'Bool'")
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     if x.ndim == 0:
@@ -865,6 +877,10 @@ def _cummin_helper(self: torch.Tensor, values: torch.Tensor, indices: torch.Tens
 
 
 def _logcumsumexp(self: torch.Tensor, dim: int) -> np.ndarray:
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise NotImplementedError(
+            f"\"logcumsumexp_out_cpu\" not implemented for '{scalar_type_name(self.dtype)}'"
+        )
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     acc = NP_DTYPE[_acc_dtype(self.dtype)] if self.dtype.is_floating_point or \
@@ -918,8 +934,9 @@ def histc_out(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *
 @register("bincount")
 def bincount(self: torch.Tensor, weights: torch.Tensor | None = None, minlength: int = 0
              ) -> torch.Tensor:
-    if self.dim() != 1 or self.dtype.is_floating_point or self.dtype.is_complex or \
-            self.dtype == torch.bool:
+    if self.dtype == torch.bool:
+        raise NotImplementedError("\"bincount_cpu\" not implemented for 'Bool'")
+    if self.dim() != 1 or self.dtype.is_floating_point or self.dtype.is_complex:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     x = to_numpy(self).astype(np.int64)
     if x.size and x.min() < 0:
@@ -981,8 +998,14 @@ def equal(self: torch.Tensor, other: torch.Tensor) -> bool:
     return bool(np.array_equal(a, b))
 
 
+def _aminmax_check(self: torch.Tensor) -> None:
+    if self.dtype.is_complex:
+        raise RuntimeError(f"aminmax not implemented for {scalar_type_name(self.dtype)}")
+
+
 @register("_aminmax")
 def _aminmax(self: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    _aminmax_check(self)
     return (_amax(self, None, False, None, np.min, "aminmax"),
             _amax(self, None, False, None, np.max, "aminmax"))
 
@@ -990,6 +1013,7 @@ def _aminmax(self: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 @register("_aminmax.dim")
 def _aminmax_dim(self: torch.Tensor, dim: int, keepdim: bool = False
                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    _aminmax_check(self)
     return (_amax(self, [dim], keepdim, None, np.min, "aminmax"),
             _amax(self, [dim], keepdim, None, np.max, "aminmax"))
 
