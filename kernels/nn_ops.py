@@ -109,7 +109,9 @@ def _gate(args: Sequence[Any], positions: Sequence[int], allowed: frozenset[torc
 
 
 def _check_out(args: Sequence[Any], positions: Sequence[int], out: torch.Tensor,
-                     exact: bool) -> None:
+               exact: bool) -> None:
+    """``out``'s dtype against the result's: equal (structured/autogen overloads) or a safe
+    cast (TensorIterator overloads)."""
     tensors = [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.Tensor)]
     if not tensors:
         return
@@ -213,34 +215,30 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] = (
     """
     gate_name = kernel_name or functional.split(".")[0]
 
-    def run(args: tuple[Any, ...], kwargs: dict[str, Any],
-            out: torch.Tensor | None = None) -> Any:
-        """CPU's order: argument checks (the impl's), then ``out``'s dtype, then the dtype
-        dispatch; NumPy choking on a refused dtype surfaces as the dispatch refusal."""
-        if empty_any_dtype and dtypes is not None and _empty_refused(args, dtype_args, dtypes):
-            if out is not None:
-                _check_out(args, dtype_args, out, exact=not castable_out)
-            return _as_float32(impl_ref[0], args, kwargs, dtype_args)
-        pending: Exception | None = None
-        with np.errstate(all="ignore"):
-            try:
-                result = impl_ref[0](*args, **kwargs)
-            except (TypeError, ValueError, ScalarConversionError) as exc:
-                if dtypes is None:
-                    raise
-                pending, result = exc, None
-        if dtypes is not None:
-            if out is not None and not autogen_out:
-                _check_out(args, dtype_args, out, exact=not castable_out)
-            _gate(args, dtype_args, dtypes, gate_name)
-        if pending is not None:
-            raise plain(pending)
-        return result
-
-    impl_ref: list[Impl] = []
-
     def deco(impl: Impl) -> Impl:
-        impl_ref.append(impl)
+        def run(args: tuple[Any, ...], kwargs: dict[str, Any],
+                out: torch.Tensor | None = None) -> Any:
+            """CPU's order: argument checks (the impl's), then ``out``'s dtype, then the dtype
+            dispatch; NumPy choking on a refused dtype surfaces as the dispatch refusal."""
+            if empty_any_dtype and dtypes is not None and _empty_refused(args, dtype_args, dtypes):
+                if out is not None:
+                    _check_out(args, dtype_args, out, exact=not castable_out)
+                return _as_float32(impl, args, kwargs, dtype_args)
+            pending: Exception | None = None
+            with np.errstate(all="ignore"):
+                try:
+                    result = impl(*args, **kwargs)
+                except (TypeError, ValueError, ScalarConversionError) as exc:
+                    if dtypes is None:
+                        raise
+                    pending, result = exc, None
+            if dtypes is not None:
+                if out is not None and not autogen_out:
+                    _check_out(args, dtype_args, out, exact=not castable_out)
+                _gate(args, dtype_args, dtypes, gate_name)
+            if pending is not None:
+                raise plain(pending)
+            return result
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
             return _wrap(run(args, kwargs))
