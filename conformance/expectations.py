@@ -74,7 +74,7 @@ def _names(entry: Mapping[str, Any], path: Path) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- hints
 
-_ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length"}
+_ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device"}
 
 
 def _arg_hint(raw: Any, path: Path, line: int | None) -> ArgHint:
@@ -95,6 +95,11 @@ def _arg_hint(raw: Any, path: Path, line: int | None) -> ArgHint:
             kw[key] = raw[key]
     if "length" in raw:
         kw["length"] = int(raw["length"])
+    if "device" in raw:
+        if raw["device"] != "cpu":
+            raise InputError("'device' can only be 'cpu' (an argument kept on CPU)",
+                             file=str(path), line=line)
+        kw["device"] = "cpu"
     if "dtypes" in kw:
         from conformance.engine_dtypes import DTYPES
 

@@ -337,6 +337,7 @@ class ArgHint:
     shape: tuple[Any, ...] | None = None  # symbolic shape for a tensor (letters are shared sizes)
     dtypes: tuple[str, ...] | None = None  # dtypes a tensor argument may take (e.g. indices)
     length: int | None = None  # list length for int[] arguments
+    device: str | None = None  # "cpu": a tensor argument that stays on CPU (as on CUDA)
 
 
 @dataclass(frozen=True)
@@ -464,7 +465,7 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignatur
         return draw(st.sampled_from(hint.choices), label=spec.name)
     base = spec.base
     if base in _DEFAULTED:
-        if base == "Device" and sig.is_factory:
+        if base == "Device":  # results go where the call runs (linspace.Tensor_Tensor, to, ...)
             return DEVICE
         return _OMIT if spec.has_default else None
     if spec.optional and base not in ("ScalarType",) and draw(st.integers(0, 3), label=f"{spec.name} is None?") == 0:
@@ -565,6 +566,8 @@ def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
             v = _value(draw, spec, hint, plan, sig)
         if v is _OMIT:
             continue
+        if hint.device == "cpu" and spec.base == "Tensor":
+            plan.on_cpu.add(spec.name)
         values.append((spec.name, v))
     return Call(sig=sig, values=tuple(values), on_cpu=frozenset(plan.on_cpu),
                 notes=tuple(plan.notes))
