@@ -63,9 +63,9 @@ def resize_(self: torch.Tensor, size: list[int], *,
     return restride(self, size, memory_format_strides(list(size), memory_format), None)
 
 
-def _copy_into(dst: torch.Tensor, src: torch.Tensor) -> None:
+def _copy_into(dst: torch.Tensor, src: Any) -> None:
     d = to_numpy(dst)
-    s = to_numpy(src)
+    s = to_numpy(src) if isinstance(src, torch.Tensor) else np.asarray(src)
     if d.dtype.kind != "c" and s.dtype.kind == "c":
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
                       stacklevel=3)
@@ -370,6 +370,10 @@ def bernoulli_float(self: torch.Tensor, p: float = 0.5, *, generator: Any = None
 @register("bernoulli_.Tensor")
 def bernoulli_tensor(self: torch.Tensor, p: torch.Tensor, *, generator: Any = None
                      ) -> torch.Tensor:
+    if not p.dtype.is_floating_point:
+        raise NotImplementedError(
+            f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_type_name(p.dtype)}'"
+        )
     pa = to_numpy(p)
     if ((pa < 0) | (pa > 1)).any():
         raise RuntimeError("bernoulli_ expects p to be in [0, 1]")
@@ -380,6 +384,9 @@ def bernoulli_tensor(self: torch.Tensor, p: torch.Tensor, *, generator: Any = No
 @register("bernoulli.out")
 def bernoulli_out(self: torch.Tensor, *, generator: Any = None, out: torch.Tensor
                   ) -> torch.Tensor:
+    if self.numel() == 0:
+        restride(out, self.shape)
+        return out
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise NotImplementedError(
             f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_type_name(self.dtype)}'"
@@ -471,6 +478,11 @@ def randperm_out(n: int, *, generator: Any = None, out: torch.Tensor) -> torch.T
 @register("multinomial")
 def multinomial(self: torch.Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Any = None) -> torch.Tensor:
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(
+            "multinomial only supports floating-point dtypes for input, got: "
+            f"{scalar_type_name(self.dtype)}"
+        )
     p = to_numpy(self).astype(np.float64)
     if p.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")

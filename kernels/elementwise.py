@@ -215,12 +215,14 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
                 check_result_fits(result, args[0].dtype)
             elif mode == "out":
                 if (out_same_dtype and out.dtype != result and not (
-                        out_same_dtype == "noncomplex" and operands[0].dtype.is_complex)):
+                        out_same_dtype == "noncomplex" and operands[0].dtype.is_complex)
+                        and not (out_same_dtype == "scalar_args" and any(
+                            isinstance(o, torch.Tensor) for o in operands[1:]))):
                     raise RuntimeError(
                         f"Found dtype {scalar_type_name(out.dtype)} but expected "
                         f"{scalar_type_name(result)}"
                     )
-                if not out_same_dtype:
+                else:
                     check_result_fits(result, out.dtype)
 
         if validate is not None:
@@ -503,16 +505,18 @@ UNARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "special_i0e": (_lazy_special("i0e"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_i1": (_lazy_special("i1"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_i1e": (_lazy_special("i1e"), Kind.INT_TO_FLOAT, ("complex",)),
-    "special_ndtri": (_lazy_special("ndtri"), Kind.INT_TO_FLOAT, ("complex",)),
+    "special_ndtri": (_lazy_special("ndtri"), Kind.INT_TO_FLOAT, ("complex",) + _LOW),
     "special_log_ndtr": (_lazy_special("log_ndtr"), Kind.INT_TO_FLOAT, ("complex",) + _LOW),
-    "conj_physical": (np.conj, Kind.DEFAULT, ()),
+    "conj_physical": (np.conj, Kind.DEFAULT, ("same_dtype_out",)),
     "_conj_physical": (np.conj, Kind.DEFAULT, ()),
 }
 
 
 def _register_unary() -> None:
-    for name, (f, kind, refused) in UNARY.items():
-        register_family(name, _plain(f), kind, validate=refuse(name, *refused) if refused else None)
+    for name, (f, kind, flags) in UNARY.items():
+        refused = tuple(c for c in flags if c != "same_dtype_out")
+        register_family(name, _plain(f), kind, validate=refuse(name, *refused) if refused else None,
+                        out_same_dtype="same_dtype_out" in flags)
 
 
 _register_unary()
@@ -529,19 +533,28 @@ def _int_identity(f: ArrayFn) -> ArrayFn:
     return g
 
 
+def _rounding_check(name: str) -> Callable[..., None]:
+    def validate(compute: torch.dtype, result: torch.dtype, x: Any, **kw: Any) -> None:
+        if x.dtype.is_complex:
+            raise early_refusal(f"{name} is not supported for complex inputs")
+        refuse(f"{name}_vml_cpu", "bool")(compute, result, x)
+
+    return validate
+
+
 def _round(x: Any, decimals: int = 0) -> Any:
     return np.round(x, decimals)
 
 
 register_family("ceil", _int_identity(np.ceil), Kind.DEFAULT, out_same_dtype=True,
-                validate=refuse("ceil", "bool", "complex"))
+                validate=_rounding_check("ceil"))
 register_family("floor", _int_identity(np.floor), Kind.DEFAULT, out_same_dtype=True,
-                validate=refuse("floor", "bool", "complex"))
+                validate=_rounding_check("floor"))
 register_family("trunc", _int_identity(np.trunc), Kind.DEFAULT, out_same_dtype=True,
-                validate=refuse("trunc", "bool", "complex"))
+                validate=_rounding_check("trunc"))
 def _round_check(compute: torch.dtype, result: torch.dtype, x: Any, decimals: Any = None
                  ) -> None:
-    refuse("round_vml_cpu", "bool", "complex")(compute, result, x)
+    _rounding_check("round")(compute, result, x)
     if decimals is not None:
         refuse("round_vml_cpu", "integral")(compute, result, x)
 
@@ -580,7 +593,7 @@ def _sign(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
 
 def _sign_check(compute: torch.dtype, result: torch.dtype, x: Any) -> None:
     if x.dtype.is_complex:
-        raise RuntimeError(
+        raise NotImplementedError(
             "Unlike NumPy, torch.sign is not intended to support complex numbers. "
             "Please use torch.sgn instead."
         )
@@ -904,6 +917,8 @@ def _clamp_check(compute: torch.dtype, result: torch.dtype, x: Any, lo: Any = No
 def _bound_check(name: str) -> Callable[..., None]:
     def validate(compute: torch.dtype, result: torch.dtype, x: Any, bound: Any) -> None:
         if compute.is_complex:
+            if isinstance(bound, torch.Tensor):  # ATen checks shapes and casts first here
+                raise NotImplementedError("clamp is not supported for complex types")
             raise early_refusal("clamp is not supported for complex types")
         if not isinstance(bound, torch.Tensor):
             refuse(name, "bool")(compute, result, x, bound)
@@ -911,9 +926,12 @@ def _bound_check(name: str) -> Callable[..., None]:
     return validate
 
 
-register_family("clamp", _clamp, Kind.DEFAULT, validate=_clamp_check)
-register_family("clamp_min", _plain(np.maximum), Kind.DEFAULT, validate=_bound_check("clamp_min"))
-register_family("clamp_max", _plain(np.minimum), Kind.DEFAULT, validate=_bound_check("clamp_max"))
+register_family("clamp", _clamp, Kind.DEFAULT, validate=_clamp_check,
+                out_same_dtype="scalar_args")
+register_family("clamp_min", _plain(np.maximum), Kind.DEFAULT, validate=_bound_check("clamp_min"),
+                out_same_dtype="scalar_args")
+register_family("clamp_max", _plain(np.minimum), Kind.DEFAULT, validate=_bound_check("clamp_max"),
+                out_same_dtype="scalar_args")
 
 
 def _lerp(a: Any, b: Any, w: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -1003,7 +1021,7 @@ def _xlog1py(x: Any, y: Any, *, compute: torch.dtype, result: torch.dtype) -> An
 register_family("special_xlog1py", _xlog1py, Kind.INT_TO_FLOAT,
                 validate=refuse("xlog1py", "complex"))
 register_family("special_zeta", _plain(_lazy_special("zeta")), Kind.INT_TO_FLOAT,
-                validate=refuse("zeta", "complex"))
+                validate=refuse("zeta_cpu", "complex", *_LOW))
 
 
 def _polygamma_kernel(mode: str) -> Callable[..., Any]:
@@ -1033,6 +1051,7 @@ def _mvlgamma_vec(x: Any, p: int) -> Any:
 def _mvlgamma_check(compute: torch.dtype, result: torch.dtype, x: Any, p: int = 1) -> None:
     if x.dtype == torch.bool:
         raise RuntimeError("The input tensor may not be a boolean tensor.")
+    refuse("arange_cpu", "complex")(compute, result, x)
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
 
@@ -1048,13 +1067,19 @@ def complex_out(real: torch.Tensor, imag: torch.Tensor, *, out: torch.Tensor) ->
             f"Expected object of scalar type {scalar_type_name(real.dtype)} but got scalar type "
             f"{scalar_type_name(imag.dtype)} for second argument"
         )
+    return _complex_like(real, imag, out, lambda r, i: r + 1j * i)
+
+
+def _complex_like(real: torch.Tensor, imag: torch.Tensor, out: torch.Tensor, fn: ArrayFn
+                  ) -> torch.Tensor:
     if real.dtype not in (torch.float32, torch.float64, torch.float16):
         raise RuntimeError(
             "Expected both inputs to be Half, Float or Double tensors but got "
             f"{scalar_type_name(real.dtype)} and {scalar_type_name(imag.dtype)}"
         )
     r, i = np.broadcast_arrays(to_numpy(real), to_numpy(imag))
-    return write_out(out, r + 1j * i.astype(r.dtype), out.dtype, check=False)
+    with quiet():
+        return write_out(out, fn(r, i.astype(r.dtype)), out.dtype, check=False)
 
 
 @register("polar.out")
@@ -1064,9 +1089,7 @@ def polar_out(abs: torch.Tensor, angle: torch.Tensor, *, out: torch.Tensor) -> t
             f"Expected object of scalar type {scalar_type_name(abs.dtype)} but got scalar type "
             f"{scalar_type_name(angle.dtype)} for second argument"
         )
-    a, t = np.broadcast_arrays(to_numpy(abs), to_numpy(angle))
-    with quiet():
-        return write_out(out, a * np.cos(t) + 1j * (a * np.sin(t)), out.dtype, check=False)
+    return _complex_like(abs, angle, out, lambda a, t: a * np.cos(t) + 1j * (a * np.sin(t)))
 
 
 @register("frexp.Tensor_out")

@@ -347,6 +347,10 @@ def index_add_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: tor
 @register("index_copy.out")
 def index_copy_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *,
                    out: torch.Tensor) -> torch.Tensor:
+    if index.dim() > 1:
+        raise IndexError(
+            f"index_copy_(): Index should have dimension 1 or 0 (got {index.dim()})"
+        )
     base = np.array(to_numpy(self), copy=True)
     d = wrap_dim(dim, base.ndim)
     idx = _int_index(index, "index_copy").reshape(-1)
@@ -700,7 +704,7 @@ def kthvalue_values(self: torch.Tensor, k: int, dim: int = -1, keepdim: bool = F
     d = wrap_dim(dim, x.ndim)
     n = x.shape[d] if x.ndim else 1
     if not 1 <= k <= n:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if x.ndim == 0:
         write_out(values, x.copy(), self.dtype, exact=True)
         write_out(indices, np.zeros((), np.int64), torch.int64, exact=True)
@@ -737,7 +741,20 @@ def _searchsorted(sorted_sequence: np.ndarray, values: np.ndarray, right: bool,
     return res.reshape(values.shape)
 
 
+def _search_out_check(out: torch.Tensor, out_int32: bool) -> None:
+    want = torch.int32 if out_int32 else torch.int64
+    if out.dtype != want:
+        raise RuntimeError(
+            "torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or "
+            "Long(int64) depending on whether out_int32 flag is True, but we got output tensor's "
+            f"dtype {scalar_type_name(out.dtype)} and out_int32 flag is "
+            f"{'True' if out_int32 else 'False'}"
+        )
+
+
 def _search_checks(boundaries: torch.Tensor, values: Any) -> None:
+    if boundaries.dtype == torch.bool:
+        raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     vdim = values.dim() if isinstance(values, torch.Tensor) else 0
     if boundaries.dim() == 0 or (boundaries.dim() != 1 and vdim == 0):
         raise RuntimeError(
@@ -772,6 +789,8 @@ def bucketize_tensor(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32:
                      right: bool = False) -> torch.Tensor:
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    if boundaries.dtype == torch.bool:
+        raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     r = np.searchsorted(to_numpy(boundaries), to_numpy(self), side="right" if right else "left")
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
@@ -788,12 +807,16 @@ def isin_tt_out(elements: torch.Tensor, test_elements: torch.Tensor, *,
     common = NP_DTYPE[torch.promote_types(elements.dtype, test_elements.dtype)]
     r = np.isin(to_numpy(elements).astype(common), to_numpy(test_elements).astype(common),
                 invert=invert)
-    return write_out(out, r, torch.bool)
+    return write_out(out, r, torch.bool, exact=True)
 
 
 @register("isin.Tensor_Scalar_out")
 def isin_ts_out(elements: torch.Tensor, test_element: Any, *, assume_unique: bool = False,
                 invert: bool = False, out: torch.Tensor) -> torch.Tensor:
+    if elements.dtype == torch.bool or elements.dtype.is_complex:
+        raise RuntimeError(
+            f"Unsupported input type encountered for isin(): {scalar_type_name(elements.dtype)}"
+        )
     r = np.isin(to_numpy(elements), np.asarray([test_element]), invert=invert)
     return write_out(out, r, torch.bool)
 
@@ -892,6 +915,7 @@ def searchsorted_tensor_out(sorted_sequence: torch.Tensor, self: torch.Tensor, *
                             out_int32: bool = False, right: bool = False,
                             side: str | None = None, sorter: torch.Tensor | None = None,
                             out: torch.Tensor) -> torch.Tensor:
+    _search_out_check(out, out_int32)
     r = searchsorted_tensor(sorted_sequence, self, out_int32=out_int32, right=right, side=side,
                             sorter=sorter)
     return write_out(out, to_numpy(r), r.dtype)
@@ -902,6 +926,7 @@ def searchsorted_scalar_out(sorted_sequence: torch.Tensor, self: Any, *,
                             out_int32: bool = False, right: bool = False,
                             side: str | None = None, sorter: torch.Tensor | None = None,
                             out: torch.Tensor) -> torch.Tensor:
+    _search_out_check(out, out_int32)
     r = searchsorted_scalar(sorted_sequence, self, out_int32=out_int32, right=right, side=side,
                             sorter=sorter)
     return write_out(out, to_numpy(r), r.dtype)
@@ -912,6 +937,7 @@ def bucketize_scalar(self: Any, boundaries: torch.Tensor, *, out_int32: bool = F
                      right: bool = False) -> torch.Tensor:
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    _search_checks(boundaries, np.asarray(self))
     r = np.searchsorted(to_numpy(boundaries), np.asarray(self), side="right" if right else "left")
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
@@ -920,6 +946,7 @@ def bucketize_scalar(self: Any, boundaries: torch.Tensor, *, out_int32: bool = F
 def bucketize_tensor_out(self: torch.Tensor, boundaries: torch.Tensor, *,
                          out_int32: bool = False, right: bool = False, out: torch.Tensor
                          ) -> torch.Tensor:
+    _search_out_check(out, out_int32)
     r = bucketize_tensor(self, boundaries, out_int32=out_int32, right=right)
     return write_out(out, to_numpy(r), r.dtype)
 
@@ -944,7 +971,7 @@ def _unique_consecutive_dim(self: torch.Tensor, return_inverse: bool, return_cou
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]
-    flat = xm.reshape(n, -1)
+    flat = xm.reshape(n, int(np.prod(xm.shape[1:])))
     starts = np.ones(n, bool)
     if n > 1:
         starts[1:] = (flat[1:] != flat[:-1]).any(axis=1) if flat.shape[1] else False
@@ -970,7 +997,7 @@ def _unique_along(self: torch.Tensor, dim: int, return_inverse: bool, return_cou
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]
-    flat = xm.reshape(n, -1)
+    flat = xm.reshape(n, int(np.prod(xm.shape[1:])))
     if flat.shape[1] == 0:
         order = np.arange(n)
         starts = np.zeros(n, bool)

@@ -220,17 +220,17 @@ def addbmm_(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, b
 
 def _dot_checks(self: torch.Tensor, other: torch.Tensor, op: str) -> None:
     check_same_device(op, (self, other), ("self", "tensor"))
-    if self.dtype == torch.bool:
-        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
     if self.dim() != 1 or other.dim() != 1:
         raise RuntimeError(
             f"1D tensors expected, but got {self.dim()}D and {other.dim()}D tensors"
         )
     if self.dtype != other.dtype:
         raise RuntimeError(
-            f"{op} : expected both vectors to have same dtype, but found "
+            f"dot : expected both vectors to have same dtype, but found "
             f"{scalar_type_name(self.dtype)} and {scalar_type_name(other.dtype)}"
         )
+    if self.dtype == torch.bool:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
     if self.numel() != other.numel():
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{self.numel()}] and src "
@@ -276,6 +276,12 @@ def mv(self: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
 def _addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, beta: Any, alpha: Any
            ) -> np.ndarray:
     check_same_device("addmv", (self, mat, vec), ("self", "mat", "vec"))
+    if not (self.dtype == mat.dtype == vec.dtype):
+        raise RuntimeError(
+            "addmv input tensors must have the same dtype, but got "
+            f"{scalar_type_name(self.dtype)}, {scalar_type_name(mat.dtype)}, and "
+            f"{scalar_type_name(vec.dtype)}"
+        )
     return _axpby(self, _mv_value(mat, vec), beta, alpha)
 
 

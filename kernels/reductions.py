@@ -629,6 +629,11 @@ for _fn, _np in (("any", np.any), ("all", np.all)):
         def dims(self: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
             return _anyall(self, dim, keepdim, fn, None, no_dims_is_identity=True)
 
+        @register(f"{name}.dims_out")
+        def dims_out(self: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
+                     out: torch.Tensor) -> torch.Tensor:
+            return _anyall(self, dim, keepdim, fn, out, no_dims_is_identity=True)
+
     _make(_np, _fn)
 
 
@@ -758,11 +763,13 @@ def nanmedian(self: torch.Tensor) -> torch.Tensor:
 def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool,
                 values: torch.Tensor, indices: torch.Tensor, op: str
                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    x = to_numpy(self)
+    d = wrap_dim(dim, x.ndim)
+    if x.ndim:
+        _check_nonempty(x, (d,), "median")
     _no_complex(self, op)
     if self.dtype == torch.bool:
         raise NotImplementedError("\"median_out\" not implemented for 'Bool'")
-    x = to_numpy(self)
-    d = wrap_dim(dim, x.ndim)
     if x.ndim == 0:
         write_out(values, x.copy(), self.dtype, exact=True)
         write_out(indices, np.zeros((), np.int64), torch.int64, exact=True)
@@ -943,6 +950,8 @@ def bincount(self: torch.Tensor, weights: torch.Tensor | None = None, minlength:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
+    if x.size == 0:
+        return from_numpy(np.zeros(minlength, np.int64), torch.int64)
     if weights is None:
         return from_numpy(np.bincount(x, minlength=minlength), torch.int64)
     if weights.dim() != 1 or weights.shape[0] != x.size:
@@ -954,6 +963,8 @@ def bincount(self: torch.Tensor, weights: torch.Tensor | None = None, minlength:
 
 @register("trace")
 def trace(self: torch.Tensor) -> torch.Tensor:
+    if self.dtype == torch.bool:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if self.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.dim()}")
     x = to_numpy(self)
@@ -998,7 +1009,9 @@ def equal(self: torch.Tensor, other: torch.Tensor) -> bool:
     return bool(np.array_equal(a, b))
 
 
-def _aminmax_check(self: torch.Tensor) -> None:
+def _aminmax_check(self: torch.Tensor, dim: int | None = None) -> None:
+    if dim is not None and self.dim():
+        _check_nonempty(to_numpy(self), (wrap_dim(dim, self.dim()),), "aminmax")
     if self.dtype.is_complex:
         raise RuntimeError(f"aminmax not implemented for {scalar_type_name(self.dtype)}")
 
@@ -1013,7 +1026,7 @@ def _aminmax(self: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 @register("_aminmax.dim")
 def _aminmax_dim(self: torch.Tensor, dim: int, keepdim: bool = False
                  ) -> tuple[torch.Tensor, torch.Tensor]:
-    _aminmax_check(self)
+    _aminmax_check(self, dim)
     return (_amax(self, [dim], keepdim, None, np.min, "aminmax"),
             _amax(self, [dim], keepdim, None, np.max, "aminmax"))
 
