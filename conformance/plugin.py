@@ -191,6 +191,8 @@ class State:
             if marker.get("state") == "timeout":
                 rec = _lost_record(state, marker, "timeout",
                                    f"ran past the {state.timeout:g}s per-item timeout; worker ended")
+                if marker.get("side") == "cpu":  # the oracle hung: not a verdict on the backend
+                    rec["verdict"], rec["category"] = "skip", "cpu_timeout"
             elif marker.get("side") == "cpu":  # the oracle died: not a verdict on the backend
                 rec = _lost_record(state, marker, "skip",
                                    f"CPU (the oracle) crashed the process (xdist worker {wid})")
@@ -335,6 +337,8 @@ class _Watchdog:
         self.state.inflight.mark("timeout")
         rec = _lost_record(self.state, self.state.inflight.item, "timeout",
                            f"ran past the {self.seconds:g}s per-item timeout; process ended")
+        if self.state.inflight.item.get("side") == "cpu":
+            rec["verdict"], rec["category"] = "skip", "cpu_timeout"
         self.state.record(rec)
         import sys
 

@@ -21,6 +21,7 @@ SKIP_CATEGORIES = (
     "no_valid_inputs",  # every example drawn was rejected by CPU
     "cpu_unsupported",  # CPU (the oracle) has no kernel for it
     "cpu_crashed",  # CPU (the oracle) killed the process on a drawn example
+    "cpu_timeout",  # CPU (the oracle) hung on a drawn example
     "not_applicable",  # the check does not apply to this overload (e.g. broadcast of one tensor)
     "no_strategy",  # an argument type the schema strategies cannot draw (Storage, Dimname, ...)
     "no_host_values",  # the backend's tensors hold no values (meta): values not compared
