@@ -545,8 +545,9 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
 
 def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan) -> Any:
     first = next(iter(plan.dtypes.values()), "float32")
-    pool = hint.dtypes or (first, "float32", "int64", "bool")
-    dt = draw(st.sampled_from(tuple(dict.fromkeys(pool))), label=f"{spec.name} dtype")
+    # mostly the operands' dtype (what most ops return); sometimes another, which CPU may refuse
+    pool = hint.dtypes or (first, first, first, "float32", "int64", "bool")
+    dt = draw(st.sampled_from(tuple(pool)), label=f"{spec.name} dtype")
     return torch.empty(0, dtype=DTYPES[dt])
 
 
