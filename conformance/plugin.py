@@ -395,7 +395,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             if reason:
                 node.add_marker(pytest.mark.xfail(reason=reason, strict=False))
             new.append(node)
-    items.extend(new)
+    # A --backend session is a conformance run: tests collected from files (e.g. the project's
+    # testpaths) are deselected rather than mixed in.
+    others = [i for i in items if not isinstance(i, ConformanceItem)]
+    if others:
+        config.hook.pytest_deselected(items=others)
+    items[:] = new
     universe = [f"{ov.name}::{c}" for ov in state.db().overloads for c in CHECKS]
     for exp in state.expectations.unmatched(universe):
         warnings.warn(pytest.PytestWarning(
