@@ -10,6 +10,7 @@ completed, fails included.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import sys
@@ -124,6 +125,12 @@ def run(args: argparse.Namespace) -> int:
 
     _validate(args)
     workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, 8)
+    if workers > 0 and importlib.util.find_spec("xdist") is None:
+        if args.workers:
+            raise InputError("-n needs pytest-xdist (pip install pytest-xdist)")
+        print("conformance run: pytest-xdist is not installed: running in this process, "
+              "without crash isolation", file=sys.stderr)
+        workers = 0
     progress = Progress(sys.stderr)
     with tempfile.TemporaryDirectory(prefix="conformance-") as empty:
         argv = pytest_argv(args, workers, empty)
