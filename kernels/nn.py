@@ -947,24 +947,61 @@ def avg_pool2d_backward(
     )
 
 
-def _adaptive_matrix(size: int, out: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """0/1 matrix ``(out, size)`` of ATen's adaptive windows, and the window lengths."""
+# Per-axis linear maps given as "taps": output position o reads input ``index[o]`` times
+# ``weight[o]`` (``None``: 1), only where ``valid[o]`` (``None``: everywhere). Gathering and
+# scattering tap by tap keeps a non-finite input inside its own windows -- a matrix product
+# would spread ``inf * 0 = nan`` over every output of the row.
+Tap = tuple[np.ndarray, "np.ndarray | None", "np.ndarray | None"]
+
+
+def _axis_shape(v: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+    return v.reshape((-1,) + (1,) * (ndim - 1 - axis))
+
+
+def gather_taps(x: np.ndarray, axis: int, taps: Sequence[Tap]) -> np.ndarray:
+    """``sum_j weight_j * x[..., index_j, ...]`` along ``axis`` (invalid taps contribute 0)."""
+    acc: np.ndarray | None = None
+    for index, weight, valid in taps:
+        term = np.take(x, index, axis=axis)
+        if weight is not None:
+            term = term * _axis_shape(weight.astype(x.dtype, copy=False), x.ndim, axis)
+        if valid is not None:
+            term = np.where(_axis_shape(valid, x.ndim, axis), term, np.zeros((), x.dtype))
+        acc = term if acc is None else acc + term
+    assert acc is not None
+    return acc
+
+
+def scatter_taps(g: np.ndarray, axis: int, size: int, taps: Sequence[Tap]) -> np.ndarray:
+    """Adjoint of :func:`gather_taps`: scatter-add ``weight_j * g`` to ``index_j``."""
+    gm = np.moveaxis(g, axis, -1)
+    out = np.zeros((*gm.shape[:-1], size), dtype=g.dtype)
+    lead = (slice(None),) * (gm.ndim - 1)
+    for index, weight, valid in taps:
+        term = gm if weight is None else gm * weight.astype(g.dtype, copy=False)
+        idx = index
+        if valid is not None:
+            term, idx = term[..., valid], index[valid]
+        np.add.at(out, (*lead, idx), term)
+    return np.moveaxis(out, -1, axis)
+
+
+def _adaptive_taps(size: int, out: int) -> tuple[list[Tap], np.ndarray]:
+    """ATen's adaptive windows ``[floor(o*S/O), ceil((o+1)*S/O))`` as taps, and their lengths."""
     o = np.arange(out)
     start = (o * size) // out
     end = -((-(o + 1) * size) // out)  # ceil
-    pos = np.arange(size)
-    mat = ((pos[None, :] >= start[:, None]) & (pos[None, :] < end[:, None])).astype(dtype)
-    return mat, (end - start)
-
-
-def _along(x: np.ndarray, axis: int, mat: np.ndarray) -> np.ndarray:
-    """Apply ``mat (out, in)`` along ``axis`` of ``x``."""
-    return np.moveaxis(np.tensordot(x, mat, axes=([axis], [1])), -1, axis)
+    taps: list[Tap] = []
+    for j in range(int((end - start).max())):
+        pos = start + j
+        valid = pos < end
+        taps.append((np.minimum(pos, size - 1), None, None if valid.all() else valid))
+    return taps, end - start
 
 
 def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
-    """``_adaptive_avg_pool{2,3}d``: window sums as one small matrix product per axis, then the
-    mean (ATen's windows: ``[floor(o*S/O), ceil((o+1)*S/O))``)."""
+    """``_adaptive_avg_pool{2,3}d``: window sums one axis after the other (a loop over the
+    window length), then the mean."""
     nd = len(output_size)
     if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(
@@ -981,8 +1018,8 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
     div = np.ones((1,) * nd, dtype=y.dtype)
     for i, o in enumerate(output_size):
         axis = x.ndim - nd + i
-        mat, count = _adaptive_matrix(x.shape[axis], int(o), y.dtype)
-        y = _along(y, axis, mat)
+        taps, count = _adaptive_taps(x.shape[axis], int(o))
+        y = gather_taps(y, axis, taps)
         div = div * count.reshape((1,) * i + (-1,) + (1,) * (nd - 1 - i)).astype(y.dtype)
     y = np.ascontiguousarray(y)
     y /= div
@@ -991,16 +1028,17 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
 
 def adaptive_avg_pool_backward(grad_out: np.ndarray, x: np.ndarray, nd: int) -> np.ndarray:
     g = _opmath(grad_out)
-    mats = []
+    all_taps = []
     div = np.ones((1,) * nd, dtype=g.dtype)
     for i in range(nd):
         axis = x.ndim - nd + i
-        mat, count = _adaptive_matrix(x.shape[axis], g.shape[axis], g.dtype)
-        mats.append(mat)
+        taps, count = _adaptive_taps(x.shape[axis], g.shape[axis])
+        all_taps.append(taps)
         div = div * count.reshape((1,) * i + (-1,) + (1,) * (nd - 1 - i)).astype(g.dtype)
     g = g / div
-    for i, mat in enumerate(mats):
-        g = _along(g, x.ndim - nd + i, mat.T)
+    for i, taps in enumerate(all_taps):
+        axis = x.ndim - nd + i
+        g = scatter_taps(g, axis, x.shape[axis], taps)
     return np.ascontiguousarray(g).astype(x.dtype, copy=False)
 
 

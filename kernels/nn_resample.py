@@ -1,8 +1,9 @@
 """Resampling overloads of ``mlu``: nearest/bilinear upsampling and reflection/replication padding.
 
-All of them are *separable linear maps* along each spatial axis, so each axis gets one small
-matrix ``(out, in)`` built from ATen's own index/weight rules, and the op is a chain of matrix
-products (BLAS); the backward is the same chain with the transposed matrices. Index rules follow
+All of them are *separable linear maps* along each spatial axis: each axis gets a short list of
+"taps" (source index and weight per output position) built from ATen's own index/weight rules;
+the forward gathers tap by tap, the backward scatter-adds (``np.add.at``). Unlike a product with
+an interpolation matrix, this keeps an ``inf``/``nan`` inside the outputs that really read it. Index rules follow
 ATen's CPU kernels: ``nearest_idx`` (float32 ``floor(dst * scale)``), ``area_pixel_compute_scale``
 / ``area_pixel_compute_source_index`` for bilinear, reflect without repeating the edge.
 
@@ -18,27 +19,27 @@ import numpy as np
 import torch
 
 from kernels._tensor import to_numpy
-from kernels.nn import _opmath
+from kernels.nn import Tap, _opmath, gather_taps, scatter_taps
 from kernels.nn_ops import COMPLEX, FLOATING, REAL, define
 
 __all__: list[str] = []
 
 
-def _apply(x: np.ndarray, mats: Sequence[np.ndarray]) -> np.ndarray:
-    """Apply ``mats[i]`` (``(out_i, in_i)``) along the i-th of the trailing ``len(mats)`` axes."""
-    nd = len(mats)
-    y = x
-    for i, m in enumerate(mats):
-        axis = x.ndim - nd + i
-        y = np.moveaxis(np.tensordot(y, m.astype(y.dtype, copy=False), axes=([axis], [1])), -1,
-                        axis)
-    return np.ascontiguousarray(y)
+def _gather(x: np.ndarray, per_axis: Sequence[Sequence[Tap]]) -> np.ndarray:
+    """Apply one tap list per trailing axis (see :func:`kernels.nn.gather_taps`)."""
+    nd = len(per_axis)
+    for i, taps in enumerate(per_axis):
+        x = gather_taps(x, x.ndim - nd + i, taps)
+    return np.ascontiguousarray(x)
 
 
-def _one_hot(index: np.ndarray, size: int, dtype: np.dtype) -> np.ndarray:
-    m = np.zeros((index.size, size), dtype=dtype)
-    m[np.arange(index.size), index] = 1
-    return m
+def _scatter(g: np.ndarray, per_axis: Sequence[Sequence[Tap]], sizes: Sequence[int]
+             ) -> np.ndarray:
+    """Adjoint of :func:`_gather` (scatter-add back to inputs of ``sizes``)."""
+    nd = len(per_axis)
+    for i, (taps, size) in enumerate(zip(per_axis, sizes, strict=True)):
+        g = scatter_taps(g, g.ndim - nd + i, size, taps)
+    return np.ascontiguousarray(g)
 
 
 # --------------------------------------------------------------------------------------------
@@ -62,8 +63,10 @@ def _nearest_index(in_size: int, out_size: int, scale: float | None) -> np.ndarr
     return np.minimum(src, in_size - 1)
 
 
-def _linear_matrix(in_size: int, out_size: int, align_corners: bool, scale: float | None,
-                   dtype: np.dtype) -> np.ndarray:
+def _linear_taps(in_size: int, out_size: int, align_corners: bool, scale: float | None,
+                 dtype: np.dtype) -> list[Tap]:
+    """ATen's two-tap linear interpolation along one axis (``lambda0 * x[i0] + lambda1 *
+    x[i0 + offset]``, offset 0 at the last input)."""
     ftype = np.float64 if dtype == np.float64 else np.float32
     if align_corners:
         s = ftype(in_size - 1) / ftype(out_size - 1) if out_size > 1 else ftype(0)
@@ -74,11 +77,7 @@ def _linear_matrix(in_size: int, out_size: int, align_corners: bool, scale: floa
     i0 = src.astype(np.int64)
     i1 = i0 + (i0 < in_size - 1)
     lam1 = np.clip(src - i0, 0, 1).astype(ftype)
-    m = np.zeros((out_size, in_size), dtype=ftype)
-    rows = np.arange(out_size)
-    np.add.at(m, (rows, i0), 1 - lam1)
-    np.add.at(m, (rows, i1), lam1)
-    return m
+    return [(i0, 1 - lam1, None), (i1, lam1, None)]
 
 
 def _check_4d(x: np.ndarray, name: str, output_size: Sequence[int] | None = None) -> None:
@@ -118,9 +117,9 @@ def upsample_nearest2d_backward(grad_output: torch.Tensor, output_size: list[int
     _check_sizes(output_size, input_size)
     g = to_numpy(grad_output)
     gf = _opmath(g)
-    mh = _one_hot(_nearest_index(input_size[2], output_size[0], scales_h), input_size[2], gf.dtype)
-    mw = _one_hot(_nearest_index(input_size[3], output_size[1], scales_w), input_size[3], gf.dtype)
-    return _apply(gf, [mh.T, mw.T]).astype(g.dtype, copy=False)
+    taps = [[(_nearest_index(input_size[2], output_size[0], scales_h), None, None)],
+            [(_nearest_index(input_size[3], output_size[1], scales_w), None, None)]]
+    return _scatter(gf, taps, input_size[2:]).astype(g.dtype, copy=False)
 
 
 @define("upsample_bilinear2d", "upsample_bilinear2d.out",
@@ -131,9 +130,8 @@ def upsample_bilinear2d(self: torch.Tensor, output_size: list[int], align_corner
     x = to_numpy(self)
     _check_4d(x, "upsample_bilinear2d", output_size)
     xf = x.astype(np.float32) if x.dtype == np.uint8 else _opmath(x)
-    mh = _linear_matrix(x.shape[2], output_size[0], align_corners, scales_h, xf.dtype)
-    mw = _linear_matrix(x.shape[3], output_size[1], align_corners, scales_w, xf.dtype)
-    y = _apply(xf, [mh, mw])
+    y = _gather(xf, [_linear_taps(x.shape[2], output_size[0], align_corners, scales_h, xf.dtype),
+                     _linear_taps(x.shape[3], output_size[1], align_corners, scales_w, xf.dtype)])
     if x.dtype == np.uint8:  # CPU's uint8 kernel rounds to nearest and saturates
         y = np.clip(np.rint(y), 0, 255)
     return y.astype(x.dtype, copy=False)
@@ -148,9 +146,9 @@ def upsample_bilinear2d_backward(grad_output: torch.Tensor, output_size: list[in
     _check_sizes(output_size, input_size)
     g = to_numpy(grad_output)
     gf = _opmath(g)
-    mh = _linear_matrix(input_size[2], output_size[0], align_corners, scales_h, gf.dtype)
-    mw = _linear_matrix(input_size[3], output_size[1], align_corners, scales_w, gf.dtype)
-    return _apply(gf, [mh.T, mw.T]).astype(g.dtype, copy=False)
+    taps = [_linear_taps(input_size[2], output_size[0], align_corners, scales_h, gf.dtype),
+            _linear_taps(input_size[3], output_size[1], align_corners, scales_w, gf.dtype)]
+    return _scatter(gf, taps, input_size[2:]).astype(g.dtype, copy=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,8 +194,7 @@ def _pad_backward(grad_output: torch.Tensor, self: torch.Tensor, padding: list[i
     gf = _opmath(g)
     idx = _pad_indices(x.shape, padding, mode)
     spatial = x.shape[x.ndim - len(idx):]
-    mats = [_one_hot(i, s, gf.dtype).T for i, s in zip(idx, spatial, strict=True)]
-    return _apply(gf, mats).astype(g.dtype, copy=False)
+    return _scatter(gf, [[(i, None, None)] for i in idx], spatial).astype(g.dtype, copy=False)
 
 
 def _make_pad(mode: str, torch_name: str, dims: int) -> None:

@@ -115,3 +115,30 @@ def test_avg_pool3d(case: tuple, include_pad: bool) -> None:
 @pytest.mark.parametrize("out", [(1, 1, 1), (2, 3, 4), (6, 7, 5)])
 def test_adaptive_avg_pool3d(out: tuple) -> None:
     parity(lambda x: F.adaptive_avg_pool3d(x, out), rand(2, 2, 6, 7, 5, seed=1))
+
+
+@pytest.mark.parametrize("op", ["nearest", "bilinear", "bilinear_align", "reflect", "replicate",
+                                "adaptive"])
+def test_non_finite_values_stay_in_their_windows(op: str) -> None:
+    """inf/nan inputs and gradients reach exactly the outputs/inputs CPU's kernels send them to
+    (an interpolation-matrix product would smear inf * 0 = nan over whole rows)."""
+    fns: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+        "nearest": lambda t: F.interpolate(t, scale_factor=2, mode="nearest"),
+        "bilinear": lambda t: F.interpolate(t, size=(7, 3), mode="bilinear"),
+        "bilinear_align": lambda t: F.interpolate(t, scale_factor=2, mode="bilinear",
+                                                  align_corners=True),
+        "reflect": lambda t: F.pad(t, (1, 2, 2, 1), mode="reflect"),
+        "replicate": lambda t: F.pad(t, (1, 2, 2, 1), mode="replicate"),
+        "adaptive": lambda t: F.adaptive_avg_pool2d(t, (3, 2)),
+    }
+    x = rand(2, 3, 4, 5, seed=1)
+    x[0, 0, 1, 1] = float("inf")
+    x[1, 1, 2, 2] = float("nan")
+    xa, xb = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
+    ya, yb = fns[op](xa), fns[op](xb)
+    torch.testing.assert_close(yb.detach().cpu(), ya.detach(), equal_nan=True)
+    g = rand(*ya.shape, seed=2)
+    g[0, 0, 0, 0] = float("inf")
+    ya.backward(g)
+    yb.backward(g.to(DEV))
+    torch.testing.assert_close(xb.grad.cpu(), xa.grad, equal_nan=True)
