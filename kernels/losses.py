@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from kernels import nn
-from kernels._semantics import scalar_type_name
+from kernels._semantics import promote, scalar_type_name
 from kernels._tensor import NP_DTYPE, to_numpy
 from kernels.nn_ops import FLOATING, REAL, check_same_shape_or_broadcast, define
 
@@ -130,6 +130,24 @@ def _norm(grad: np.ndarray, reduction: int, numel: int) -> np.ndarray:
     return grad / numel if reduction == 1 else grad
 
 
+def c_cast(value: float, dtype: np.dtype) -> np.ndarray:
+    """A Python number as C++ converts it to ``scalar_t``: truncation toward zero, wraparound."""
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)
+
+
+def _triple(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.dtype]:
+    """``(self, target, grad)`` in the computation dtype of a TensorIterator over the three
+    (opmath float32 for half types, int64 for integers), and the result's NumPy dtype."""
+    check_same_shape_or_broadcast(self, target, grad_output)
+    np_dtype = NP_DTYPE[promote(self, target, grad_output)]
+    # C++ promotes integer operands to int before arithmetic; half types compute in float32
+    compute = np.dtype(np.int64) if np_dtype.kind in "iu" else nn._opmath(np.empty(0, np_dtype)).dtype
+    arrays = [to_numpy(a).astype(compute, copy=False) for a in (self, target, grad_output)]
+    return arrays[0], arrays[1], arrays[2], np_dtype
+
+
 def _pair(self: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     check_same_shape_or_broadcast(self, target)
     x, t = to_numpy(self), to_numpy(target)
@@ -151,11 +169,11 @@ def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> np
         dtype_args=(0, 1, 2), castable_out=True)
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                       reduction: int) -> np.ndarray:
-    x, t, dtype = _pair(self, target)
-    g = nn._opmath(to_numpy(grad_output))
-    d = x - t
-    scale = (2.0 / d.size if d.size else np.nan) if reduction == 1 else 2.0
-    return (scale * d * g).astype(dtype, copy=False)
+    x, t, g, np_dtype = _triple(grad_output, self, target)
+    norm = (2.0 / x.size if x.size else np.nan) if reduction == 1 else 2.0
+    scale = c_cast(norm, np_dtype).astype(x.dtype)  # ATen: value.to<scalar_t>()
+    with np.errstate(all="ignore"):
+        return (scale * (x - t) * g).astype(np_dtype)
 
 
 @define("smooth_l1_loss", "smooth_l1_loss.out",
@@ -176,14 +194,14 @@ def smooth_l1_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
         dtype_args=(0, 1, 2), castable_out=True)
 def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                             reduction: int, beta: float) -> np.ndarray:
-    x, t, dtype = _pair(self, target)
-    g = nn._opmath(to_numpy(grad_output))
+    x, t, g, np_dtype = _triple(grad_output, self, target)
+    norm = c_cast((1.0 / x.size if x.size else np.nan) if reduction == 1 else 1.0, np_dtype)
+    norm, b = norm.astype(x.dtype), c_cast(beta, np_dtype).astype(x.dtype)
     d = x - t
-    if beta == 0:
-        grad = np.sign(d) * g
-    else:
-        grad = np.where(d <= -beta, -g, np.where(d >= beta, g, d * g / beta))
-    return _norm(grad, reduction, d.size).astype(dtype, copy=False)
+    inner = nn._divide_like_c(norm * d * g, b) if b != 0 else norm * d * g
+    grad = np.where(d <= -b, -norm * g, np.where(d >= b, norm * g, inner))
+    with np.errstate(all="ignore"):
+        return grad.astype(np_dtype)
 
 
 @define("huber_loss", "huber_loss.out",

@@ -626,8 +626,14 @@ def relu_(self: torch.Tensor) -> torch.Tensor:
     return write_inplace(self, _relu(to_numpy(self)))
 
 
+def _c_cast(value: Any, dtype: np.dtype) -> np.ndarray:
+    """A Scalar as ATen's ``to<scalar_t>()`` makes it: truncation toward zero, wraparound."""
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)
+
+
 def _threshold(x: np.ndarray, threshold: Any, value: Any) -> np.ndarray:
-    return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)
+    return np.where(x <= _c_cast(threshold, x.dtype), _c_cast(value, x.dtype), x)
 
 
 @define("threshold", "threshold.out",
@@ -653,8 +659,9 @@ def threshold_backward(grad_output: torch.Tensor, self: torch.Tensor, threshold:
     check_same_shape_or_broadcast(grad_output, self)
     dtype = torch.result_type(grad_output, self)
     (threshold,) = real_scalars((threshold,), dtype)
-    return nn.threshold_backward(to_numpy(grad_output).astype(NP_DTYPE[dtype], copy=False),
-                                 to_numpy(self), threshold)
+    x = to_numpy(self).astype(NP_DTYPE[dtype], copy=False)
+    return nn.threshold_backward(to_numpy(grad_output).astype(NP_DTYPE[dtype], copy=False), x,
+                                 _c_cast(threshold, x.dtype))
 
 
 @define("gelu", "gelu.out",

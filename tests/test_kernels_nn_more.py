@@ -142,3 +142,26 @@ def test_non_finite_values_stay_in_their_windows(op: str) -> None:
     ya.backward(g)
     yb.backward(g.to(DEV))
     torch.testing.assert_close(xb.grad.cpu(), xa.grad, equal_nan=True)
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+def test_integer_loss_backward_and_threshold_follow_cpp_arithmetic(reduction: int) -> None:
+    """CPU accepts integer tensors in these kernels: scalars are cast to the element type
+    (wraparound, truncation) and the arithmetic is C++'s (int promotion, truncating division)."""
+    aten = torch.ops.aten
+    u = torch.tensor([3, 0, 200], dtype=torch.uint8)
+    v = torch.tensor([1, 5, 100], dtype=torch.uint8)
+    w = torch.tensor([2, 1, 7], dtype=torch.uint8)
+    i8 = torch.tensor([3, -4, 100], dtype=torch.int8)
+    calls = [
+        (aten.mse_loss_backward, (w, u, v, reduction)),
+        (aten.smooth_l1_loss_backward, (w, u, v, reduction, 0.0)),
+        (aten.smooth_l1_loss_backward, (w, u, v, reduction, 2.0)),
+        (aten.smooth_l1_loss_backward, (i8, i8.flip(0), i8, reduction, 3.0)),
+        (aten.threshold, (u, -1, 1)),
+        (aten.threshold_backward, (u, v, -1)),
+    ]
+    for op, args in calls:
+        expected = op(*args)
+        got = op(*(a.to(DEV) if isinstance(a, torch.Tensor) else a for a in args))
+        torch.testing.assert_close(got.cpu(), expected, msg=lambda m, o=op: f"{o}: {m}")
