@@ -598,6 +598,13 @@ def group_norm_backward(
 ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """``native_group_norm_backward``."""
     dtype = x.dtype
+    if x.size == 0:
+        zeros = np.zeros(c, dtype=dtype)
+        return (
+            x.copy() if output_mask[0] else None,
+            zeros.copy() if output_mask[1] and weight is not None else None,
+            zeros if output_mask[2] else None,
+        )
     go = _opmath(grad_out).reshape(n, c, hw)
     mu, rs = _opmath(mean).reshape(n, groups, 1), _opmath(rstd).reshape(n, groups, 1)
     xhat = ((_opmath(x).reshape(n, groups, -1) - mu) * rs).reshape(n, c, hw)
