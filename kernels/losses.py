@@ -198,8 +198,11 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, targe
     norm = c_cast((1.0 / x.size if x.size else np.nan) if reduction == 1 else 1.0, np_dtype)
     norm, b = norm.astype(x.dtype), c_cast(beta, np_dtype).astype(x.dtype)
     d = x - t
-    inner = nn._divide_like_c(norm * d * g, b) if b != 0 else norm * d * g
-    grad = np.where(d <= -b, -norm * g, np.where(d >= b, norm * g, inner))
+    if beta < 0:  # ATen falls back to l1_loss_backward: sign(x - t) * grad * norm
+        grad = np.sign(d) * g * norm
+    else:
+        inner = nn._divide_like_c(norm * d * g, b) if b != 0 else norm * d * g
+        grad = np.where(d <= -b, -norm * g, np.where(d >= b, norm * g, inner))
     with np.errstate(all="ignore"):
         return grad.astype(np_dtype)
 
