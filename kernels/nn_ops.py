@@ -731,3 +731,32 @@ def embedding_dense_backward(grad_output: torch.Tensor, indices: torch.Tensor, n
         )
     return nn.embedding_dense_backward(to_numpy(grad_output), to_numpy(indices), num_weights,
                                        padding_idx, scale_grad_by_freq)
+
+
+@register("embedding_renorm_")
+def embedding_renorm_(self: torch.Tensor, indices: torch.Tensor, max_norm: float,
+                      norm_type: float) -> torch.Tensor:
+    """Rescale, in place, each referenced row whose ``norm_type``-norm exceeds ``max_norm`` to
+    ``max_norm / (norm + 1e-7)`` of itself (``F.embedding(max_norm=...)``)."""
+    check_dtype(self, FLOATING, "embedding_renorm_cpu_")
+    if self.dim() != 2:
+        raise RuntimeError(f"embedding_renorm_(): Expected 2-D weight, but got {self.dim()}-D")
+    if indices.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #2 'indices' to have one of the following scalar types: "
+            f"Long, Int; but got {indices.dtype} instead (while checking arguments for "
+            "embedding_renorm_)"
+        )
+    w = to_numpy(self)
+    rows = np.unique(to_numpy(indices).reshape(-1))
+    if rows.size:
+        picked = nn._opmath(w[rows])
+        if norm_type == np.inf:
+            norms = np.abs(picked).max(axis=1)
+        else:
+            norms = (np.abs(picked) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+        big = norms > max_norm
+        if big.any():
+            scale = max_norm / (norms[big] + 1e-7)
+            w[rows[big]] = (picked[big] * scale[:, None].astype(picked.dtype)).astype(w.dtype)
+    return self

@@ -325,3 +325,22 @@ def test_left_out_overload_fails_like_a_missing_kernel() -> None:
             y.backward(torch.ones(y.shape).to(DEV))
     finally:
         kernels.install()
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_embedding_max_norm_renormalizes_in_place(norm_type: float) -> None:
+    w = rand(10, 3, seed=1) * 3
+    idx = torch.tensor([[1, 2, 9], [2, 0, 1]])
+    wc, wd = w.clone(), w.to(DEV)
+    out_c = F.embedding(idx, wc, max_norm=1.0, norm_type=norm_type)
+    out_d = F.embedding(idx.to(DEV), wd, max_norm=1.0, norm_type=norm_type)
+    torch.testing.assert_close(out_d.cpu(), out_c)
+    torch.testing.assert_close(wd.cpu(), wc)  # the weight rows were rescaled in place
+
+
+def test_cross_entropy_label_smoothing_and_probability_targets() -> None:
+    p = torch.softmax(rand(4, 5, seed=3), 1)
+    t = torch.tensor([0, 2, 4, 1])
+    parity(lambda x, tt: F.cross_entropy(x, tt, label_smoothing=0.1), rand(4, 5, seed=1), t)
+    parity(lambda x, pp: F.cross_entropy(x, pp, label_smoothing=0.2), rand(4, 5, seed=1), p,
+           frozen=(1,))
