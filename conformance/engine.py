@@ -362,6 +362,7 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
             # else: fewer valid examples than asked for, all of them agreed: judged below
         else:
             call = stop.call if stop.verdict == "unsupported" else None
+            assert call is None or isinstance(call, Call)
             return verdict(stop.verdict, stop.category, stop.message, examples=ctx.checked,
                            missing_op=stop.missing_op, ctx=ctx,
                            repro=repro_fn(call) if call is not None else None)

@@ -133,8 +133,9 @@ class State:
             max_examples=max_examples or 10, seed=opt("--conformance-seed"), database=db)
         self.timeout = float(opt("--conformance-timeout") or 0)
         if self.is_worker:
-            self.run_id = config.workerinput.get("conformance_run_id", "local")
-            self.worker = config.workerinput.get("workerid", "main")
+            workerinput = getattr(config, "workerinput")  # noqa: B009 - set by xdist
+            self.run_id = workerinput.get("conformance_run_id", "local")
+            self.worker = workerinput.get("workerid", "main")
         else:
             self.run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
             self.worker = "main"
@@ -175,7 +176,7 @@ class State:
             return
         for key, value in report.user_properties:
             if key == _PROP:
-                state.record(json.loads(value))
+                state.record(json.loads(str(value)))
                 return
         if report.when == "???" and report.failed:  # xdist: the worker died running this item
             worker = getattr(getattr(report, "node", None), "gateway", None)

@@ -54,7 +54,7 @@ class Progress:
         verdict = None
         for key, value in report.user_properties:
             if key == _PROP:
-                verdict = json.loads(value)["verdict"]
+                verdict = json.loads(str(value))["verdict"]
         if verdict is None:
             if report.when == "???":
                 verdict = "crash"

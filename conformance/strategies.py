@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -296,8 +296,9 @@ def _elements(name: str, *, specials: bool, safe: bool) -> st.SearchStrategy[Any
     if cat == "int":
         lo, hi = (1, 4) if safe else ((0, 12) if name == "uint8" else (-9, 9))
         return st.integers(lo, hi)
-    width = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64,
-             "complex64": 32, "complex128": 64}[name]
+    widths: dict[str, Literal[16, 32, 64]] = {"float16": 16, "bfloat16": 32, "float32": 32,
+                                              "float64": 64, "complex64": 32, "complex128": 64}
+    width = widths[name]
     if safe:
         finite = st.sampled_from([1.0, 2.0, 0.5, 3.0])
     else:
@@ -433,8 +434,11 @@ def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSigna
     rank = _rank(plan, sig)
     if name in ("dim", "dims"):
         r = max(rank, 1)
-        picked = draw(st.lists(st.integers(-r, r - 1), max_size=r,
-                               unique_by=lambda d, r=r: d % r), label=name)
+        def wrapped(d: int) -> int:
+            return d % r
+
+        picked: list[int] = draw(st.lists(st.integers(-r, r - 1), max_size=r,
+                                          unique_by=wrapped), label=name)
         return picked
     if name in ("size", "shape", "sizes") or "size" in name and spec.base == "SymInt":
         first = _first_shape(plan, sig)
@@ -489,9 +493,9 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignatur
             return draw(st.lists(st.booleans(), min_size=n, max_size=n), label=spec.name)
         return draw(st.booleans(), label=spec.name)
     if base == "float":
-        lo = hint.min if hint.min is not None else -2.0
-        hi = hint.max if hint.max is not None else 2.0
-        strat = st.floats(lo, hi, allow_subnormal=False)
+        flo = float(hint.min) if hint.min is not None else -2.0
+        fhi = float(hint.max) if hint.max is not None else 2.0
+        strat = st.floats(flo, fhi, allow_subnormal=False)
         if spec.is_list:
             n = spec.list_size or 2
             return draw(st.lists(strat, min_size=n, max_size=n), label=spec.name)
