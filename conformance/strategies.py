@@ -192,8 +192,6 @@ class OpSignature:
             if a.is_out:
                 continue
             if a.base in _DRAWABLE or a.base in _DEFAULTED:
-                if a.is_list and a.base == "Tensor" and a.elem_optional and not a.optional:
-                    return f"argument '{a.type} {a.name}' (optional-tensor lists need a hint)"
                 continue
             if not a.has_default:
                 return f"argument '{a.type} {a.name}' has a type the strategies cannot draw"
@@ -288,13 +286,17 @@ def _np_dtype(name: str) -> np.dtype:
 
 
 @functools.cache
-def _elements(name: str, *, specials: bool, safe: bool) -> st.SearchStrategy[Any]:
-    """Element values for dtype ``name``: small, so results stay exact enough and repros short."""
+def _elements(name: str, *, specials: bool, safe: bool,
+              bounds: tuple[int, int] | None = None) -> st.SearchStrategy[Any]:
+    """Element values for dtype ``name``: small, so results stay exact enough and repros short.
+    ``bounds`` (from a hint's min/max) narrows integer elements, e.g. to valid indices."""
     cat = category(name)
     if cat == "bool":
         return st.booleans()
     if cat == "int":
         lo, hi = (1, 4) if safe else ((0, 12) if name == "uint8" else (-9, 9))
+        if bounds is not None:
+            lo, hi = bounds
         return st.integers(lo, hi)
     widths: dict[str, Literal[16, 32, 64]] = {"float16": 16, "bfloat16": 32, "float32": 32,
                                               "float64": 64, "complex64": 32, "complex128": 64}
@@ -310,18 +312,19 @@ def _elements(name: str, *, specials: bool, safe: bool) -> st.SearchStrategy[Any
     return reals
 
 
-def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bool = False
-            ) -> st.SearchStrategy[torch.Tensor]:
+def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bool = False,
+            bounds: tuple[int, int] | None = None) -> st.SearchStrategy[torch.Tensor]:
     """A CPU tensor of dtype ``name`` and ``shape``, drawn with :func:`hypothesis.extra.numpy.arrays`."""
-    return _tensors(name, tuple(shape), specials, safe)
+    return _tensors(name, tuple(shape), specials, safe, bounds)
 
 
 @functools.lru_cache(maxsize=4096)
-def _tensors(name: str, shape: tuple[int, ...], specials: bool, safe: bool
-             ) -> st.SearchStrategy[torch.Tensor]:
+def _tensors(name: str, shape: tuple[int, ...], specials: bool, safe: bool,
+             bounds: tuple[int, int] | None) -> st.SearchStrategy[torch.Tensor]:
     np_dtype = _np_dtype(name)
     torch_dtype = DTYPES[name]
-    arr = hnp.arrays(np_dtype, tuple(shape), elements=_elements(name, specials=specials, safe=safe))
+    elements = _elements(name, specials=specials, safe=safe, bounds=bounds)
+    arr = hnp.arrays(np_dtype, tuple(shape), elements=elements)
     return arr.map(lambda a: torch.from_numpy(np.array(a, copy=True)).to(torch_dtype))
 
 
@@ -534,12 +537,28 @@ def _tensor_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSig
     dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
     if hint.dtypes:
         dtype = draw(st.sampled_from(hint.dtypes), label=f"{spec.name} dtype")
-    return draw(tensors(dtype, shape, specials=plan.specials, safe=plan.safe), label=spec.name)
+    return draw(tensors(dtype, shape, specials=plan.specials, safe=plan.safe,
+                        bounds=_bounds(hint)), label=spec.name)
+
+
+def _bounds(hint: ArgHint) -> tuple[int, int] | None:
+    if hint.min is None and hint.max is None:
+        return None
+    return (int(hint.min if hint.min is not None else 0), int(hint.max if hint.max is not None
+                                                               else 3))
 
 
 def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignature) -> Any:
-    if spec.elem_optional:
-        raise NoStrategy(f"argument '{spec.type} {spec.name}' needs a hint")
+    if spec.elem_optional:  # Tensor?[] indices: 1..rank index tensors as the hint describes
+        if not hint.dtypes:
+            raise NoStrategy(f"argument '{spec.type} {spec.name}' needs a hint")
+        n = draw(st.integers(1, max(1, len(_first_shape(plan, sig)))), label=f"len({spec.name})")
+        out: list[Any] = []
+        for i in range(n):
+            dt = draw(st.sampled_from(hint.dtypes), label=f"{spec.name}[{i}] dtype")
+            length = draw(st.integers(0, 3), label=f"{spec.name}[{i}] length")
+            out.append(draw(tensors(dt, (length,), bounds=_bounds(hint))))
+        return out
     shape = _first_shape(plan, sig) if plan.shapes else draw(
         hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
     dtype = next(iter(plan.dtypes.values()), "float32")
@@ -672,6 +691,10 @@ def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[C
     if reason:
         raise NoStrategy(reason)
     for spec in sig.args:
+        if spec.is_list and spec.base == "Tensor" and spec.elem_optional and not spec.is_out \
+                and hints.get(spec.name).dtypes is None:
+            raise NoStrategy(f"argument '{spec.type} {spec.name}' needs 'dtypes' (and min/max) "
+                             f"in opdb/data/hints.yaml")
         if spec.base == "str" and spec.default is None and hints.get(spec.name).choices is None:
             raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
     factory = {"forward": forward_calls, "broadcast": broadcast_calls,
