@@ -179,3 +179,30 @@ def test_encoder_trains_with_dropout_on_mlu() -> None:
     assert first == again
     assert first != other
     assert first[-1] < first[0]
+
+
+MORE_OPTIMIZERS: dict[str, Callable[[Iterator[nn.Parameter]], torch.optim.Optimizer]] = {
+    "adam_amsgrad": lambda p: torch.optim.Adam(p, lr=1e-2, amsgrad=True),
+    "rmsprop": lambda p: torch.optim.RMSprop(p, lr=1e-3, momentum=0.9),
+    "adagrad": lambda p: torch.optim.Adagrad(p, lr=1e-2),
+    "adamw_fused": lambda p: torch.optim.AdamW(p, lr=1e-2, fused=True),
+}
+
+
+@pytest.mark.parametrize("opt", sorted(MORE_OPTIMIZERS))
+def test_other_optimizers_with_grad_clipping(opt: str) -> None:
+    """Other optimizers' default paths (foreach slow paths, fused), gradient clipping
+    (``_foreach_norm``) and ``zero_grad(set_to_none=False)`` (``_foreach_zero_``) on the CNN."""
+    model, x, y, loss_fn = _cnn_case()
+    params = {}
+    for device in ("cpu", DEV):
+        m = copy.deepcopy(model).to(device)
+        optimizer = MORE_OPTIMIZERS[opt](m.parameters())
+        for _ in range(3):
+            optimizer.zero_grad(set_to_none=False)
+            loss_fn(m(x.to(device)), y.to(device)).backward()
+            nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            optimizer.step()
+        params[device] = [p.detach().cpu() for p in m.parameters()]
+    for c, d in zip(params["cpu"], params[DEV], strict=True):
+        torch.testing.assert_close(d, c, **TOL)
