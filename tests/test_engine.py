@@ -178,3 +178,17 @@ def test_data_files_errors_name_file_and_line(tmp_path):
     db = opdb.load()
     for name in HINTS.ops:
         assert name in {o.name for o in db.overloads}, f"hints.yaml names unknown {name!r}"
+
+
+def test_packaged_expected_failures_name_real_items():
+    import opdb
+    from conformance.expectations import EXPECTED_DIR
+
+    universe = [f"{o.name}::{c}" for o in opdb.load().overloads for c in CHECKS]
+    files = sorted(EXPECTED_DIR.glob("*.yaml"))
+    for path in files:
+        exp = load_expectations(path)
+        assert exp.entries, f"{path} is empty"
+        stale = exp.unmatched(universe)
+        assert not stale, f"{path}: entries naming no overload/check: {[e.id for e in stale]}"
+        assert all(len(e.reason) > 10 for e in exp.entries)
