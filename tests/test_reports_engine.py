@@ -27,7 +27,11 @@ try:
 except ImportError as exc:  # pragma: no cover - only while the engine is being built
     pytest.skip(f"conformance run not available yet: {exc}", allow_module_level=True)
 
-OPS = "abs|relu"
+OPS = r"abs|relu|add\.Tensor"
+# A vendor-like backend from the engine's test data whose add.Tensor ignores alpha: the run is
+# guaranteed a real, engine-earned failure (and its repro) without relying on a kernel bug in mlu.
+BACKEND = "privateuse1:buggy_alpha"
+ENGINE_DATA = Path(__file__).parent / "data" / "engine"
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +46,13 @@ def engine_run(tmp_path_factory):
     with open(d / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
+            root = Path(__file__).parent.parent
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                [str(ENGINE_DATA), str(root), os.environ.get("PYTHONPATH", "")])}
             proc = subprocess.run(
-                [sys.executable, "-m", "conformance", "run", "--backend", "mlu", "--ops", OPS,
-                 "-n", "0", "--max-examples", "3", "-o", str(results), "--html", str(html)],
-                cwd=d, capture_output=True, text=True, timeout=120,
+                [sys.executable, "-m", "conformance", "run", "--backend", BACKEND, "--ops", OPS,
+                 "-n", "0", "--max-examples", "10", "-o", str(results), "--html", str(html)],
+                cwd=d, capture_output=True, text=True, timeout=180, env=env,
             )
             assert proc.returncode == 0, proc.stderr[-2000:]
             done.write_text("ok")
@@ -79,6 +86,7 @@ def test_load_and_exports_of_a_real_run(engine_run, tmp_path):
     assert set(df.verdict) <= {"pass", "fail", "unsupported", "skip", "crash", "timeout"}
     assert (df.family == df.overload.str.replace(r"_?(\..*)?$", "", regex=True)).all()
     failing = df[df.verdict == "fail"]
+    assert ("add.Tensor", "forward") in set(zip(failing.overload, failing.check))
     assert failing.repro.notna().all() and (failing.message.str.len() > 0).all()
     assert compare(df, df).changes == ()
     from conformance.cli import main
@@ -109,7 +117,8 @@ def test_real_report_in_browser(engine_run):
         page.wait_for("window.__report && window.__report.ready")
         page.click(".grid-row:not(.group) .cell.v-fail")
         page.wait_for("getComputedStyle(document.getElementById('drawer')).transform === 'none'")
-        assert page.eval("document.getElementById('repro').textContent").startswith("import torch")
+        repro = page.eval("document.getElementById('repro').textContent")
+        assert repro.startswith("import torch") and "import buggy_alpha" in repro
         page.screenshot(artifacts / "report-engine.png")
         assert page.errors() == []
 
