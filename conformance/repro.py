@@ -90,8 +90,11 @@ _SHOW = '''def show(device):
         return
     for i, o in enumerate(out if isinstance(out, (tuple, list)) else [out]):
         if isinstance(o, torch.Tensor):
-            print(f"{device}: out[{i}] dtype={o.dtype} shape={tuple(o.shape)}")
-            print(o.cpu() if o.device.type != "meta" else "  (meta tensor: no values)")
+            print(f"{device}: out[{i}] dtype={o.dtype} shape={tuple(o.shape)} device={o.device}")
+            try:
+                print(o.cpu() if o.device.type != "meta" else "  (meta tensor: no values)")
+            except Exception as exc:
+                print(f"  copying to cpu raised {type(exc).__name__}: {exc}")
         else:
             print(f"{device}: out[{i}] = {o!r}")
 '''
