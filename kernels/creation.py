@@ -296,6 +296,8 @@ def _sample_dtype(self: torch.Tensor) -> np.dtype[Any]:
 def uniform_(self: torch.Tensor, from_: float = 0.0, to: float = 1.0, *,
              generator: Any = None, **kw: Any) -> torch.Tensor:
     lo = kw.pop("from", from_)
+    if self.dtype == torch.bool:
+        raise NotImplementedError("\"check_uniform_bounds\" not implemented for 'Bool'")
     if self.numel() == 0:
         return self
     _float_check(self, "check_uniform_bounds")
@@ -399,6 +401,10 @@ def bernoulli_out(self: torch.Tensor, *, generator: Any = None, out: torch.Tenso
 
 
 def _random_range(self: torch.Tensor, lo: int, hi: int | None, generator: Any) -> torch.Tensor:
+    if self.dtype.is_complex:
+        raise RuntimeError(
+            "random_from_to_impl handles only integral, floating-point and boolean types"
+        )
     npd = NP_DTYPE[self.dtype]
     if hi is None:
         if self.dtype.is_floating_point:
@@ -435,11 +441,11 @@ def random_from(self: torch.Tensor, from_: int = 0, to: int | None = None, *,
 @register("exponential_")
 def exponential_(self: torch.Tensor, lambd: float = 1.0, *, generator: Any = None
                  ) -> torch.Tensor:
+    if lambd <= 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     if self.numel() == 0:
         return self
     _float_check(self, "exponential_cpu")
-    if lambd <= 0:
-        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     return _fill_random(self, _rng(generator).exponential(1.0 / lambd, self.shape))
 
 
@@ -447,12 +453,16 @@ def exponential_(self: torch.Tensor, lambd: float = 1.0, *, generator: Any = Non
 def geometric_(self: torch.Tensor, p: float, *, generator: Any = None) -> torch.Tensor:
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if self.dtype == torch.bool:
+        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
     return _fill_random(self, _rng(generator).geometric(p, self.shape))
 
 
 @register("cauchy_")
 def cauchy_(self: torch.Tensor, median: float = 0.0, sigma: float = 1.0, *,
             generator: Any = None) -> torch.Tensor:
+    if sigma <= 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
     if self.numel() == 0:
         return self
     _float_check(self, "cauchy_cpu")
@@ -462,6 +472,8 @@ def cauchy_(self: torch.Tensor, median: float = 0.0, sigma: float = 1.0, *,
 @register("log_normal_")
 def log_normal_(self: torch.Tensor, mean: float = 1.0, std: float = 2.0, *,
                 generator: Any = None) -> torch.Tensor:
+    if std <= 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
     if self.numel() == 0:
         return self
     _float_check(self, "log_normal_cpu")

@@ -71,6 +71,16 @@ def _raise_broadcast(*args: Any) -> None:
         acc = infer_size(acc, s)
 
 
+def _inplace_shape_check(self: torch.Tensor, operands: tuple[Any, ...]) -> None:
+    shape: tuple[int, ...] = ()
+    for o in operands:
+        shape = infer_size(shape, _shape(o))
+    if shape != tuple(self.shape):
+        raise RuntimeError(
+            f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}"
+        )
+
+
 def _finish(name: str, mode: str, result: Any, result_dtype: torch.dtype,
             self: torch.Tensor | None, out: torch.Tensor | None) -> Any:
     if mode == "out":
@@ -233,6 +243,8 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
                     raise
                 # ATen checks shapes and the in-place/out= cast before the dtype dispatch.
                 _raise_broadcast(*operands)
+                if mode == "inplace":
+                    _inplace_shape_check(args[0], operands)
                 check_target()
                 raise
         if mode != "functional":
@@ -554,6 +566,8 @@ register_family("trunc", _int_identity(np.trunc), Kind.DEFAULT, out_same_dtype=T
                 validate=_rounding_check("trunc"))
 def _round_check(compute: torch.dtype, result: torch.dtype, x: Any, decimals: Any = None
                  ) -> None:
+    if x.dtype.is_complex:  # round checks out= first, unlike ceil/floor/trunc
+        raise NotImplementedError("round is not supported for complex inputs")
     _rounding_check("round")(compute, result, x)
     if decimals is not None:
         refuse("round_vml_cpu", "integral")(compute, result, x)
@@ -1051,9 +1065,9 @@ def _mvlgamma_vec(x: Any, p: int) -> Any:
 def _mvlgamma_check(compute: torch.dtype, result: torch.dtype, x: Any, p: int = 1) -> None:
     if x.dtype == torch.bool:
         raise RuntimeError("The input tensor may not be a boolean tensor.")
-    refuse("arange_cpu", "complex")(compute, result, x)
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
+    refuse("arange_cpu", "complex")(compute, result, x)
 
 
 register_family("mvlgamma", lambda x, *, compute, result, p=1: _mvlgamma_vec(x, p),
@@ -1072,6 +1086,13 @@ def complex_out(real: torch.Tensor, imag: torch.Tensor, *, out: torch.Tensor) ->
 
 def _complex_like(real: torch.Tensor, imag: torch.Tensor, out: torch.Tensor, fn: ArrayFn
                   ) -> torch.Tensor:
+    want = {torch.float16: torch.complex32, torch.float32: torch.complex64,
+            torch.float64: torch.complex128}.get(real.dtype)
+    if want is not None and out.dtype != want:
+        raise RuntimeError(
+            f"Expected object of scalar type {scalar_type_name(want)} but got scalar type "
+            f"{scalar_type_name(out.dtype)} for argument 'out'"
+        )
     if real.dtype not in (torch.float32, torch.float64, torch.float16):
         raise RuntimeError(
             "Expected both inputs to be Half, Float or Double tensors but got "

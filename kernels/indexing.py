@@ -416,6 +416,11 @@ def take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 @register("take.out")
 def take_out(self: torch.Tensor, index: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    if out.dtype != self.dtype:
+        raise RuntimeError(
+            "take(): self and out expected to have the same dtype, but got self.dtype = "
+            f"{scalar_type_name(self.dtype)} and out.dtype = {scalar_type_name(out.dtype)}"
+        )
     return write_out(out, _take(self, index), self.dtype)
 
 
@@ -995,6 +1000,11 @@ def _unique_along(self: torch.Tensor, dim: int, return_inverse: bool, return_cou
     _no_complex_unique(self)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
+    if sum(1 for n in x.shape if n == 0) > 1:
+        raise RuntimeError(
+            "Number of zero sized dimensions is more than one, so unique cannot be applied "
+        )
+    return_inverse = return_counts = True  # ATen's unique_dim always fills both
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]
     flat = xm.reshape(n, int(np.prod(xm.shape[1:])))

@@ -935,14 +935,21 @@ def histc(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> to
 @register("histc.out")
 def histc_out(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
               out: torch.Tensor) -> torch.Tensor:
+    if out.dtype != self.dtype:
+        raise RuntimeError(
+            "torch.histogram: input tensor and hist tensor should have the same dtype, but got "
+            f"input {cpp_type_name(self.dtype)} and hist {cpp_type_name(out.dtype)}"
+        )
     return write_out(out, _histc(self, bins, min, max), self.dtype)
 
 
 @register("bincount")
 def bincount(self: torch.Tensor, weights: torch.Tensor | None = None, minlength: int = 0
              ) -> torch.Tensor:
-    if self.dtype == torch.bool:
-        raise NotImplementedError("\"bincount_cpu\" not implemented for 'Bool'")
+    if self.dtype == torch.bool or self.dtype.is_floating_point or self.dtype.is_complex:
+        raise NotImplementedError(
+            f"\"bincount_cpu\" not implemented for '{scalar_type_name(self.dtype)}'"
+        )
     if self.dim() != 1 or self.dtype.is_floating_point or self.dtype.is_complex:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     x = to_numpy(self).astype(np.int64)
@@ -1013,6 +1020,10 @@ def _aminmax_check(self: torch.Tensor, dim: int | None = None) -> None:
     if dim is not None and self.dim():
         _check_nonempty(to_numpy(self), (wrap_dim(dim, self.dim()),), "aminmax")
     if self.dtype.is_complex:
+        if dim is None:
+            raise NotImplementedError(
+                f"\"aminmax_cpu\" not implemented for '{scalar_type_name(self.dtype)}'"
+            )
         raise RuntimeError(f"aminmax not implemented for {scalar_type_name(self.dtype)}")
 
 
