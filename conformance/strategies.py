@@ -373,9 +373,13 @@ class _Plan:
 
 def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int
                      ) -> dict[str, tuple[int, ...]]:
+    """Shapes of tensor arguments, and values of ``int[]`` arguments (``normalized_shape``),
+    from the hints' symbolic shapes: one drawn size per letter, shared by the overload's args."""
     sizes: dict[str, int] = {}
     out: dict[str, tuple[int, ...]] = {}
-    for a in sig.tensor_args:
+    for a in sig.args:
+        if a.is_out or not (a.is_tensor or (a.is_list and a.base in ("int", "SymInt"))):
+            continue
         sym = hints.get(a.name).shape
         if sym is None:
             continue
@@ -394,10 +398,10 @@ def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int
 def _shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str) -> dict[str, tuple[int, ...]]:
     """Shapes for the tensor arguments (list elements use the first tensor's shape)."""
     names = [a.name for a in sig.tensor_args]
-    if not names:
-        return {}
     max_side = hints.max_side or (3 if mode == "broadcast" else 4)
     fixed = _symbolic_shapes(draw, sig, hints, max_side)
+    if not names:
+        return fixed
     free = [n for n in names if n not in fixed]
     if not free:
         return fixed
@@ -434,8 +438,11 @@ def _first_shape(plan: _Plan, sig: OpSignature) -> tuple[int, ...]:
 
 def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignature) -> list[int]:
     name = spec.name
+    if name in plan.shapes:  # a symbolic shape from the hints (normalized_shape = [d])
+        return list(plan.shapes[name])
     rank = _rank(plan, sig)
-    if name in ("dim", "dims"):
+    hinted = hint.length is not None or hint.min is not None or hint.max is not None
+    if name in ("dim", "dims") and not hinted:
         r = max(rank, 1)
         def wrapped(d: int) -> int:
             return d % r
@@ -443,7 +450,8 @@ def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSigna
         picked: list[int] = draw(st.lists(st.integers(-r, r - 1), max_size=r,
                                           unique_by=wrapped), label=name)
         return picked
-    if name in ("size", "shape", "sizes") or "size" in name and spec.base == "SymInt":
+    if not hinted and (name in ("size", "shape", "sizes")
+                       or ("size" in name and spec.base == "SymInt")):
         first = _first_shape(plan, sig)
         numel = math.prod(first)
         return draw(st.sampled_from([list(first), [numel], [-1], list(reversed(first))])
