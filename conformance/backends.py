@@ -92,7 +92,10 @@ def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
     if lower == "mlu":
         import kernels
 
-        kernels.install(without=without)
+        try:
+            kernels.install(without=without)
+        except ValueError as exc:  # an overload the reference backend does not implement
+            raise InputError(f"--without / {WITHOUT_ENV}: {exc}") from None
         return Backend(
             name="mlu", device="mlu", dispatch_key="PrivateUse1", module="kernels", without=without
         )

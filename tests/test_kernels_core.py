@@ -417,3 +417,11 @@ def test_deepcopy_and_save_load_round_trip() -> None:
     loaded = torch.load(buf)
     assert loaded["x"].device.type == "mlu" and torch.equal(loaded["x"].cpu(), x.cpu())
     assert torch.equal(loaded["state"]["weight"].cpu(), lin.weight.cpu())
+
+
+def test_unknown_without_is_an_input_error_for_the_cli(reinstall: None) -> None:
+    from conformance.backends import resolve
+    from opdb.errors import InputError
+
+    with pytest.raises(InputError, match="does not implement: not_an_op.Tensor"):
+        resolve("mlu", without=("not_an_op.Tensor",))
