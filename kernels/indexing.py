@@ -466,6 +466,8 @@ def _masked_fill(self: torch.Tensor, mask: torch.Tensor, value: Any) -> torch.Te
             f"({m.shape[-1]}) at non-singleton dimension {x.ndim - 1}.  Target sizes: "
             f"{list(x.shape)}.  Tensor sizes: {list(m.shape)}"
         )
+    if x.size == 0:
+        return self
     if x.dtype.kind != "c" and isinstance(value, complex):
         raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow")
     with quiet():
@@ -645,6 +647,8 @@ def sort_indices(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     """Stable sort order along ``axis``; NaN sorts as the largest value, as in ATen."""
     if x.ndim == 0:
         return np.zeros((), np.intp)
+    if x.dtype == NP_DTYPE[torch.bfloat16]:
+        x = x.astype(np.float32)  # exact; NumPy's float sort puts NaN last, as ATen does
     if not descending:
         return np.argsort(x, axis=axis, kind="stable")
     n = x.shape[axis]

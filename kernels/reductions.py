@@ -17,6 +17,7 @@ import torch
 from kernels._semantics import (
     category,
     check_out_exact,
+    check_result_fits,
     cpp_type_name,
     quiet,
     scalar_type_name,
@@ -174,6 +175,8 @@ def _mean(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None
             + " must be either a floating point or complex dtype. Got: "
             + scalar_type_name(checked)
         )
+    if out is not None and dtype is None:
+        check_result_fits(_acc_dtype(self.dtype), out.dtype)
     result = dtype if dtype is not None else (out.dtype if out is not None else self.dtype)
     x, _ = _input(self, result)
     axes = reduce_axes(dim, x.ndim)
@@ -729,6 +732,11 @@ def count_nonzero(self: torch.Tensor, dim: Sequence[int]) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------
 
 
+def _sortable(x: np.ndarray) -> np.ndarray:
+    """Sort keys: bfloat16 compared as float32 (exact) so NaN sorts last as in ATen."""
+    return x.astype(np.float32) if x.dtype == NP_DTYPE[torch.bfloat16] else x
+
+
 def _median_all(self: torch.Tensor, ignore_nan: bool) -> torch.Tensor:
     _no_complex(self, "median")
     if self.dtype == torch.bool:
@@ -737,7 +745,7 @@ def _median_all(self: torch.Tensor, ignore_nan: bool) -> torch.Tensor:
     if x.size == 0:
         return from_numpy(np.asarray(np.nan).astype(x.dtype) if x.dtype.kind in "fV" else
                           np.zeros((), x.dtype), self.dtype)
-    order = np.argsort(x, kind="stable")  # NaN sorts last
+    order = np.argsort(_sortable(x), kind="stable")  # NaN sorts last
     if ignore_nan and x.dtype.kind in "fV":
         n = int((~np.isnan(x)).sum())
         if n == 0:
@@ -775,7 +783,7 @@ def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool,
         write_out(indices, np.zeros((), np.int64), torch.int64, exact=True)
         return values, indices
     _check_nonempty(x, (d,), op)
-    order = np.argsort(x, axis=d, kind="stable")  # NaN last
+    order = np.argsort(_sortable(x), axis=d, kind="stable")  # NaN last
     if x.dtype.kind in "fV":
         nan = np.isnan(x)
         count = (~nan).sum(axis=d, keepdims=True)
@@ -820,7 +828,7 @@ def mode(self: torch.Tensor, dim: int = -1, keepdim: bool = False
         return from_numpy(x.copy(), self.dtype), from_numpy(np.zeros((), np.int64), torch.int64)
     _check_nonempty(x, (d,), "mode")
     xm = np.moveaxis(x, d, -1)
-    order = np.argsort(xm, axis=-1, kind="stable")
+    order = np.argsort(_sortable(xm), axis=-1, kind="stable")
     s = np.take_along_axis(xm, order, -1)
     n = s.shape[-1]
     new_run = np.ones(s.shape, bool)
