@@ -704,3 +704,46 @@ def test_explicit_scalar_overloads(name: str) -> None:
                 lambda t, s=scalar, e=extra: op(t.clone() if inplace else t, s, *e),
                 sample(dtype, seed=4, positive=True), label=f"{name}({dtype}, {scalar!r})"))
     check_all(failures)
+
+
+def test_cpu_check_order_for_errors() -> None:
+    """ATen checks shapes, then the out=/in-place cast, then dtype support; errors match CPU's."""
+    failures = [
+        # shape before dtype support
+        compare(lambda a, b: a.bitwise_left_shift_(b), torch.tensor(True),
+                torch.tensor([True]), label="in-place shape before Bool refusal"),
+        compare(lambda a, b: torch.remainder(a, b), torch.ones(2, dtype=torch.bool),
+                torch.ones(3, dtype=torch.bool), label="broadcast before Bool refusal"),
+        # in-place cast before dtype support
+        compare(lambda a, b: a.floor_divide_(b), torch.ones(2, dtype=torch.bool),
+                torch.ones(2, dtype=torch.complex64), label="cast before complex refusal"),
+        # plain unary ops: out= must have the result dtype
+        compare(lambda a, o: torch.abs(a, out=o), torch.ones(2, dtype=torch.int32),
+                torch.empty(0), label="abs out dtype"),
+        compare(lambda a, o: torch.neg(a, out=o), torch.ones(2), torch.empty(0, dtype=torch.int64),
+                label="neg out dtype"),
+        # non-TensorIterator structured kernels: exact out dtype
+        compare(lambda a, o: torch.mm(a, a, out=o), torch.ones(2, 2),
+                torch.empty(0, dtype=torch.float64), label="mm out exact"),
+        compare(lambda a, o: torch.cumsum(a, 0, dtype=torch.float32, out=o), torch.ones(3),
+                torch.empty(0, dtype=torch.float64), label="cumsum dtype= out"),
+        compare(lambda a, v, i: torch.sort(a, out=(v, i)), torch.ones(3), torch.empty(0),
+                torch.empty(0), label="sort indices out dtype"),
+        # autogen'd .Scalar_out keeps ATen's composite: exact dtype
+        compare(lambda a, o: torch.ops.aten.add.Scalar_out(a, 1, out=o), torch.ones(2),
+                torch.empty(0, dtype=torch.float64), label="add.Scalar_out exact"),
+        # early refusals
+        compare(lambda a, o: torch.clamp(a, max=a, out=o), torch.ones(2, dtype=torch.complex64),
+                torch.empty(0), label="clamp complex before out cast"),
+        compare(lambda a: torch.argmax(a), torch.ones(2, dtype=torch.complex64),
+                label="argmax complex"),
+        compare(lambda a: torch.sign(a), torch.ones(2, dtype=torch.complex64), label="sign cplx"),
+        compare(lambda a: torch.ceil(a), torch.ones(2, dtype=torch.complex64), label="ceil cplx"),
+        # empty tensors skip the dtype dispatch on CPU
+        compare(lambda a: a.normal_(), torch.empty(0, dtype=torch.bool), label="normal_ empty"),
+        compare(lambda a, i: torch.gather(a, 0, i), torch.empty(0),
+                torch.empty(0, dtype=torch.bool), label="gather empty index"),
+        compare(lambda a: torch.remainder(a, 0), torch.empty(0, dtype=torch.uint8),
+                label="remainder by 0 on empty"),
+    ]
+    check_all(failures)
