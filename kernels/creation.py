@@ -372,6 +372,8 @@ def bernoulli_float(self: torch.Tensor, p: float = 0.5, *, generator: Any = None
 @register("bernoulli_.Tensor")
 def bernoulli_tensor(self: torch.Tensor, p: torch.Tensor, *, generator: Any = None
                      ) -> torch.Tensor:
+    if self.numel() == 0:
+        return self
     if not p.dtype.is_floating_point:
         raise NotImplementedError(
             f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_type_name(p.dtype)}'"

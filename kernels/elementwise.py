@@ -693,10 +693,18 @@ def _float_pred(f: ArrayFn) -> ArrayFn:
 
 register_family("isnan", _plain(_isnan), Kind.ALWAYS_BOOL)
 register_family("isinf", _plain(_float_pred(np.isinf)), Kind.ALWAYS_BOOL)
+def _no_complex_input(name: str) -> Callable[..., None]:
+    def validate(compute: torch.dtype, result: torch.dtype, x: Any) -> None:
+        if x.dtype.is_complex:
+            raise RuntimeError(f"{name} does not support complex inputs.")
+
+    return validate
+
+
 register_family("isposinf", _plain(_float_pred(np.isposinf)), Kind.ALWAYS_BOOL,
-                validate=refuse("isposinf", "complex"))
+                validate=_no_complex_input("isposinf"))
 register_family("isneginf", _plain(_float_pred(np.isneginf)), Kind.ALWAYS_BOOL,
-                validate=refuse("isneginf", "complex"))
+                validate=_no_complex_input("isneginf"))
 register_family("signbit", _plain(lambda x: np.signbit(x) if x.dtype.kind in "fV" else x < 0),
                 Kind.ALWAYS_BOOL, validate=refuse("signbit", "complex"))
 register_family("logical_not", _plain(np.logical_not), Kind.ALWAYS_BOOL)

@@ -762,7 +762,8 @@ def _search_out_check(out: torch.Tensor, out_int32: bool) -> None:
 
 
 def _search_checks(boundaries: torch.Tensor, values: Any) -> None:
-    if boundaries.dtype == torch.bool:
+    if boundaries.dtype == torch.bool and boundaries.numel() and np.size(
+            to_numpy(values) if isinstance(values, torch.Tensor) else values):
         raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     vdim = values.dim() if isinstance(values, torch.Tensor) else 0
     if boundaries.dim() == 0 or (boundaries.dim() != 1 and vdim == 0):
@@ -798,7 +799,7 @@ def bucketize_tensor(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32:
                      right: bool = False) -> torch.Tensor:
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
-    if boundaries.dtype == torch.bool:
+    if boundaries.dtype == torch.bool and boundaries.numel() and self.numel():
         raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     r = np.searchsorted(to_numpy(boundaries), to_numpy(self), side="right" if right else "left")
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
@@ -859,7 +860,8 @@ def unique_consecutive(self: torch.Tensor, return_inverse: bool = False,
                        return_counts: bool = False, dim: int | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     if dim is not None:
-        return _unique_consecutive_dim(self, return_inverse, return_counts, dim)
+        # ATen's dim variant always fills inverse and counts
+        return _unique_consecutive_dim(self, True, True, dim)
     x = to_numpy(self).reshape(-1)
     if x.size == 0:
         starts = np.zeros(0, bool)
@@ -978,6 +980,10 @@ def _unique_consecutive_dim(self: torch.Tensor, return_inverse: bool, return_cou
     _no_complex_unique(self)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
+    if sum(1 for n in x.shape if n == 0) > 1:
+        raise RuntimeError(
+            "Number of zero sized dimensions is more than one, so unique cannot be applied "
+        )
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]
     flat = xm.reshape(n, int(np.prod(xm.shape[1:])))
