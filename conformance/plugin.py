@@ -189,7 +189,9 @@ class State:
             if not marker or marker.get("nodeid") != report.nodeid:
                 overload, _, check = report.nodeid.partition("::")
                 marker = {"overload": overload, "check": check, "nodeid": report.nodeid}
-            if marker.get("state") == "timeout":
+            started = marker.get("started")
+            hung = bool(state.timeout and started and time.time() - started >= state.timeout)
+            if marker.get("state") == "timeout" or hung:
                 rec = _lost_record(state, marker, "timeout",
                                    f"ran past the {state.timeout:g}s per-item timeout; worker ended")
                 if marker.get("side") == "cpu":  # the oracle hung: not a verdict on the backend
@@ -325,14 +327,26 @@ class _Watchdog:
     process, straight to the results file.
     """
 
+
     def __init__(self, state: State, node: ConformanceItem, seconds: float) -> None:
+        import faulthandler
+        import sys
+
         self.state, self.node, self.seconds = state, node, seconds
         self.timer = threading.Timer(seconds, self.fire)
         self.timer.daemon = True
         self.timer.start()
+        # A kernel spinning in C while holding the GIL starves the thread above; faulthandler's
+        # watchdog is a C thread that needs no GIL: it dumps the stacks and _exit()s. The
+        # controller then sees how long the item ran (the about-to-run file) and says timeout.
+        grace = min(15.0, max(2.0, seconds / 4))
+        faulthandler.dump_traceback_later(seconds + grace, exit=True, file=sys.stderr)
 
     def cancel(self) -> None:
+        import faulthandler
+
         self.timer.cancel()
+        faulthandler.cancel_dump_traceback_later()
 
     def fire(self) -> None:
         self.state.inflight.mark("timeout")

@@ -1,7 +1,12 @@
-"""A vendor-like backend whose neg kernel never returns (sleeps with the GIL released)."""
+"""A vendor-like backend with two kernels that never return.
+
+``neg`` sleeps in a loop (the GIL is released: a watchdog thread can still run); ``abs`` spins
+in C holding the GIL (catastrophic regex backtracking), as a native kernel stuck in a loop would.
+"""
 
 from __future__ import annotations
 
+import re
 import time
 
 import kernels
@@ -12,5 +17,10 @@ def neg_kernel(self):
         time.sleep(0.05)
 
 
-OVERRIDES = {"neg": neg_kernel}
+def abs_kernel(self):
+    re.match(r"(a+)+$", "a" * 64 + "b")  # exponential backtracking, GIL held throughout
+    raise AssertionError("unreachable in practice")
+
+
+OVERRIDES = {"neg": neg_kernel, "abs": abs_kernel}
 kernels.install(overrides=OVERRIDES)
