@@ -1176,8 +1176,10 @@ def _degree(n: Any) -> Any:
 
 def _cheb_u_minus(x: Any, n: Any) -> Any:
     sp = _special()
+    # max(n, 1) - 1, not max(n - 1, 0): n - 1 wraps to INT64_MAX for n = INT64_MIN (what a
+    # NaN/inf degree truncates to, as in ATen's cast), and scipy's recurrence would never end.
     return sp.eval_chebyu(np.maximum(n, 0), x), np.where(
-        n >= 1, sp.eval_chebyu(np.maximum(n - 1, 0), x), 0)
+        n >= 1, sp.eval_chebyu(np.maximum(n, 1) - 1, x), 0)
 
 
 def _poly(kind: str) -> ArrayFn:

@@ -747,3 +747,14 @@ def test_cpu_check_order_for_errors() -> None:
                 label="remainder by 0 on empty"),
     ]
     check_all(failures)
+
+
+@pytest.mark.parametrize("op", [
+    "special_chebyshev_polynomial_v", "special_chebyshev_polynomial_w",
+    "special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_w",
+])
+def test_chebyshev_non_finite_degree_returns(op):
+    """A NaN/inf degree truncates to INT64_MIN as in ATen (result 0); it used to hang mlu."""
+    n = torch.tensor([-7.25, float("-inf"), float("nan"), 1.59, 5.0])
+    fn = getattr(torch.ops.aten, op).x_scalar
+    torch.testing.assert_close(fn(3, n.to("mlu")).cpu(), fn(3, n))
