@@ -16,7 +16,10 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from conformance.backends import Backend
 
 
 def register(subparsers: Any) -> None:
@@ -52,7 +55,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _validate(args: argparse.Namespace) -> None:
+def _validate(args: argparse.Namespace) -> Backend:
     from opdb.errors import InputError
 
     if args.max_examples is not None and args.max_examples < 1:
@@ -91,7 +94,16 @@ def _validate(args: argparse.Namespace) -> None:
     # Resolving brings the backend up: an unknown or unavailable one is bad input here.
     from conformance.backends import parse_without, resolve
 
-    resolve(args.backend, without=parse_without(args.without) if args.without else None)
+    return resolve(args.backend, without=parse_without(args.without) if args.without else None)
+
+
+def _static_coverage(args: argparse.Namespace, backend: Backend) -> dict[str, Any]:
+    """What the backend's dispatch key has, for the report's static status column and lists."""
+    import opdb
+    from opdb.coverage import static_coverage
+
+    db = opdb.load(args.native_functions)
+    return static_coverage(db, backend=backend.name, dispatch_key=backend.dispatch_key)
 
 
 def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[str]:
@@ -123,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     from conformance.progress import Progress, summarize
     from opdb.errors import InputError
 
-    _validate(args)
+    backend = _validate(args)
     workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, 8)
     if workers > 0 and importlib.util.find_spec("xdist") is None:
         if args.workers:
@@ -145,20 +157,24 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(progress.captured.getvalue())
         print(f"conformance run: pytest ended with status {int(code)}", file=sys.stderr)
         return 1
-    html_note = None
+    html_note = html_error = None
     if args.html:
-        try:
-            import reports
+        import reports
 
-            reports.write_html(results=[args.output], output=args.html, coverage=None)
+        try:
+            reports.write_html(results=[args.output], output=args.html,
+                               coverage=_static_coverage(args, backend))
             html_note = args.html
-        except (ImportError, AttributeError) as exc:
-            html_note = f"NOT written ({exc})"
+        except InputError as exc:  # e.g. an unwritable path: keep the summary, then say so
+            html_note, html_error = "NOT written", str(exc)
     print(summarize(args.output, html=html_note))
     stale = _stale_expectations(args)
     if stale:
         print(f"\nexpected-failure entries that match no overload/check ({len(stale)}): "
               + ", ".join(f"{e.file}:{e.line} {e.id}" for e in stale[:5]))
+    if html_error:
+        # The results file is complete; only the report could not be written.
+        raise InputError(f"--html: {html_error} (the results are in {args.output})")
     return 0
 
 
