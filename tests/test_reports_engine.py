@@ -86,7 +86,7 @@ def test_load_and_exports_of_a_real_run(engine_run, tmp_path):
     assert set(df.verdict) <= {"pass", "fail", "unsupported", "skip", "crash", "timeout"}
     assert (df.family == df.overload.str.replace(r"_?(\..*)?$", "", regex=True)).all()
     failing = df[df.verdict == "fail"]
-    assert ("add.Tensor", "forward") in set(zip(failing.overload, failing.check))
+    assert ("add.Tensor", "forward") in set(zip(failing.overload, failing.check, strict=True))
     assert failing.repro.notna().all() and (failing.message.str.len() > 0).all()
     assert compare(df, df).changes == ()
     from conformance.cli import main
