@@ -12,6 +12,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import torch
@@ -80,7 +81,7 @@ def _check_device(device: object) -> int:
     if isinstance(device, int):
         index = device
     else:
-        dev = torch.device(device)  # type: ignore[arg-type]
+        dev = torch.device(cast("str | torch.device", device))
         if dev.type != DEVICE_NAME:
             raise ValueError(f"Expected a {DEVICE_NAME} device, but got: {dev}")
         index = 0 if dev.index is None else dev.index
@@ -127,7 +128,8 @@ def _build_module() -> types.ModuleType:
         manual_seed(seed)
 
     def seed() -> None:
-        manual_seed(int(np.random.SeedSequence().entropy) & 0xFFFF_FFFF_FFFF_FFFF)
+        # a fresh SeedSequence draws its entropy as one int (never None or a sequence)
+        manual_seed(int(cast(int, np.random.SeedSequence().entropy)) & 0xFFFF_FFFF_FFFF_FFFF)
 
     def seed_all() -> None:
         seed()
@@ -214,10 +216,10 @@ def _route_storage_copies_through_tensors() -> None:
     if getattr(original, "_opconform_mlu", False):
         return
 
-    def _has_storage(tensor: torch.Tensor) -> bool:
-        if tensor.device.type == DEVICE_NAME:
+    def _has_storage(x: torch.Tensor) -> bool:  # parameter named as in torch._C's stub
+        if x.device.type == DEVICE_NAME:
             return False
-        return bool(original(tensor))
+        return bool(original(x))
 
     _has_storage._opconform_mlu = True  # type: ignore[attr-defined]
     torch._C._has_storage = _has_storage

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import ml_dtypes
 import numpy as np
@@ -172,7 +172,7 @@ def scalar_value(x: Any) -> Any:
 # ---------------------------------------------------------------------------------------------
 def _attach(shape: Sequence[int], dtype: torch.dtype, buf: np.ndarray,
             strides: Sequence[int] | None, offset: int = 0) -> torch.Tensor:
-    t = _create(list(shape), dtype)
+    t = _create(tuple(shape), dtype)
     st = t.untyped_storage()
     setattr(st, _BUF, buf)
     _set_meta(_META, t, st, offset, list(shape),
@@ -262,7 +262,7 @@ wrap = from_numpy
 def alias(base: torch.Tensor, size: Sequence[int], stride: Sequence[int],
           storage_offset: int | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
     """A new mlu tensor that views ``base``'s storage with the given geometry (a real view)."""
-    v = _create([0], base.dtype if dtype is None else dtype)
+    v = _create((0,), base.dtype if dtype is None else dtype)
     off = base.storage_offset() if storage_offset is None else int(storage_offset)
     _set_meta(_META, v, base.untyped_storage(), off, [int(s) for s in size],
               [int(s) for s in stride])
@@ -298,7 +298,7 @@ def restride(t: torch.Tensor, size: Sequence[int], stride: Sequence[int] | None 
     """
     size = [int(s) for s in size]
     st = contiguous_strides(size) if stride is None else [int(s) for s in stride]
-    off = t.storage_offset() if storage_offset is None else int(storage_offset)
+    off = cast(int, t.storage_offset()) if storage_offset is None else int(storage_offset)
     storage = t.untyped_storage()
     old = getattr(storage, _BUF)
     need = _storage_nbytes(size, st, t.element_size(), off)

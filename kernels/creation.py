@@ -190,6 +190,8 @@ def arange_start_out(start: Any, end: Any, step: Any = 1, *, out: torch.Tensor) 
         if step == 0:
             raise RuntimeError("step must be nonzero")
         xstart, xend, xstep = int(start), int(end), int(step)
+        lo: float
+        hi: float
         if out.dtype == torch.int64:
             if xstep == 0:
                 raise ValueError("step must be nonzero")
@@ -202,7 +204,7 @@ def arange_start_out(start: Any, end: Any, step: Any = 1, *, out: torch.Tensor) 
             lo, hi = float(start), float(end)
         if (xstep > 0 and hi < lo) or (xstep < 0 and hi > lo):
             raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-        value = xstart + xstep * np.arange(max(n, 0), dtype=np.int64)
+        value: np.ndarray = xstart + xstep * np.arange(max(n, 0), dtype=np.int64)
         return _store(out, value)
     if step == 0:
         raise RuntimeError("step must be nonzero")

@@ -9,7 +9,7 @@ in-place overload that has no composite is implemented, plus a few hot functiona
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -734,7 +734,7 @@ def kthvalue_values(self: torch.Tensor, k: int, dim: int = -1, keepdim: bool = F
 
 def _searchsorted(sorted_sequence: np.ndarray, values: np.ndarray, right: bool,
                   sorter: np.ndarray | None) -> np.ndarray:
-    side = "right" if right else "left"
+    side: Literal["left", "right"] = "right" if right else "left"
     if sorted_sequence.ndim <= 1:
         seq = sorted_sequence if sorter is None else sorted_sequence[sorter]
         return np.searchsorted(seq, values, side=side)

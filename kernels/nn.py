@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import product
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -121,7 +122,8 @@ def _channels_last_padded(x: np.ndarray, padding: Ints, extra: Ints | None = Non
         return np.ascontiguousarray(np.moveaxis(x, 1, -1))
     xp = np.zeros(shape, dtype=x.dtype)
     inner = tuple(slice(p, p + s) for p, s in zip(padding, x.shape[2:], strict=True))
-    xp[(slice(None), *inner)] = np.moveaxis(x, 1, -1)
+    idx: tuple[slice, ...] = (slice(None), *inner)
+    xp[idx] = np.moveaxis(x, 1, -1)
     return xp
 
 
@@ -178,7 +180,8 @@ def _col2im(
     gx = np.zeros((n, *padded, groups, cg), dtype=dcols.dtype)
     for kidx in product(*(range(s) for s in k)):
         sl = tuple(_window_slice(kidx[i] * dilation[i], stride[i], out[i]) for i in range(nd))
-        gx[(slice(None), *sl)] += d[kidx]
+        idx: tuple[slice, ...] = (slice(None), *sl)
+        gx[idx] += d[kidx]
     return gx.reshape(n, *padded, groups * cg)
 
 
@@ -214,7 +217,8 @@ def _from_cols(y: np.ndarray, n: int, spatial: Ints) -> np.ndarray:
 def _from_channels_last(y: np.ndarray, crop: Ints, size: Ints) -> np.ndarray:
     """Padded ``(N, *Sp, C)`` -> the ``size`` window at ``crop``, as contiguous ``(N, C, *S)``."""
     sl = tuple(slice(p, p + s) for p, s in zip(crop, size, strict=True))
-    return np.ascontiguousarray(np.moveaxis(y[(slice(None), *sl)], -1, 1))
+    idx: tuple[slice, ...] = (slice(None), *sl)
+    return np.ascontiguousarray(np.moveaxis(y[idx], -1, 1))
 
 
 def _add_bias(y: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
@@ -351,7 +355,8 @@ def conv_transpose_backward(
         if tuple(out) != tuple(s_in):  # output_padding rows beyond the last window
             n = x.shape[0]
             go_cols = go_cols.reshape(groups, n, *out, -1)
-            go_cols = go_cols[(slice(None), slice(None), *(slice(0, s) for s in s_in))]
+            keep: tuple[slice, ...] = (slice(None), slice(None), *(slice(0, s) for s in s_in))
+            go_cols = go_cols[keep]
             go_cols = go_cols.reshape(groups, n * math.prod(s_in), -1)
         x_cols = _to_cols(x, groups)  # (G, N*S, Cin_g)
         gwc = np.matmul(x_cols.transpose(0, 2, 1), go_cols)  # (G, Cin_g, prod(k)*Cout_g)
@@ -731,7 +736,8 @@ def max_pool_with_indices(
 
     def window(kidx: Sequence[int]) -> np.ndarray:
         sl = tuple(_window_slice(kidx[i] * d[i], s[i], out[i]) for i in range(nd))
-        return xp[(Ellipsis, *sl)]
+        idx: tuple[Any, ...] = (Ellipsis, *sl)
+        return xp[idx]
 
     # kernel position of the first maximum: scan the window backwards, the last hit wins
     positions = list(product(*(range(ki) for ki in k)))
@@ -921,7 +927,8 @@ def avg_pool_backward(
             _axis_slice(spread, axis, _window_slice(j, s[i], out[i]))[...] += g
         g = spread
     crop = tuple(slice(p[i], p[i] + spatial[i]) for i in range(nd))
-    return np.ascontiguousarray(g[(Ellipsis, *crop)]).astype(x.dtype, copy=False)
+    idx: tuple[Any, ...] = (Ellipsis, *crop)
+    return np.ascontiguousarray(g[idx]).astype(x.dtype, copy=False)
 
 
 def avg_pool2d(
@@ -989,7 +996,8 @@ def scatter_taps(g: np.ndarray, axis: int, size: int, taps: Sequence[Tap]) -> np
         idx = index
         if valid is not None:
             term, idx = term[..., valid], index[valid]
-        np.add.at(out, (*lead, idx), term)
+        at_idx: tuple[Any, ...] = (*lead, idx)
+        np.add.at(out, at_idx, term)
     return np.moveaxis(out, -1, axis)
 
 
@@ -1266,7 +1274,8 @@ def zero_where(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return out.view(values.dtype)
 
 
-def threshold_backward(grad_out: np.ndarray, x: np.ndarray, threshold: float) -> np.ndarray:
+def threshold_backward(grad_out: np.ndarray, x: np.ndarray, threshold: float | np.ndarray
+                       ) -> np.ndarray:
     """``threshold_backward``: pass the gradient where ``x > threshold`` (relu's backward)."""
     return zero_where(grad_out, x <= threshold)
 

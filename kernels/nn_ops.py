@@ -15,7 +15,7 @@ that is not CPU/CUDA/MPS/XPU, which is the documented entry point for out-of-tre
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -271,7 +271,8 @@ def convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         raise RuntimeError(
             f"Input type ({input.dtype}) and weight type ({weight.dtype}) should be the same"
             if input.dtype != weight.dtype
-            else f"Input type ({input.dtype}) and bias type ({bias.dtype}) should be the same"
+            else f"Input type ({input.dtype}) and bias type ({cast(torch.Tensor, bias).dtype}) "
+            "should be the same"
         )
     x, w, b = to_numpy(input), to_numpy(weight), _arr(bias)
     if transposed:
@@ -419,8 +420,8 @@ def native_group_norm_backward(grad_out: torch.Tensor, input: torch.Tensor, mean
 
 @define("max_pool2d_with_indices", "max_pool2d_with_indices.out", ("out", "indices"),
         dtypes=REAL, kernel_name="max_pool2d")
-def max_pool2d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
-                            padding: list[int] = (0,), dilation: list[int] = (1,),
+def max_pool2d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: Sequence[int] = (),
+                            padding: Sequence[int] = (0,), dilation: Sequence[int] = (1,),
                             ceil_mode: bool = False) -> tuple[np.ndarray, np.ndarray]:
     return nn.max_pool2d_with_indices(to_numpy(self), kernel_size, stride, padding, dilation,
                                       ceil_mode)
@@ -440,8 +441,8 @@ def max_pool2d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tens
 
 @define("avg_pool2d", "avg_pool2d.out",
         dtypes=FLOATING | {torch.int64})
-def avg_pool2d(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
-               padding: list[int] = (0,), ceil_mode: bool = False, count_include_pad: bool = True,
+def avg_pool2d(self: torch.Tensor, kernel_size: list[int], stride: Sequence[int] = (),
+               padding: Sequence[int] = (0,), ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> np.ndarray:
     return nn.avg_pool2d(to_numpy(self), kernel_size, stride, padding, ceil_mode,
                          count_include_pad, divisor_override)
@@ -479,8 +480,8 @@ def adaptive_avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor) 
 
 @define("max_pool3d_with_indices", "max_pool3d_with_indices.out", ("out", "indices"),
         dtypes=REAL, kernel_name="max_pool3d")
-def max_pool3d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
-                            padding: list[int] = (0,), dilation: list[int] = (1,),
+def max_pool3d_with_indices(self: torch.Tensor, kernel_size: list[int], stride: Sequence[int] = (),
+                            padding: Sequence[int] = (0,), dilation: Sequence[int] = (1,),
                             ceil_mode: bool = False) -> tuple[np.ndarray, np.ndarray]:
     return nn.max_pool_with_indices(to_numpy(self), 3, kernel_size, stride, padding, dilation,
                                     ceil_mode)
@@ -501,8 +502,8 @@ def max_pool3d_with_indices_backward(grad_output: torch.Tensor, self: torch.Tens
 @define("avg_pool3d", "avg_pool3d.out",
         dtypes=frozenset({torch.float32, torch.float64, torch.int64}),
         kernel_name="avg_pool3d_out_frame")
-def avg_pool3d(self: torch.Tensor, kernel_size: list[int], stride: list[int] = (),
-               padding: list[int] = (0,), ceil_mode: bool = False, count_include_pad: bool = True,
+def avg_pool3d(self: torch.Tensor, kernel_size: list[int], stride: Sequence[int] = (),
+               padding: Sequence[int] = (0,), ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> np.ndarray:
     return nn.avg_pool(to_numpy(self), 3, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)

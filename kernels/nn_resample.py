@@ -14,6 +14,7 @@ interpolates in float32 and rounds to nearest, so about 1 pixel value in 10 diff
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -185,7 +186,8 @@ def _pad_forward(self: torch.Tensor, padding: list[int], mode: str) -> np.ndarra
     nd = len(idx)
     grid = np.ix_(*idx)
     lead = (slice(None),) * (x.ndim - nd)
-    return np.ascontiguousarray(x[(*lead, *grid)])
+    full: tuple[Any, ...] = (*lead, *grid)
+    return np.ascontiguousarray(x[full])
 
 
 def _pad_backward(grad_output: torch.Tensor, self: torch.Tensor, padding: list[int], mode: str

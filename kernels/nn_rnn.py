@@ -106,7 +106,7 @@ def fused_gru_cell(input_gates: torch.Tensor, hidden_gates: torch.Tensor, hx: to
         ("out0", "out1", "out2", "out3", "out4"), dtypes=FLOATING,
         kernel_name="_thnn_fused_gru_cell_backward_cuda")
 def fused_gru_cell_backward(grad_hy: torch.Tensor, workspace: torch.Tensor, has_bias: bool
-                            ) -> tuple[np.ndarray, ...]:
+                            ) -> tuple[np.ndarray | None, ...]:
     """``(grad_input_gates, grad_hidden_gates, grad_hx, grad_input_bias, grad_hidden_bias)``."""
     dtype = to_numpy(grad_hy).dtype
     gh, ws = _arrays(grad_hy, workspace)
@@ -117,7 +117,7 @@ def fused_gru_cell_backward(grad_hy: torch.Tensor, workspace: torch.Tensor, has_
     grad_r = grad_n * hn * r * (1.0 - r)
     grad_input = np.concatenate([grad_r, grad_z, grad_n], axis=1)
     grad_hidden = np.concatenate([grad_r, grad_z, grad_n * r], axis=1)
-    out = [grad_input, grad_hidden, gh * z]
+    out: list[np.ndarray | None] = [grad_input, grad_hidden, gh * z]
     if has_bias:
         out += [grad_input.sum(axis=0), grad_hidden.sum(axis=0)]
     else:

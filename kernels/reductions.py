@@ -9,7 +9,7 @@ accumulate in float32; ``dtype=`` casts the input first. NaN propagates through 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -324,8 +324,19 @@ def min_unary_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
     return _full_minmax(self, np.min, "min", out)
 
 
-def _arg_best(x: np.ndarray, axis: int | None, largest: bool) -> np.ndarray:
-    """argmax/argmin with NaN counted as the extreme (first NaN wins), as ATen does."""
+@overload
+def _arg_best(x: np.ndarray, axis: int, largest: bool) -> np.ndarray: ...
+
+
+@overload
+def _arg_best(x: np.ndarray, axis: None, largest: bool) -> np.intp: ...
+
+
+def _arg_best(x: np.ndarray, axis: int | None, largest: bool) -> np.ndarray | np.intp:
+    """argmax/argmin with NaN counted as the extreme (first NaN wins), as ATen does.
+
+    A NumPy integer scalar, not an array, when ``axis`` is None.
+    """
     if x.dtype.kind in "fV" or x.dtype == NP_DTYPE[torch.bfloat16]:
         nan = np.isnan(x)
         if nan.any():
@@ -608,6 +619,7 @@ def _anyall(self: torch.Tensor, dim: Any, keepdim: bool, fn: Any,
     return _emit(v, dtype, out)
 
 
+_np: Any  # the loops below bind it to NumPy functions of different (overloaded) types
 for _fn, _np in (("any", np.any), ("all", np.all)):
 
     def _make(fn: Any, name: str) -> None:

@@ -11,7 +11,8 @@ storage offsets are torch's own. Geometry of ``view``/``unfold`` is computed by 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import torch
 
@@ -25,7 +26,9 @@ def _meta(t: torch.Tensor) -> torch.Tensor:
 
 def _from_meta(base: torch.Tensor, m: torch.Tensor, dtype: torch.dtype | None = None
                ) -> torch.Tensor:
-    return alias(base, m.shape, m.stride(), base.storage_offset() + m.storage_offset(), dtype)
+    # storage offsets of mlu and meta tensors are plain ints (never SymInt)
+    off = cast(int, base.storage_offset() + m.storage_offset())
+    return alias(base, m.shape, m.stride(), off, dtype)
 
 
 def check_in_bounds(t: torch.Tensor, size: list[int], stride: list[int], offset: int) -> None:
@@ -75,7 +78,7 @@ def as_strided(self: torch.Tensor, size: list[int], stride: list[int],
         raise RuntimeError(
             f"mismatch in length of strides and shape: {len(stride)} strides vs {len(size)} sizes"
         )
-    off = self.storage_offset() if storage_offset is None else int(storage_offset)
+    off = cast(int, self.storage_offset()) if storage_offset is None else int(storage_offset)
     check_in_bounds(self, size, stride, off)
     return alias(self, size, stride, off)
 
@@ -83,13 +86,15 @@ def as_strided(self: torch.Tensor, size: list[int], stride: list[int],
 @register("view_as_real")
 def view_as_real(self: torch.Tensor) -> torch.Tensor:
     m = torch.view_as_real(_meta(self))
-    return alias(self, m.shape, m.stride(), self.storage_offset() * 2 + m.storage_offset(), m.dtype)
+    off = cast(int, self.storage_offset() * 2 + m.storage_offset())
+    return alias(self, m.shape, m.stride(), off, m.dtype)
 
 
 @register("view_as_complex")
 def view_as_complex(self: torch.Tensor) -> torch.Tensor:
     m = torch.view_as_complex(_meta(self))
-    return alias(self, m.shape, m.stride(), self.storage_offset() // 2 + m.storage_offset(), m.dtype)
+    off = cast(int, self.storage_offset() // 2 + m.storage_offset())
+    return alias(self, m.shape, m.stride(), off, m.dtype)
 
 
 @register("unfold")
@@ -113,7 +118,7 @@ def _set_storage(self: torch.Tensor, storage: Any, offset: int, size: list[int],
 
 @register("set_.source_Storage_storage_offset")
 def set_storage_offset(self: torch.Tensor, source: Any, storage_offset: int,
-                       size: list[int], stride: list[int] = ()) -> torch.Tensor:
+                       size: list[int], stride: Sequence[int] = ()) -> torch.Tensor:
     return _set_storage(self, source, int(storage_offset), list(size),
                         list(stride) if len(stride) else None)
 
@@ -131,7 +136,7 @@ def set_tensor(self: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
             f"Could not set tensor of type {source.dtype} to a tensor of type "
             f"{self.dtype}".replace("torch.", "")
         )
-    return _set_storage(self, source.untyped_storage(), source.storage_offset(),
+    return _set_storage(self, source.untyped_storage(), cast(int, source.storage_offset()),
                         list(source.shape), list(source.stride()))
 
 
