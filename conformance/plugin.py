@@ -124,6 +124,11 @@ class State:
             self.expectations: Expectations = load_expectations(xf)
         except InputError as exc:
             raise pytest.UsageError(f"conformance: {exc}") from None
+        # Hypothesis's own caches (e.g. its constants cache) go under .conformance/ too, not
+        # into a .hypothesis/ folder in whatever directory the user ran from.
+        from hypothesis.configuration import set_hypothesis_home_dir
+
+        set_hypothesis_home_dir(str(Path(config.rootpath) / ".conformance" / "hypothesis-home"))
         db = opt("--hypothesis-db")
         if db is None:
             db = str(Path(config.rootpath) / ".conformance" / "hypothesis")
