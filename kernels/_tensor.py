@@ -269,15 +269,10 @@ def alias(base: torch.Tensor, size: Sequence[int], stride: Sequence[int],
     return v
 
 
-def set_geometry(t: torch.Tensor, storage: Any, storage_offset: int, size: Sequence[int],
-                 stride: Sequence[int] | None = None) -> torch.Tensor:
-    """Point ``t`` at ``storage`` (an mlu ``UntypedStorage``) with the given geometry, growing
-    the storage's buffer when the geometry needs more bytes (as CPU's ``set_`` does)."""
-    size = [int(s) for s in size]
-    st = contiguous_strides(size) if stride is None else [int(s) for s in stride]
-    off = int(storage_offset)
-    if off < 0:
-        raise RuntimeError(f"Tensor: invalid storage offset {off}")
+def _fit(t: torch.Tensor, storage: Any, off: int, size: list[int], st: list[int]) -> torch.Tensor:
+    """Give ``t`` this geometry on ``storage``, first growing the storage's buffer if the
+    geometry needs more bytes. Like CPU's storage realloc, the same storage gets the bigger
+    buffer, so every view of it sees the new bytes."""
     old = getattr(storage, _BUF)
     need = _storage_nbytes(size, st, t.element_size(), off)
     if need > old.nbytes:
@@ -287,6 +282,18 @@ def set_geometry(t: torch.Tensor, storage: Any, storage_offset: int, size: Seque
         setattr(storage, _BUF, root)
     _set_meta(_META, t, storage, off, size, st)
     return t
+
+
+def set_geometry(t: torch.Tensor, storage: Any, storage_offset: int, size: Sequence[int],
+                 stride: Sequence[int] | None = None) -> torch.Tensor:
+    """Point ``t`` at ``storage`` (an mlu ``UntypedStorage``) with the given geometry, growing
+    the storage's buffer when the geometry needs more bytes (as CPU's ``set_`` does)."""
+    size = [int(s) for s in size]
+    st = contiguous_strides(size) if stride is None else [int(s) for s in stride]
+    off = int(storage_offset)
+    if off < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {off}")
+    return _fit(t, storage, off, size, st)
 
 
 def restride(t: torch.Tensor, size: Sequence[int], stride: Sequence[int] | None = None,
@@ -299,15 +306,4 @@ def restride(t: torch.Tensor, size: Sequence[int], stride: Sequence[int] | None 
     size = [int(s) for s in size]
     st = contiguous_strides(size) if stride is None else [int(s) for s in stride]
     off = cast(int, t.storage_offset()) if storage_offset is None else int(storage_offset)
-    storage = t.untyped_storage()
-    old = getattr(storage, _BUF)
-    need = _storage_nbytes(size, st, t.element_size(), off)
-    if need > old.nbytes:
-        # Like CPU's storage realloc: the same storage gets a bigger buffer, so every view of it
-        # sees the new bytes.
-        root = np.zeros(need, np.uint8)
-        root[: old.nbytes] = old
-        _device.track(root)
-        setattr(storage, _BUF, root)
-    _set_meta(_META, t, storage, off, size, st)
-    return t
+    return _fit(t, t.untyped_storage(), off, size, st)
