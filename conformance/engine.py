@@ -35,6 +35,7 @@ from conformance.verdicts import (
     error_line,
     missing_op_from,
 )
+from opdb.outcomes import CPU_DTYPE_GAP, ERROR_ACCEPTS, ERROR_RAISES, ERROR_TYPE, is_dtype_gap
 
 #: Tolerances: (overload, dtype) -> (rtol, atol) or None for torch.testing's dtype defaults.
 ToleranceFn = Callable[[str, torch.dtype], tuple[float | None, float | None]]
@@ -132,6 +133,7 @@ class Context:
     checked: int = 0
     not_comparable: int = 0
     cpu_errors: Counter[str] = field(default_factory=Counter)
+    cpu_dtype_gaps: Counter[str] = field(default_factory=Counter)  # CPU-only dtype refusals
     tallies: dict[str, _Tally] = field(default_factory=dict)
     _current: tuple[frozenset[str], list[bool]] | None = None
 
@@ -164,19 +166,22 @@ class Context:
 
     def run_backend(self, call: Call) -> Any:
         """The backend's answer. Its missing kernel ends the run as ``unsupported``; any other
-        error where CPU succeeded is an ``error_mismatch`` failure."""
+        error where CPU succeeded is an ``error_raises`` failure (a missing capability)."""
         self.inflight.call(call, self.repro_fn, side=self.backend.device)
         try:
             out = call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
             self._unsupported(exc, call)
-            raise CheckFailure("error_mismatch", f"raised {error_line(exc)}, but CPU returned a "
+            raise CheckFailure(ERROR_RAISES, f"raised {error_line(exc)}, but CPU returned a "
                                                  f"result [{call.describe()}]") from None
         self._mark(backend_ok=True)
         return out
 
     def expect_same_error(self, call: Call, cpu_exc: BaseException) -> None:
-        """CPU raised: the backend must raise the same exception type."""
+        """CPU raised: the backend must raise the same exception type (else ``error_type``);
+        returning a result is ``error_accepts`` (missing validation), unless CPU's refusal is only
+        its own missing dtype kernel: then the example is not counted and the verdict notes it
+        (``cpu_dtype_gap``, informational)."""
         __tracebackhide__ = True
         self.inflight.call(call, self.repro_fn, side=self.backend.device)
         try:
@@ -185,12 +190,15 @@ class Context:
             self._unsupported(exc, call)
             if type(exc) is not type(cpu_exc):
                 raise CheckFailure(
-                    "error_mismatch", f"raised {error_line(exc)}, but should raise "
+                    ERROR_TYPE, f"raised {error_line(exc)}, but should raise "
                     f"{type(cpu_exc).__name__} as CPU does ({error_line(cpu_exc)}) "
                     f"[{call.describe()}]") from None
             return
         self._mark(backend_ok=True)
-        raise CheckFailure("error_mismatch", f"returned a result, but should raise "
+        if is_dtype_gap(str(cpu_exc)):
+            self.cpu_dtype_gaps[error_line(cpu_exc)] += 1
+            raise CpuRejected(cpu_exc)
+        raise CheckFailure(ERROR_ACCEPTS, f"returned a result, but should raise "
                                              f"{error_line(cpu_exc)} as CPU does "
                                              f"[{call.describe()}]")
 
@@ -388,5 +396,11 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                        f"agreed with CPU on {ctx.checked} examples as far as compared, but values "
                        f"could not be compared on {ctx.not_comparable}: {backend.device} tensors "
                        f"hold no values", ctx=ctx, examples=ctx.checked)
+    if ctx.cpu_dtype_gaps:
+        (line, n), = ctx.cpu_dtype_gaps.most_common(1)
+        return verdict("pass", CPU_DTYPE_GAP, f"agreed with CPU on {ctx.checked} examples; "
+                       f"also computed {sum(ctx.cpu_dtype_gaps.values())} that CPU refuses only "
+                       f"for lack of a dtype kernel (informational; e.g. {n}x {line})",
+                       examples=ctx.checked, ctx=ctx)
     return verdict("pass", None, f"agreed with CPU on {ctx.checked} examples",
                    examples=ctx.checked, ctx=ctx)

@@ -18,6 +18,7 @@ from typing import IO, Any
 import pytest
 
 from conformance.verdicts import VERDICTS
+from opdb.outcomes import CPU_DTYPE_GAP
 
 _PROP = "conformance_verdict"
 
@@ -127,6 +128,10 @@ def summarize(path: str | Path, *, html: str | None = None, top: int = 8) -> str
                            if v["verdict"] == "fail" and v["check"] == check
                            and v.get("category") == cat)
             lines.append(f"  {n:>5}  {check}/{cat}  (e.g. {example})")
+    gaps = sum(1 for v in verdicts if v["verdict"] == "pass" and v.get("category") == CPU_DTYPE_GAP)
+    if gaps:
+        lines.append(f"({gaps} passes also computed dtypes CPU has no kernel for: "
+                     f"{CPU_DTYPE_GAP}, informational)")
     lost = [v for v in verdicts if v["verdict"] in ("crash", "timeout")]
     if lost:
         lines.append("")

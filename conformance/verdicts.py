@@ -13,20 +13,12 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-VERDICTS = ("pass", "fail", "unsupported", "skip", "crash", "timeout")
+from opdb import outcomes
 
-#: Categories by verdict. Fails: what disagreed; skips: why nothing was checked.
-FAIL_CATEGORIES = ("value", "dtype", "shape", "error_mismatch", "structure", "device", "flaky")
-SKIP_CATEGORIES = (
-    "no_valid_inputs",  # every example drawn was rejected by CPU
-    "cpu_unsupported",  # CPU (the oracle) has no kernel for it
-    "cpu_crashed",  # CPU (the oracle) killed the process on a drawn example
-    "cpu_timeout",  # CPU (the oracle) hung on a drawn example
-    "not_applicable",  # the check does not apply to this overload (e.g. broadcast of one tensor)
-    "no_strategy",  # an argument type the schema strategies cannot draw (Storage, Dimname, ...)
-    "no_host_values",  # the backend's tensors hold no values (meta): values not compared
-    "harness_error",  # a bug in the harness itself, reported rather than hidden
-)
+# The vocabulary (verdict and category names, severities) has one home shared with reports.
+VERDICTS = outcomes.VERDICTS
+FAIL_CATEGORIES = tuple(outcomes.FAIL_CATEGORIES)
+SKIP_CATEGORIES = tuple(outcomes.SKIP_CATEGORIES)
 
 _COULD_NOT_RUN = re.compile(r"Could not run '([^']+)' with arguments from the '([^']+)' backend")
 

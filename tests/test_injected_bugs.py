@@ -18,7 +18,9 @@ BUGS = {
     "buggy_promotion": [("add.Tensor", "promotion", "dtype")],
     "buggy_broadcast": [("mul.Tensor", "broadcast", "shape")],
     "buggy_alpha": [("add.Tensor", "forward", "value")],
-    "buggy_raises": [("sub.Tensor", "forward", "error_mismatch")],
+    "buggy_raises": [("sub.Tensor", "forward", "error_raises")],
+    "buggy_accepts": [("sub.Tensor", "promotion", "error_accepts")],
+    "buggy_errtype": [("sub.Tensor", "promotion", "error_type")],
     "buggy_zerosize": [("neg", "forward", "shape")],
 }
 
@@ -100,3 +102,26 @@ def test_repro_runs_standalone_and_shows_the_mismatch(reference, tmp_path):
     cpu_block = out.split("mlu:")[0]
     dev_block = "mlu:" + out.split("mlu:", 1)[1]
     assert cpu_block.replace("cpu:", "") != dev_block.replace("mlu:", ""), out
+
+
+def test_cpu_dtype_gap_is_informational_not_a_fail(reference):
+    """CPU refuses bool threshold only for lack of a kernel; a backend that computes it passes,
+    and the verdict says so (category ``cpu_dtype_gap``); the reference backend, which refuses
+    as CPU does, passes without the note."""
+    from opdb.outcomes import CPU_DTYPE_GAP
+
+    ref = _run(reference, "threshold", "promotion", max_examples=30)
+    assert ref.verdict == "pass" and ref.category is None, ref.message
+    v = _run(_buggy("wider_threshold"), "threshold", "promotion", max_examples=30)
+    assert v.verdict == "pass", v.message
+    assert v.category == CPU_DTYPE_GAP, v.message
+    assert "not implemented for 'Bool'" in v.message
+
+
+def test_dtype_gap_recognises_only_dtype_refusals():
+    from opdb.outcomes import is_dtype_gap
+
+    assert is_dtype_gap('"threshold_cpu" not implemented for \'Bool\'')
+    assert is_dtype_gap('RuntimeError: "addmm_impl_cpu_" not implemented for \'Half\'')
+    assert not is_dtype_gap("output with shape [1] doesn't match the broadcast shape [2]")
+    assert not is_dtype_gap('"foo" not implemented for \'Sparse\'')

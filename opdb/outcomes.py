@@ -1,0 +1,112 @@
+"""The results file's vocabulary: verdicts and categories, defined once, as plain strings.
+
+The engine (``conformance``) writes these names into results files; ``reports`` and the CI
+commands (``baseline``, ``gate``, ``merge``) read them. Both may import ``opdb`` and neither may
+import the other, so the table lives here, next to :mod:`opdb.dtypes`: strings only, no torch.
+
+A category says *what kind* of verdict it is (docs/ARCHITECTURE.md, "The results file").
+Fail categories carry a severity so that a CI gate can tell a failure that got worse
+(``error_type`` → ``value``) from one that only changed wording.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from opdb.dtypes import SCALAR_TYPE_NAMES
+
+#: Verdicts the engine writes, best first (the report's column order). Readers keep verdicts
+#: they do not know and show them as-is.
+VERDICTS: tuple[str, ...] = ("pass", "fail", "unsupported", "crash", "timeout", "skip")
+
+#: Verdicts that mean the overload ran on the backend (the denominator of "passed ÷ tested").
+TESTED_VERDICTS: frozenset[str] = frozenset({"pass", "fail", "unsupported", "crash", "timeout"})
+
+#: Verdicts that count against parity.
+BAD_VERDICTS: frozenset[str] = frozenset({"fail", "unsupported", "crash", "timeout"})
+
+# -- the three kinds of error disagreement (what used to be one ``error_mismatch``) -------------
+#: The backend raised on an input CPU accepts: a missing capability (the most severe kind).
+ERROR_RAISES = "error_raises"
+#: The backend returned a result for an input CPU rejects: missing validation (garbage later).
+ERROR_ACCEPTS = "error_accepts"
+#: Both raised, with different exception types: cosmetic.
+ERROR_TYPE = "error_type"
+#: Results files written before the split carry this name; read as the most severe kind.
+LEGACY_ERROR_MISMATCH = "error_mismatch"
+
+#: Informational category of a ``pass``: on some examples CPU refused only for lack of its own
+#: kernel for a dtype (``"threshold_cpu" not implemented for 'Bool'``) and the backend computed
+#: a result. Not a contract, not a fail; those examples are not counted.
+CPU_DTYPE_GAP = "cpu_dtype_gap"
+
+#: Fail categories with one line each (what disagreed).
+FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
+    "value": "values differ from CPU beyond tolerance",
+    "dtype": "result dtype differs from CPU's",
+    "shape": "result shape differs from CPU's",
+    "structure": "number or kind of results differs from CPU's",
+    "device": "result on the wrong device, or could not be copied to CPU",
+    "alias": "aliasing (views, in-place, out=) differs from CPU's",
+    ERROR_RAISES: "the backend raises on input CPU accepts (missing capability)",
+    ERROR_ACCEPTS: "the backend accepts input CPU rejects (missing validation)",
+    ERROR_TYPE: "both raise, but different exception types (cosmetic)",
+    "flaky": "the failure did not reproduce on replay",
+})
+
+#: Severity of a fail category, higher is worse: a wrong result or a missing capability (3),
+#: missing validation (2), cosmetic or unreproducible (1). Unknown categories count as 3.
+FAIL_SEVERITY: Mapping[str, int] = MappingProxyType({
+    "value": 3, "dtype": 3, "shape": 3, "structure": 3, "device": 3, "alias": 3,
+    ERROR_RAISES: 3, LEGACY_ERROR_MISMATCH: 3,
+    ERROR_ACCEPTS: 2,
+    ERROR_TYPE: 1, "flaky": 1,
+})
+
+#: Skip categories: why nothing was checked.
+SKIP_CATEGORIES: Mapping[str, str] = MappingProxyType({
+    "no_valid_inputs": "every example drawn was rejected by CPU",
+    "cpu_unsupported": "CPU (the oracle) has no kernel for it",
+    "cpu_crashed": "CPU (the oracle) killed the process on a drawn example",
+    "cpu_timeout": "CPU (the oracle) hung on a drawn example",
+    "not_applicable": "the check does not apply to this overload",
+    "no_strategy": "an argument type the strategies cannot draw (Storage, Dimname, ...)",
+    "no_host_values": "the backend's tensors hold no values (meta): values not compared",
+    "harness_error": "a bug in the harness itself, reported rather than hidden",
+})
+
+#: Categories of ``unsupported``.
+UNSUPPORTED_CATEGORIES: Mapping[str, str] = MappingProxyType({
+    "missing_kernel": "the dispatcher has no kernel for the backend",
+})
+
+#: Informational categories (the verdict stays what it is).
+INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
+    CPU_DTYPE_GAP: "the backend computes dtypes CPU's own kernel lacks (informational)",
+})
+
+#: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).
+CATEGORIES: Mapping[str, str] = MappingProxyType({
+    **FAIL_CATEGORIES, **SKIP_CATEGORIES, **UNSUPPORTED_CATEGORIES, **INFO_CATEGORIES,
+    LEGACY_ERROR_MISMATCH: "error disagreement, recorded before it was split in three",
+})
+
+
+def severity(category: str | None) -> int:
+    """How bad a fail of ``category`` is (see :data:`FAIL_SEVERITY`; unknown: 3)."""
+    if category is None:
+        return 3
+    return FAIL_SEVERITY.get(category, 3)
+
+
+_NOT_IMPLEMENTED_FOR = re.compile(r"\"[A-Za-z0-9_]+\" not implemented for '([A-Za-z0-9]+)'")
+_SCALAR_TYPES = frozenset(SCALAR_TYPE_NAMES.values()) | {"ComplexHalf"}
+
+
+def is_dtype_gap(message: str) -> bool:
+    """Whether an error message is only a kernel's missing dtype support, as ATen's dispatch
+    macros word it: ``"threshold_cpu" not implemented for 'Bool'``."""
+    m = _NOT_IMPLEMENTED_FOR.search(message)
+    return m is not None and m.group(1) in _SCALAR_TYPES
