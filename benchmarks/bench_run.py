@@ -53,9 +53,9 @@ def opinfo_side(device: str, bases: list[str]) -> dict[str, float]:
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
 
-    from conformance.engine_dtypes import DTYPES
+    from opdb.dtypes import torch_dtypes
 
-    twelve = set(DTYPES.values())
+    twelve = set(torch_dtypes())
     infos = [o for o in op_db if o.name in bases and not o.variant_test_name]
     examples = errors = 0
     t0 = time.perf_counter()

@@ -23,7 +23,6 @@ import torch
 
 from conformance.backends import Backend
 from conformance.checks import Check
-from conformance.engine_dtypes import DTYPE_NAMES
 from conformance.strategies import Call, NoStrategy, OpHints, OpSignature, calls
 from conformance.verdicts import (
     Abort,
@@ -35,6 +34,7 @@ from conformance.verdicts import (
     error_line,
     missing_op_from,
 )
+from opdb.dtypes import DTYPE_NAMES
 from opdb.outcomes import CPU_DTYPE_GAP, ERROR_ACCEPTS, ERROR_RAISES, ERROR_TYPE, is_dtype_gap
 
 #: Tolerances: (overload, dtype) -> (rtol, atol) or None for torch.testing's dtype defaults.

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from conformance.strategies import ArgHint, OpHints
+from opdb.dtypes import DTYPE_NAMES
 from opdb.errors import InputError
 
 _OPDB_DATA = Path(__file__).resolve().parent.parent / "opdb" / "data"
@@ -101,10 +102,8 @@ def _arg_hint(raw: Any, path: Path, line: int | None) -> ArgHint:
                              file=str(path), line=line)
         kw["device"] = "cpu"
     if "dtypes" in kw:
-        from conformance.engine_dtypes import DTYPES
-
         for d in kw["dtypes"]:
-            if d not in DTYPES:
+            if d not in DTYPE_NAMES:
                 raise InputError(f"unknown dtype {d!r}", file=str(path), line=line)
     return ArgHint(**kw)
 

@@ -32,7 +32,7 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from conformance.engine_dtypes import DTYPE_NAMES, DTYPES, FORWARD_DTYPES, category
+from opdb.dtypes import DTYPE_NAMES, category, dtype_name, torch_dtype
 
 MODES = ("forward", "broadcast", "promotion")
 
@@ -236,8 +236,8 @@ class Call:
         for _, v in self.values:
             for t in v if isinstance(v, list | tuple) else (v,):
                 if isinstance(t, torch.Tensor):
-                    names.add(_dtype_name(t.dtype))
-        return frozenset(n for n in names if n in DTYPES)
+                    names.add(dtype_name(t.dtype))
+        return frozenset(n for n in names if n in DTYPE_NAMES)
 
     def describe(self) -> str:
         """``add.Tensor(int64[2, 3], float64[], alpha=2)`` for messages."""
@@ -249,18 +249,14 @@ class Call:
         return f"{self.sig.name}({', '.join(parts)})"
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
 def _brief(value: Any, on_cpu: bool = False) -> str:
     if isinstance(value, torch.Tensor):
         where = " on cpu" if on_cpu else ""
-        return f"{_dtype_name(value.dtype)}{list(value.shape)}{where}"
+        return f"{dtype_name(value.dtype)}{list(value.shape)}{where}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_brief(v) for v in value) + "]"
     if isinstance(value, torch.dtype):
-        return _dtype_name(value)
+        return dtype_name(value)
     if isinstance(value, float) and not math.isfinite(value):
         return f"float('{value}')"
     return repr(value)
@@ -293,7 +289,7 @@ def _elements(name: str, *, specials: bool, safe: bool,
     cat = category(name)
     if cat == "bool":
         return st.booleans()
-    if cat == "int":
+    if cat == "integral":
         lo, hi = (1, 4) if safe else ((0, 12) if name == "uint8" else (-9, 9))
         if bounds is not None:
             lo, hi = bounds
@@ -322,10 +318,10 @@ def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bo
 def _tensors(name: str, shape: tuple[int, ...], specials: bool, safe: bool,
              bounds: tuple[int, int] | None) -> st.SearchStrategy[torch.Tensor]:
     np_dtype = _np_dtype(name)
-    torch_dtype = DTYPES[name]
+    dtype = torch_dtype(name)
     elements = _elements(name, specials=specials, safe=safe, bounds=bounds)
     arr = hnp.arrays(np_dtype, tuple(shape), elements=elements)
-    return arr.map(lambda a: torch.from_numpy(np.array(a, copy=True)).to(torch_dtype))
+    return arr.map(lambda a: torch.from_numpy(np.array(a, copy=True)).to(dtype))
 
 
 # --------------------------------------------------------------------------- hints
@@ -469,7 +465,7 @@ def _scalar(draw: Any, plan: _Plan, sig: OpSignature, name: str) -> Any:
     cat = category(dt)
     if cat == "bool":
         return draw(st.booleans() | st.integers(0, 2), label=name)
-    if cat == "int":
+    if cat == "integral":
         return draw(st.integers(-3, 3), label=name)
     return draw(st.integers(-3, 3) | st.floats(-2, 2, allow_subnormal=False), label=name)
 
@@ -488,7 +484,7 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignatur
     if base == "ScalarType":
         if spec.optional and draw(st.integers(0, 2), label=f"{spec.name} given?") != 0:
             return None
-        return DTYPES[draw(st.sampled_from(DTYPE_NAMES), label=spec.name)]
+        return torch_dtype(draw(st.sampled_from(DTYPE_NAMES), label=spec.name))
     if base in ("int", "SymInt"):
         if spec.is_list:
             return _int_list(draw, spec, hint, plan, sig)
@@ -579,7 +575,7 @@ def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan) -> Any:
     # mostly the operands' dtype (what most ops return); sometimes another, which CPU may refuse
     pool = hint.dtypes or (first, first, first, "float32", "int64", "bool")
     dt = draw(st.sampled_from(tuple(pool)), label=f"{spec.name} dtype")
-    return torch.empty(0, dtype=DTYPES[dt])
+    return torch.empty(0, dtype=torch_dtype(dt))
 
 
 def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
@@ -616,7 +612,7 @@ def _tensor_arg_dtypes(draw: Any, sig: OpSignature, hints: OpHints, pool: Sequen
 def forward_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """Calls for the ``forward`` check."""
     shapes = _shapes(draw, sig, hints, mode="forward")
-    dtypes = _tensor_arg_dtypes(draw, sig, hints, FORWARD_DTYPES)
+    dtypes = _tensor_arg_dtypes(draw, sig, hints, DTYPE_NAMES)
     specials = draw(st.integers(0, 7), label="non-finite values?") == 0
     plan = _Plan(shapes=shapes, dtypes=dtypes, specials=specials)
     return _assemble(draw, sig, hints, plan)
@@ -646,7 +642,7 @@ OPERAND_KINDS = ("tensor", "zerodim", "cpu_zerodim", "python")
 
 def _python_scalar(draw: Any, dtype: str) -> Any:
     cat = category(dtype)
-    return {"bool": True, "int": 2, "float": 2.5, "complex": complex(1.5, 0.5)}[cat]
+    return {"bool": True, "integral": 2, "floating": 2.5, "complex": complex(1.5, 0.5)}[cat]
 
 
 @st.composite

@@ -11,12 +11,12 @@ import torch
 from conformance.backends import resolve
 from conformance.checks import CHECKS
 from conformance.engine import EngineSettings, Item, run_check
-from conformance.engine_dtypes import DTYPE_NAMES, DTYPES
 from conformance.expectations import load_expectations, load_hints, load_tolerances
 from conformance.repro import snippet, tensor_literal
 from conformance.results import ResultsWriter, dumps, read_records
 from conformance.strategies import ArgHint, OpHints, OpSignature
 from conformance.verdicts import Verdict, missing_op_from
+from opdb.dtypes import DTYPE_NAMES, torch_dtype
 from opdb.errors import InputError
 
 HINTS = load_hints()
@@ -146,7 +146,7 @@ def test_verdict_round_trip():
 
 @pytest.mark.parametrize("name", DTYPE_NAMES)
 def test_tensor_literals_are_exact(name):
-    dtype = DTYPES[name]
+    dtype = torch_dtype(name)
     if dtype.is_floating_point or dtype.is_complex:
         t = torch.tensor([0.5, -1.25, math.nan, math.inf, -0.0, 3.0]).to(dtype).reshape(2, 3)
     else:
@@ -192,3 +192,13 @@ def test_packaged_expected_failures_name_real_items():
         stale = exp.unmatched(universe)
         assert not stale, f"{path}: entries naming no overload/check: {[e.id for e in stale]}"
         assert all(len(e.reason) > 10 for e in exp.entries)
+
+
+def test_comparison_is_as_loose_as_the_least_precise_floating_input():
+    from conformance.checks import _loosest
+    from opdb.dtypes import default_tolerance
+
+    assert _loosest(frozenset({"float16", "int64"}), torch.float32) == default_tolerance("float16")
+    assert _loosest(frozenset({"float32"}), torch.float32) is None  # torch's default for float32
+    assert _loosest(frozenset({"float16"}), torch.int64) is None  # integers: exact
+    assert _loosest(frozenset({"float64"}), torch.float16) is None
