@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "run": "conformance.commands.run",
     "report": "conformance.commands.report",
     "diff": "conformance.commands.diff",
+    "trace": "conformance.commands.trace",
 }
 
 
