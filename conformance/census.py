@@ -242,7 +242,7 @@ def _loss(wl: Workload, out: Any) -> Any:
         return wl.loss(out)
     terms = [t.sum() for t in _flat_outputs(out).values()
              if t.is_floating_point() and t.requires_grad]
-    return torch.stack(terms).sum() if terms else None
+    return sum(terms[1:], terms[0]) if terms else None
 
 
 def run_workload(wl: Workload, *, train: bool, optimizer_device: str,
@@ -257,8 +257,7 @@ def run_workload(wl: Workload, *, train: bool, optimizer_device: str,
         res.phase = name
         return recorder.phase(name) if recorder is not None else contextlib.nullcontext()
 
-    model = wl.model
-    model.train()
+    model = wl.model  # in the mode make() left it in (modules start in training mode)
     with phase(FORWARD), (record_forward or contextlib.nullcontext()):
         out = model(*wl.args, **wl.kwargs)
         res.outputs = _flat_outputs(out)
@@ -408,6 +407,37 @@ def census(rec: Recording, db: OpDB, backend: Backend | None) -> Census:
     ]
     return Census(backend=backend.name if backend else None, dispatch_key=key,
                   needs=tuple(needs), composites=tuple(composites), calls=rec.total_calls())
+
+
+def expand_for(backend: Backend | None) -> Callable[[str], bool] | None:
+    """Overloads to expand while tracing for ``backend``: those it serves only through the
+    CompositeExplicitAutogradNonFunctional kernel torchgen generates for a structured op's
+    functional and in-place variants (``addmm`` -> ``addmm.out``), so the out= overload they
+    call must be there too. Those kernels are the same for every device; hand-written
+    CompositeExplicitAutograd kernels are not expanded, as some pick a route by device
+    (``_convolution`` calls ``mkldnn_convolution`` on CPU, ``convolution_overrideable`` on
+    PrivateUse1)."""
+    if backend is None:
+        return None
+    import torch
+
+    from opdb.dispatch import Status, classify
+
+    cache: dict[str, bool] = {}
+
+    def generated(name: str) -> bool:
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        q = f"aten::{name}"
+        return has(q, "CompositeExplicitAutogradNonFunctional") and not has(
+            q, "CompositeExplicitAutograd")
+
+    def expand(name: str) -> bool:
+        if name not in cache:
+            cache[name] = "::" not in name and generated(name) and (
+                classify(backend.dispatch_key, [name])[name] is Status.composite_explicit)
+        return cache[name]
+
+    return expand
 
 
 # --------------------------------------------------------------------------- --run

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     optimizer_device = backend.device if backend is not None else (device or "cpu")
     try:
         rec = cs.trace(wl, train=args.train, optimizer_device=optimizer_device,
-                       max_examples=max(args.examples, 3))
+                       expand=cs.expand_for(backend), max_examples=max(args.examples, 3))
     except InputError:
         raise
     except Exception as exc:
