@@ -236,7 +236,6 @@ def _flat_outputs(out: Any) -> dict[str, Any]:
 
 
 def _loss(wl: Workload, out: Any) -> Any:
-    import torch
 
     if wl.loss is not None:
         return wl.loss(out)
