@@ -18,10 +18,8 @@ tensors stay on CPU when the call is moved to the device under test. Modes:
 
 from __future__ import annotations
 
-import ast
 import functools
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -33,6 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from opdb.dtypes import DTYPE_NAMES, category, dtype_name, torch_dtype
+from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
 
 MODES = ("forward", "broadcast", "promotion")
 
@@ -56,40 +55,8 @@ class _Device:
 DEVICE = _Device()
 
 
-@dataclass(frozen=True)
-class ArgSpec:
-    """One schema argument, with its torchgen type taken apart once."""
-
-    name: str
-    type: str  # as the schema spells it: "Tensor?", "int[1]?", "SymInt[]"
-    base: str  # Tensor, int, SymInt, float, bool, str, Scalar, ScalarType, Layout, ...
-    optional: bool
-    is_list: bool
-    list_size: int | None
-    elem_optional: bool
-    default: str | None
-    kwarg_only: bool
-    is_write: bool
-    is_out: bool
-
-    @property
-    def is_tensor(self) -> bool:
-        return self.base == "Tensor" and not self.is_list
-
-    @property
-    def has_default(self) -> bool:
-        return self.default is not None or self.optional
-
-    def default_value(self) -> Any:
-        if self.default is None:
-            return None
-        text = self.default
-        if text in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[text]
-        try:
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            return text
+#: One schema argument, typed once by opdb (:class:`opdb.model.Argument`).
+ArgSpec = Argument
 
 
 @dataclass(frozen=True)
@@ -109,56 +76,30 @@ class OpSignature:
     @classmethod
     def parse(cls, name: str, schema_str: str, tags: frozenset[str] | set[str] = frozenset()
               ) -> OpSignature:
-        from torchgen.model import FunctionSchema, ListType, OptionalType
-
+        """From a schema string (``torch._C.parse_schema``), for a schema outside the op
+        database; an overload of the database comes through :meth:`of`."""
         text = schema_str.split("::", 1)[1] if schema_str.startswith("aten::") else schema_str
-        # the dispatcher prints list defaults as "[1, 1]"; torchgen splits arguments on ", "
-        text = re.sub(r"=\[([^\]]*)\]", lambda m: "=[" + m.group(1).replace(", ", ",") + "]", text)
-        fs = FunctionSchema.parse(text)
-        args: list[ArgSpec] = []
-        groups = ((fs.arguments.flat_positional, False, False),
-                  (fs.arguments.flat_kwarg_only, True, False),
-                  (fs.arguments.out, True, True))
-        for group, kwarg_only, is_out in groups:
-            for a in group:
-                t = a.type
-                optional = isinstance(t, OptionalType)
-                if optional:
-                    t = t.elem
-                is_list = isinstance(t, ListType)
-                size = t.size if is_list else None
-                elem_optional = False
-                if is_list:
-                    t = t.elem
-                    if isinstance(t, OptionalType):
-                        elem_optional = True
-                        t = t.elem
-                base = getattr(getattr(t, "name", None), "name", str(t))
-                args.append(ArgSpec(
-                    name=a.name, type=str(a.type), base=base, optional=optional, is_list=is_list,
-                    list_size=size, elem_optional=elem_optional, default=a.default,
-                    kwarg_only=kwarg_only, is_write=bool(a.annotation and a.annotation.is_write),
-                    is_out=is_out,
-                ))
-        kind = {"functional": "functional", "inplace": "inplace", "out": "out"}.get(
-            fs.kind().name, fs.kind().name)
-        base = name.split(".", 1)[0]  # as torch spells it: add_, __ixor__, _foreach_add
-        return cls(name=name, base=base, overload_name=fs.name.overload_name, kind=kind,
-                   tags=frozenset(tags), args=tuple(args),
-                   returns=tuple(str(r.type) for r in fs.returns), schema_str=text)
+        schema = torch._C.parse_schema(text)
+        base, overload_name = split_name(name)
+        kind = kind_of(schema, family_of(base)[1])
+        return cls(name=name, base=base, overload_name=overload_name, kind=kind,
+                   tags=frozenset(tags), args=arguments_of(schema),
+                   returns=tuple(Argument.from_torch(r).type for r in schema.returns),
+                   schema_str=text)
 
     @classmethod
-    def of(cls, overload: Any) -> OpSignature:
-        """From an ``opdb.Overload`` (anything with ``name``, ``schema_str`` or ``schema``, ``tags``)."""
-        schema_str = getattr(overload, "schema_str", None) or str(overload.schema)
-        tags = frozenset(getattr(overload, "tags", ()))
+    def of(cls, overload: Overload) -> OpSignature:
+        """From an ``opdb.Overload``: its typed arguments, parsed once by opdb."""
         try:
-            return cls.parse(overload.name, schema_str, tags)
+            return cls(name=overload.name, base=overload.base,
+                       overload_name=overload.overload_name, kind=overload.kind,
+                       tags=frozenset(overload.tags), args=overload.arguments,
+                       returns=overload.returns, schema_str=overload.schema_str)
         except Exception as exc:  # noqa: BLE001 - reported as the item's skip reason
-            base, _, ov = overload.name.partition(".")
-            return cls(name=overload.name, base=base, overload_name=ov,
-                       kind=str(getattr(overload, "kind", "functional")), tags=tags, args=(),
-                       returns=(), schema_str=schema_str,
+            return cls(name=overload.name, base=overload.base,
+                       overload_name=overload.overload_name, kind=overload.kind,
+                       tags=frozenset(overload.tags), args=(), returns=(),
+                       schema_str=overload.schema_str,
                        problem=f"schema could not be parsed: {type(exc).__name__}: {exc}")
 
     @cached_property
@@ -514,7 +455,7 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignatur
             return plan.python[spec.name]
         return _scalar(draw, plan, sig, spec.name)
     if base == "str":
-        if spec.default is not None:
+        if spec.has_default_value:
             return _OMIT
         raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
     if spec.has_default:
@@ -699,7 +640,7 @@ def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[C
                 and hints.get(spec.name).dtypes is None:
             raise NoStrategy(f"argument '{spec.type} {spec.name}' needs 'dtypes' (and min/max) "
                              f"in opdb/data/hints.yaml")
-        if spec.base == "str" and spec.default is None and hints.get(spec.name).choices is None:
+        if spec.base == "str" and not spec.has_default_value and hints.get(spec.name).choices is None:
             raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
     factory = {"forward": forward_calls, "broadcast": broadcast_calls,
                "promotion": promotion_calls}[mode]

@@ -174,7 +174,9 @@ def load(
 
 
 #: load() results within one process, keyed by the files (path, size, mtime) and the number of
-#: operators the dispatcher knows (autogen'd schemas and extra ops come from it).
+#: ``aten`` operators the dispatcher knows (autogen'd schemas and extra ops come from them; ops
+#: other namespaces register later, e.g. ``c10d_functional`` when a plugin imports
+#: torch.distributed, do not make the YAML be parsed again).
 _MEMO: dict[tuple[object, ...], OpDB] = {}
 
 
@@ -183,7 +185,8 @@ def _memo_key(
 ) -> tuple[object, ...] | None:
     import torch
 
-    parts: list[object] = [len(torch._C._dispatch_get_all_op_names())]
+    parts: list[object] = [sum(1 for n in torch._C._dispatch_get_all_op_names()
+                               if n.startswith("aten::"))]
     for p in (native_functions, derivatives):
         if p is None:
             parts.append(None)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import torch
@@ -64,6 +64,86 @@ def kind_of(schema: torch._C.FunctionSchema, inplace_name: bool) -> Kind:
     return "inplace" if inplace_name else "functional"
 
 
+# torch's JIT type classes -> the schema's own spelling of a base type
+_BASE_OF_JIT = {
+    "TensorType": "Tensor", "IntType": "int", "SymIntType": "SymInt", "FloatType": "float",
+    "SymFloatType": "SymFloat", "BoolType": "bool", "SymBoolType": "SymBool",
+    "NumberType": "Scalar", "StringType": "str", "DeviceObjType": "Device",
+    "_GeneratorType": "Generator", "StreamObjType": "Stream",
+}
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One schema argument with its type taken apart, read from torch's parsed ``FunctionSchema``.
+
+    ``base`` is the schema's spelling of the element type (``Tensor``, ``int``, ``SymInt``,
+    ``float``, ``bool``, ``str``, ``Scalar``, ``ScalarType``, ``Layout``, ``MemoryFormat``,
+    ``Device``, ``Generator``, ...): torch's ``real_type``, so ``ScalarType`` is not ``int``.
+    ``int[2]? padding`` is ``base="int", is_list=True, list_size=2, optional=True``;
+    ``Tensor?[] indices`` has ``elem_optional=True``. ``default`` is the default value as torch
+    evaluates it (``[1, 1]`` for ``int[2] stride=1``; ``None`` also for "no default": see
+    ``has_default_value``).
+    """
+
+    name: str
+    base: str
+    optional: bool = False
+    is_list: bool = False
+    list_size: int | None = None
+    elem_optional: bool = False
+    has_default_value: bool = False
+    default: Any = None
+    kwarg_only: bool = False
+    is_write: bool = False
+    is_out: bool = False
+
+    @property
+    def type(self) -> str:
+        """The type as the schema spells it: ``Tensor?``, ``int[1]?``, ``Tensor?[]``."""
+        text = self.base + ("?" if self.elem_optional else "")
+        if self.is_list:
+            text += f"[{self.list_size}]" if self.list_size else "[]"
+        return text + ("?" if self.optional else "")
+
+    @property
+    def is_tensor(self) -> bool:
+        """A single (possibly optional) Tensor, not a list."""
+        return self.base == "Tensor" and not self.is_list
+
+    @property
+    def has_default(self) -> bool:
+        """The argument may be left out of a call (it has a default value, or is optional)."""
+        return self.has_default_value or self.optional
+
+    @classmethod
+    def from_torch(cls, arg: Any) -> Argument:
+        """From one ``torch._C.Argument`` of a parsed ``FunctionSchema``."""
+        t = arg.real_type
+        optional = type(t).__name__ == "OptionalType"
+        if optional:
+            t = t.getElementType()
+        is_list = type(t).__name__ == "ListType"
+        elem_optional = False
+        if is_list:
+            t = t.getElementType()
+            if type(t).__name__ == "OptionalType":
+                elem_optional, t = True, t.getElementType()
+        has_default = bool(arg.has_default_value())
+        info = arg.alias_info
+        return cls(name=arg.name, base=_BASE_OF_JIT.get(type(t).__name__, str(t)),
+                   optional=optional, is_list=is_list, list_size=arg.N if is_list else None,
+                   elem_optional=elem_optional, has_default_value=has_default,
+                   default=arg.default_value if has_default else None,
+                   kwarg_only=bool(arg.kwarg_only), is_write=bool(info and info.is_write),
+                   is_out=bool(arg.is_out))
+
+
+def arguments_of(schema: torch._C.FunctionSchema) -> tuple[Argument, ...]:
+    """The typed arguments of a parsed schema, in schema order."""
+    return tuple(Argument.from_torch(a) for a in schema.arguments)
+
+
 @dataclass(frozen=True)
 class Overload:
     """One overload of an aten operator, as ``native_functions.yaml`` (or ``autogen:``) defines it.
@@ -101,6 +181,16 @@ class Overload:
         import torch
 
         return torch._C.parse_schema(self.schema_str)
+
+    @cached_property
+    def arguments(self) -> tuple[Argument, ...]:
+        """The schema's arguments, typed (from :attr:`schema`; once; cached)."""
+        return arguments_of(self.schema)
+
+    @cached_property
+    def returns(self) -> tuple[str, ...]:
+        """The return types as the schema spells them (``Tensor``, ``Tensor[]``, ``SymInt``)."""
+        return tuple(Argument.from_torch(r).type for r in self.schema.returns)
 
     @property
     def qualname(self) -> str:

@@ -124,3 +124,68 @@ def test_load_is_memoized_until_the_file_changes(tmp_path: Path) -> None:
                   encoding="utf-8")
     again = opdb.load(nf)
     assert again is not first and "abs" in again and "abs" not in first
+
+
+def test_ops_of_other_namespaces_do_not_reparse(tmp_path: Path) -> None:
+    # a run imports torch.distributed (c10d_functional ops) between two loads: still one parse
+    nf = tmp_path / "native_functions.yaml"
+    nf.write_text(MINI.read_text(encoding="utf-8"), encoding="utf-8")
+    first = opdb.load(nf)
+    lib = torch.library.Library("opconform_test_ns", "DEF")  # noqa: TOR901 - test-only namespace
+    lib.define("extra_op(Tensor x) -> Tensor")
+    try:
+        assert opdb.load(nf) is first
+    finally:
+        lib._destroy()
+
+
+def test_run_with_html_parses_the_yaml_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    import opdb.db
+    from conformance.cli import main
+
+    calls = []
+    real = opdb.db._load
+    monkeypatch.setattr(opdb.db, "_MEMO", {})
+    monkeypatch.setattr(opdb.db, "_load", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "--backend", "mlu", "--ops", "abs", "--checks", "forward", "-n", "0",
+                 "--max-examples", "2", "-o", str(tmp_path / "r.jsonl"),
+                 "--html", str(tmp_path / "r.html")])
+    assert code == 0 and (tmp_path / "r.html").is_file()
+    assert len(calls) == 1
+
+
+def test_typed_arguments_come_from_torchs_schema(db: opdb.OpDB) -> None:
+    add = db["add.out"]
+    assert add.arguments is add.arguments  # parsed once, cached
+    assert [(a.name, a.type, a.kwarg_only, a.is_out, a.is_write) for a in add.arguments] == [
+        ("self", "Tensor", False, False, False), ("other", "Tensor", False, False, False),
+        ("alpha", "Scalar", True, False, False), ("out", "Tensor", True, True, True)]
+    assert add.arguments[2].default == 1 and add.arguments[2].has_default_value
+    assert add.returns == ("Tensor",)
+    s = {a.name: a for a in db["sum.dim_IntList"].arguments}
+    assert (s["dim"].type, s["dim"].list_size, s["dim"].optional) == ("int[1]?", 1, True)
+    assert s["dtype"].base == "ScalarType" and s["dtype"].default is None  # not the JIT's int
+    assert s["dtype"].has_default and not s["self"].has_default
+    conv = {a.name: a for a in db["conv2d"].arguments}
+    assert conv["stride"].type == "SymInt[2]" and conv["stride"].default == [1, 1]
+    idx = db["index.Tensor"].arguments[1]
+    assert (idx.type, idx.elem_optional, idx.is_tensor) == ("Tensor?[]", True, False)
+    mem = {a.name: a for a in db["empty.memory_format"].arguments}
+    assert {mem[n].base for n in ("layout", "device", "memory_format")} == {
+        "Layout", "Device", "MemoryFormat"}
+
+
+def test_typed_arguments_spell_every_type_as_the_yaml_does(db: opdb.OpDB) -> None:
+    from torchgen.model import FunctionSchema
+
+    for ov in db.overloads:
+        if ov.autogen or "=[" in ov.schema_str:  # torchgen cannot split "[1, 1]" defaults
+            continue
+        fs = FunctionSchema.parse(ov.schema_str)
+        spelled = [str(a.type) for a in (*fs.arguments.flat_positional,
+                                         *fs.arguments.flat_kwarg_only, *fs.arguments.out)]
+        # torch's parser reads DeviceIndex as int (the schema's only lossy spelling)
+        assert [a.type for a in ov.arguments] == [t.replace("DeviceIndex", "int")
+                                                  for t in spelled], ov.name
