@@ -283,7 +283,7 @@ def render_text(d: Diff, *, limit: int | None = 200) -> str:
 
 def render_html(d: Diff) -> str:
     """Self-contained HTML diff (server-rendered with autoescape; a little inline JS filters)."""
-    from reports.html import _markup, environment, static_asset
+    from reports.templating import environment, inline_asset
 
     env = environment()
     sections = [(k, KIND_TITLES[k], d.of_kind(k)) for k in KINDS]
@@ -291,5 +291,5 @@ def render_html(d: Diff) -> str:
                ("newly_supported", KIND_TITLES["newly_supported"], d.newly_supported)]
     return env.get_template("diff.html.j2").render(
         d=d, counts=d.counts(), sections=sections, support=support, rate=_rate,
-        css=_markup(static_asset("report.css")),
+        css=inline_asset("report.css"),
     )

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from opdb.errors import InputError
+from reports.files import write_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,7 +61,7 @@ def _clean(value: Any) -> Any:
 
 
 def json_document(df: pd.DataFrame, ann: Annotations) -> dict[str, Any]:
-    from reports.html import page_data
+    from reports.page import page_data
     from reports.tables import latest, overload_table
 
     data = page_data(df, ann)
@@ -108,14 +108,3 @@ def write(df: pd.DataFrame, ann: Annotations, fmt: str, output: str) -> None:
         sys.stdout.write(text)
         return
     write_text(output, text)
-
-
-def write_text(output: str, text: str) -> None:
-    """Write ``text`` to ``output`` atomically (temp file + rename); errors → InputError."""
-    tmp = output + ".tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, output)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", file=output) from None

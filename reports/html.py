@@ -1,4 +1,4 @@
-"""The self-contained HTML report: page data (one JSON blob) and the jinja2 rendering.
+"""The self-contained HTML report: the jinja2 rendering of :func:`reports.page.page_data`.
 
 Everything from a results file reaches the page in one of two ways, both escaped:
 the summary through jinja2 with autoescape on, and the matrix data through ``|tojson`` inside a
@@ -9,243 +9,14 @@ and puts into the DOM with ``textContent`` only.
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 import gzip
 import json
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from reports.ops import STATUSES, Annotations, annotate, scope
-from reports.results import DTYPES, VERDICTS
-from reports.tables import NOT_TESTED, Counts, column_keys, column_of, count, latest, worst
-
-if TYPE_CHECKING:
-    import jinja2
-    import pandas as pd
-
-#: Verdict codes used in the page data (index into this tuple); unknown verdicts are appended.
-PAGE_VERDICTS: tuple[str, ...] = (*VERDICTS, NOT_TESTED)
-
-TEMPLATE_EXTENSIONS = ("html", "j2", "htm", "xml")
-
-
-def environment() -> jinja2.Environment:
-    """The jinja2 environment for reports/templates, autoescape on for ``*.html.j2``."""
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("reports", "templates"),
-        # select_autoescape() matches the *last* extension; .html.j2 ends in "j2", so name it.
-        autoescape=jinja2.select_autoescape(
-            enabled_extensions=TEMPLATE_EXTENSIONS, default_for_string=True, default=True
-        ),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.policies["json.dumps_kwargs"] = {"sort_keys": False, "separators": (",", ":"),
-                                         "allow_nan": False}
-    env.filters["pct"] = _pct
-    env.filters["num"] = lambda n: f"{n:,}"
-    env.filters["vclass"] = verdict_class
-    return env
-
-
-def static_asset(name: str) -> str:
-    """Text of a file in reports/templates (CSS/JS inlined into the page)."""
-    return resources.files("reports").joinpath("templates").joinpath(name).read_text(
-        encoding="utf-8")
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f} %"
-
-
-def _int_or_none(x: Any) -> int | None:
-    try:
-        return None if x is None or x != x else int(x)
-    except TypeError:  # pandas.NA
-        return None
-
-
-def _finite(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
-
-
-class _Interner:
-    """Strings → indices into one list (``-1``: no string; ``""`` too unless ``keep_empty``)."""
-
-    def __init__(self, *, keep_empty: bool = False) -> None:
-        self.items: list[str] = []
-        self.index: dict[str, int] = {}
-        self.keep_empty = keep_empty
-
-    def __call__(self, s: Any) -> int:
-        if not isinstance(s, str) or (s == "" and not self.keep_empty):
-            return -1  # None, and pandas' NaN for a missing string
-        got = self.index.get(s)
-        if got is None:
-            got = self.index[s] = len(self.items)
-            self.items.append(s)
-        return got
-
-
-def universe_of(df: pd.DataFrame, ann: Annotations) -> tuple[list[str], str]:
-    """Every overload the report counts (tested or not) and a sentence saying where from."""
-    runs = df.attrs.get("runs", [])
-    in_results = list(dict.fromkeys(df["overload"]))
-    if ann.universe is None:
-        return in_results, (
-            "overloads named in the results only — without --coverage or opdb, overloads the "
-            "run never reached cannot be counted as not tested"
-        )
-    patterns = [r.get("ops") for r in runs]
-    names = scope(ann.universe, patterns, ann) if patterns else list(ann.universe)
-    known = set(names)
-    extra = [n for n in in_results if n not in known]
-    where = "the static coverage" if ann.source == "coverage" else "opdb"
-    restricted = [p for p in patterns if p is not None]
-    text = f"all {len(names):,} overloads in {where}"
-    if restricted and len(restricted) == len(patterns):
-        text = f"{len(names):,} overloads in {where} matching the run's --ops " + ", ".join(
-            repr(p) for p in restricted
-        )
-    if extra:
-        text += f", plus {len(extra):,} named only in the results"
-    return [*names, *extra], text
-
-
-def _run_info(run: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("backend", "device", "dispatch_key", "torch_version", "seed", "started_at",
-            "checks", "ops", "max_examples", "hostname", "opconform_version", "source")
-    return {k: _finite(run.get(k)) for k in keys}
-
-
-def page_data(
-    df: pd.DataFrame,
-    ann: Annotations,
-    *,
-    title: str | None = None,
-) -> dict[str, Any]:
-    """Everything the page shows, as plain JSON-able data (no NaN)."""
-    cur = latest(df)
-    universe, universe_text = universe_of(cur, ann)
-    keys = column_keys(cur)
-    cols = column_of(cur)
-    col_index = {k: i for i, k in enumerate(keys)}
-    verdict_names = list(PAGE_VERDICTS)
-    for v in cur["verdict"]:
-        if v not in verdict_names:
-            verdict_names.append(v)
-    vcode = {v: i for i, v in enumerate(verdict_names)}
-    dtype_index = {d: i for i, d in enumerate(DTYPES)}
-    strings = _Interner()
-    sources = list(dict.fromkeys(cur["source"]))
-    src_index = {s: i for i, s in enumerate(sources)}
-
-    details: list[list[Any]] = []
-    cells: dict[str, list[int]] = {}
-    ncol = len(keys)
-    records = cur[["overload", "verdict", "category", "message", "missing_op", "repro",
-                   "expected", "examples", "duration_s", "seed", "dtypes", "source", "line"]]
-    for rec, col in zip(records.itertuples(index=False), cols, strict=True):
-        dts: list[list[int]] = []
-        for name, c in (rec.dtypes or {}).items():
-            if name in dtype_index:
-                dts.append([dtype_index[name], c["examples"], c["cpu_ok"], c["backend_ok"],
-                            c["agree"]])
-        dur = rec.duration_s
-        details.append([
-            vcode[rec.verdict], strings(rec.category), strings(rec.message),
-            strings(rec.missing_op), strings(rec.repro), strings(rec.expected),
-            int(rec.examples), None if dur is None or not math.isfinite(dur) else round(dur, 4),
-            _int_or_none(rec.seed),
-            dts, src_index[rec.source], int(rec.line),
-        ])
-        row = cells.get(rec.overload)
-        if row is None:
-            row = cells[rec.overload] = [-1] * ncol
-        row[col_index[col]] = len(details) - 1
-
-    families = _Interner(keep_empty=True)
-    tags = _Interner(keep_empty=True)
-    rows: list[list[Any]] = []
-    overall_verdicts: list[str] = []
-    per_column: list[list[str]] = [[] for _ in keys]
-    infos = {n: ann.info(n) for n in universe}
-    order = sorted(universe, key=lambda n: (infos[n].family, n))
-    for name in order:
-        info = infos[name]
-        row_cells = cells.get(name, [-1] * ncol)
-        vs = [verdict_names[details[d][0]] for d in row_cells if d >= 0]
-        for j, d in enumerate(row_cells):
-            if d >= 0:
-                per_column[j].append(verdict_names[details[d][0]])
-        overall = worst(vs)
-        overall_verdicts.append(overall)
-        rows.append([
-            name, families(info.family), info.kind, [tags(t) for t in info.tags],
-            STATUSES.index(info.status) if info.status in STATUSES else -1,
-            row_cells, vcode.get(overall, vcode[NOT_TESTED]),
-        ])
-
-    total = len(universe)
-    overall_counts = count(overall_verdicts, total)
-    check_counts = {k: count(per_column[j], total) for j, k in enumerate(keys)}
-    static: dict[str, int] | None = None
-    static_by_verdict: dict[str, dict[str, int]] | None = None
-    if any(infos[n].status for n in universe):
-        static = {s: 0 for s in STATUSES}
-        static_by_verdict = {}
-        for n, overall in zip(order, overall_verdicts, strict=True):
-            st = infos[n].status
-            key = st if st is not None and st in STATUSES else "unknown"
-            static[key] = static.get(key, 0) + 1
-            by_v = static_by_verdict.setdefault(key, {})
-            by_v[overall] = by_v.get(overall, 0) + 1
-
-    runs = [_run_info(r) for r in df.attrs.get("runs", [])]
-    backends = list(dict.fromkeys(b for b in cur["backend"] if b)) or list(
-        dict.fromkeys(r["backend"] for r in runs if r.get("backend"))
-    )
-    now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-    return {
-        "title": title or "Conformance report — " + (", ".join(backends) or "unknown backend"),
-        "generated_at": now,
-        "backends": backends,
-        "runs": runs,
-        "sources": sources,
-        "warnings": list(df.attrs.get("warnings", [])),
-        "annotation": {"source": ann.source, "note": ann.note},
-        "universe": universe_text,
-        "columns": keys,
-        "verdicts": verdict_names,
-        "statuses": list(STATUSES),
-        "dtypes": list(DTYPES),
-        "families": families.items,
-        "tags": tags.items,
-        "strings": strings.items,  # packed by render(): see pack_strings()
-        "details": details,
-        "rows": rows,
-        "summary": {
-            "overloads": overall_counts.as_dict(),
-            "checks": {k: c.as_dict() for k, c in check_counts.items()},
-            "static": static,
-            "static_by_verdict": static_by_verdict,
-        },
-        "missing_variants": [dict(x) for x in ann.missing_variants],
-        "missing_backward": [dict(x) for x in ann.missing_backward],
-    }
-
-
-def verdict_class(verdict: str) -> str:
-    """CSS class suffix of a verdict (``other`` for verdicts this version does not know)."""
-    return verdict.replace(" ", "-") if verdict in PAGE_VERDICTS else "other"
+from reports.tables import NOT_TESTED, Counts
+from reports.templating import environment, inline_asset, verdict_class
 
 
 def _bar(counts: Counts, order: Sequence[str]) -> list[dict[str, Any]]:
@@ -303,18 +74,9 @@ def render(data: Mapping[str, Any]) -> str:
         static=static,
         static_bar=static_bar,
         verdict_order=order,
-        css=_markup(static_asset("report.css")),
-        js=_markup(static_asset("report.js")),
+        css=inline_asset("report.css"),
+        js=inline_asset("report.js"),
     )
-
-
-def _markup(text: str) -> Any:
-    """Our own CSS/JS, inlined verbatim (they are files in this package, not user data)."""
-    import markupsafe
-
-    if "</script" in text.lower() or "</style" in text.lower():
-        raise ValueError("inlined asset must not close its own element")
-    return markupsafe.Markup(text)
 
 
 def write_html(
@@ -325,7 +87,9 @@ def write_html(
     title: str | None = None,
 ) -> None:
     """Render results files (and optionally a static coverage JSON) into one HTML file."""
-    from reports.export import write_text
+    from reports.files import write_text
+    from reports.ops import annotate
+    from reports.page import page_data
     from reports.results import read
     from reports.tables import frame
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opdb.errors import InputError
+from opdb.model import family_of, split_name
 
 #: Static statuses, in display order (docs/ARCHITECTURE.md "Static coverage JSON").
 STATUSES: tuple[str, ...] = (
@@ -26,7 +27,7 @@ KINDS: tuple[str, ...] = ("functional", "inplace", "out")
 
 
 @dataclass(frozen=True)
-class OpInfo:
+class OverloadFacts:
     """Static facts about one overload, as far as the report knows them."""
 
     name: str
@@ -36,39 +37,29 @@ class OpInfo:
     status: str | None = None
 
 
-def split_name(name: str) -> tuple[str, str]:
-    """``"add_.Scalar"`` → ``("add_", "Scalar")``; ``"relu"`` → ``("relu", "")``."""
-    base, _, overload = name.partition(".")
-    return base, overload
-
-
 def family_from_name(name: str) -> str:
-    """The family of an overload guessed from its spelling, as torchgen names in-place variants.
-
-    ``add_.Tensor`` → ``add``; ``__iand__.Scalar`` → ``__and__``; ``add.out`` → ``add``.
-    """
-    base, _ = split_name(name)
-    if base.startswith("__i") and base.endswith("__") and len(base) > 5:
-        return "__" + base[3:]
-    if base.endswith("_") and not base.endswith("__"):
-        return base[:-1]
-    return base
+    """The family of an overload by opdb's own rule (:func:`opdb.model.family_of`):
+    ``add_.Tensor`` → ``add``; ``__iand__.Scalar`` → ``__and__``; ``add.out`` → ``add``."""
+    return family_of(split_name(name)[0])[0]
 
 
 def kind_from_name(name: str) -> str:
-    """``inplace`` / ``out`` / ``functional`` guessed from the spelling (no schema at hand)."""
+    """``inplace`` / ``out`` / ``functional`` from the spelling alone, for overloads that neither
+    the static coverage nor opdb knows. In-place names follow :func:`opdb.model.family_of`.
+    Only the schema says for sure that an overload is ``out`` (opdb's :func:`~opdb.model.kind_of`:
+    ``nll_loss_backward.grad_input`` is one); from a name, an overload name that is ``out`` or
+    carries an ``out`` word (``Scalar_out``, ``out_int``, ``OutTensor``) is the best guess."""
     base, overload = split_name(name)
-    if (base.startswith("__i") and base.endswith("__")) or (
-        base.endswith("_") and not base.endswith("__")
-    ):
+    if family_of(base)[1]:
         return "inplace"
-    if overload == "out" or overload.endswith("_out") or overload.startswith("out_"):
+    words = overload.lower().split("_")
+    if "out" in words or overload.startswith("Out"):
         return "out"
     return "functional"
 
 
-def info_from_name(name: str) -> OpInfo:
-    return OpInfo(name=name, family=family_from_name(name), kind=kind_from_name(name))
+def info_from_name(name: str) -> OverloadFacts:
+    return OverloadFacts(name=name, family=family_from_name(name), kind=kind_from_name(name))
 
 
 @dataclass(frozen=True)
@@ -81,13 +72,13 @@ class Annotations:
 
     source: str  # "coverage" | "opdb" | "names"
     note: str
-    infos: Mapping[str, OpInfo]
+    infos: Mapping[str, OverloadFacts]
     universe: tuple[str, ...] | None
     coverage: Mapping[str, Any] | None = None
     missing_variants: tuple[dict[str, Any], ...] = field(default=())
     missing_backward: tuple[dict[str, Any], ...] = field(default=())
 
-    def info(self, name: str) -> OpInfo:
+    def info(self, name: str) -> OverloadFacts:
         got = self.infos.get(name)
         return got if got is not None else info_from_name(name)
 
@@ -117,11 +108,11 @@ def read_coverage(coverage: str | os.PathLike[str] | Mapping[str, Any]) -> dict[
 
 
 def _from_coverage(data: Mapping[str, Any]) -> Annotations:
-    infos: dict[str, OpInfo] = {}
+    infos: dict[str, OverloadFacts] = {}
     for entry in data["overloads"]:
         name = entry["name"]
         tags = entry.get("tags") or ()
-        infos[name] = OpInfo(
+        infos[name] = OverloadFacts(
             name=name,
             family=str(entry.get("family") or family_from_name(name)),
             kind=str(entry.get("kind") or kind_from_name(name)),
@@ -154,10 +145,10 @@ def _load_opdb() -> Any:
 
 def _from_opdb(names: Iterable[str]) -> Annotations:
     db = _load_opdb()
-    infos: dict[str, OpInfo] = {}
+    infos: dict[str, OverloadFacts] = {}
     universe = tuple(ov.name for ov in db.overloads)
     for ov in db.overloads:
-        infos[ov.name] = OpInfo(
+        infos[ov.name] = OverloadFacts(
             name=ov.name, family=str(ov.family), kind=str(ov.kind),
             tags=tuple(sorted(str(t) for t in ov.tags)),
         )

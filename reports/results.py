@@ -15,22 +15,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from opdb import outcomes
+from opdb.dtypes import DTYPE_NAMES
 from opdb.errors import InputError
 
-#: The twelve dtypes, in the order used everywhere (columns of the dtype matrix).
-DTYPES: tuple[str, ...] = (
-    "bool", "uint8", "int8", "int16", "int32", "int64",
-    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-)
-
-#: Verdicts the engine writes, from best to worst. Unknown verdicts are kept and shown as-is.
-VERDICTS: tuple[str, ...] = ("pass", "fail", "unsupported", "crash", "timeout", "skip")
-
-#: Verdicts that mean the op ran on the backend (the denominator of "passed ÷ tested").
-TESTED_VERDICTS: frozenset[str] = frozenset({"pass", "fail", "unsupported", "crash", "timeout"})
-
-#: Verdicts that count against parity.
-BAD_VERDICTS: frozenset[str] = frozenset({"fail", "unsupported", "crash", "timeout"})
+#: The twelve dtypes (columns of the dtype matrix), and the verdict vocabulary: one home each,
+#: in opdb (string-level modules, no torch import).
+DTYPES: tuple[str, ...] = DTYPE_NAMES
+VERDICTS: tuple[str, ...] = outcomes.VERDICTS
+TESTED_VERDICTS: frozenset[str] = outcomes.TESTED_VERDICTS
+BAD_VERDICTS: frozenset[str] = outcomes.BAD_VERDICTS
 
 #: Columns of the verdict table, in order (see :func:`reports.load`).
 VERDICT_FIELDS: tuple[str, ...] = (

@@ -154,15 +154,15 @@ def count(verdicts: Iterable[str], total: int) -> Counts:
 
 def annotations_of(df: pd.DataFrame) -> Annotations:
     """The annotations :func:`load` put in ``df`` (``family kind tags status`` columns), or
-    names-only guesses when it has none."""
-    from reports.ops import OpInfo
+    opdb's (names-only guesses when opdb is unavailable) when it has none."""
+    from reports.ops import OverloadFacts
 
     if "family" not in df.columns:
-        return annotate(df["overload"].unique(), use_opdb=False)
+        return annotate(df["overload"].unique())
     infos = {}
     for ov, fam, kind, tags, status in zip(df["overload"], df["family"], df["kind"], df["tags"],
                                            df["status"], strict=True):
-        infos[ov] = OpInfo(ov, fam, kind, tuple(tags or ()),
+        infos[ov] = OverloadFacts(ov, fam, kind, tuple(tags or ()),
                            status if isinstance(status, str) else None)
     return Annotations(source=df.attrs.get("annotation", "frame"),
                        note=df.attrs.get("annotation_note", ""), infos=infos, universe=None)

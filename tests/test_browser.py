@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from chromium import CHROMIUM, Chromium, available
 
 import reports
-from reports.browser import CHROMIUM, Chromium, available
 
 pytestmark = [
     pytest.mark.browser,

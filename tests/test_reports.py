@@ -16,6 +16,8 @@ from conformance.cli import main
 from opdb.errors import InputError
 from reports import html as rhtml
 from reports import ops as rops
+from reports import page as rpage
+from reports import templating as rtemplating
 from reports.results import ResultsWarning, read
 from reports.tables import (
     NOT_TESTED,
@@ -145,18 +147,13 @@ def test_load_without_opdb_derives_family_from_names(monkeypatch):
     assert "opdb unavailable: ImportError" in df.attrs["annotation_note"]
     got = dict(zip(df.overload, zip(df.family, df.kind, strict=True), strict=True))
     assert got["add_.Tensor"] == ("add", "inplace")
-    html = rhtml.render(rhtml.page_data(df, rops.annotate(df.overload.unique())))
+    html = rhtml.render(rpage.page_data(df, rops.annotate(df.overload.unique())))
     assert "guessed from overload names" in html and "cannot be counted as not tested" in html
     assert got["add.out"] == ("add", "out")
     assert got["relu"] == ("relu", "functional")
 
 
-def test_load_with_opdb_when_available():
-    pytest.importorskip("opdb")
-    try:
-        rops._load_opdb()
-    except Exception as exc:  # opdb is built in parallel; only its absence is tolerated here
-        pytest.skip(f"opdb.load() not usable: {exc}")
+def test_load_with_opdb():
     df = reports.load(SMALL)
     assert df.attrs["annotation"] == "opdb"
     row = df[df.overload == "add_.Tensor"].iloc[0]
@@ -173,6 +170,21 @@ def test_load_with_opdb_when_available():
 ])
 def test_family_and_kind_from_name(name, family, kind):
     assert (rops.family_from_name(name), rops.kind_from_name(name)) == (family, kind)
+
+
+def test_names_follow_opdb_rules_and_opdb_wins_where_it_knows():
+    """Family by name is opdb.model's rule for every overload torch has; the one thing a name
+    cannot say (``out`` overloads named ``grad_input``, ``values``, ...) comes from opdb."""
+    db = rops._load_opdb()
+    assert all(rops.family_from_name(ov.name) == ov.family for ov in db.overloads)
+    in_place = [ov.name for ov in db.overloads if ov.kind == "inplace"]
+    assert all(rops.kind_from_name(n) == "inplace" for n in in_place)
+    ann = rops.annotate(["nll_loss_backward.grad_input"])
+    assert ann.info("nll_loss_backward.grad_input").kind == "out"
+    df = reports.load(SMALL, annotate_ops=False)
+    table = reports.overload_table(df)  # no annotation columns: opdb's facts, not name guesses
+    assert set(table.kind) <= {"functional", "inplace", "out"}
+    assert reports.tables.annotations_of(df).source == "opdb"
 
 
 def test_latest_keeps_last_record_of_a_rerun(tmp_path):
@@ -202,7 +214,7 @@ def test_worst_and_count_definitions():
 
 def test_overload_table_counts_untested_overloads_from_coverage():
     df, ann = load_names(coverage=COVERAGE)
-    universe, text = rhtml.universe_of(df, ann)
+    universe, text = rpage.universe_of(df, ann)
     t = overload_table(df, ann, universe=universe)
     assert list(t.columns[:5]) == ["overload", "family", "kind", "tags", "status"]
     # columns come from the data: the run header's checks plus "autograd", seen only in a record
@@ -265,7 +277,7 @@ def test_coverage_errors_name_the_file(tmp_path):
 
 
 def test_html_autoescape_is_on_for_our_template_extension():
-    env = rhtml.environment()
+    env = rtemplating.environment()
     t = env.get_template("report.html.j2")
     assert t.environment.autoescape("report.html.j2") is True
     assert env.from_string("{{ x }}").render(x="<b>") == "&lt;b&gt;"
@@ -273,7 +285,7 @@ def test_html_autoescape_is_on_for_our_template_extension():
 
 def test_page_data_summary_and_details():
     df, ann = load_names(coverage=COVERAGE)
-    data = rhtml.page_data(df, ann)
+    data = rpage.page_data(df, ann)
     s = data["summary"]["overloads"]
     # universe: coverage names matching add|mul|relu = 6 (sub.Tensor is out of scope)
     assert s["total"] == 6
@@ -311,7 +323,7 @@ def test_report_columns_follow_the_data(tmp_path):
     rec.update(check="noncontiguous_strided_v9", verdict="fail")
     p.write_text("\n".join([*lines, json.dumps(rec)]) + "\n")
     df, ann = load_names(p)
-    data = rhtml.page_data(df, ann)
+    data = rpage.page_data(df, ann)
     assert data["columns"][-1] == "noncontiguous_strided_v9"
     assert "noncontiguous_strided_v9" in rhtml.render(data)
 
@@ -419,7 +431,7 @@ def test_results_with_only_a_run_header(tmp_path):
     p = tmp_path / "r.jsonl"
     p.write_text(SMALL.read_text().splitlines()[0] + "\n")
     df, ann = load_names(p, coverage=COVERAGE)
-    data = rhtml.page_data(df, ann)
+    data = rpage.page_data(df, ann)
     assert data["summary"]["overloads"]["tested"] == 0
     assert data["summary"]["overloads"]["not_tested"] == 6
     assert data["columns"] == ["forward", "promotion", "broadcast"]

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from chromium import CHROMIUM, Chromium, available
 
 import reports
 import reports.ops
 from reports import html as rhtml
-from reports.browser import CHROMIUM, Chromium, available
+from reports import page as rpage
 from reports.diff import compare
 from reports.results import ResultsWarning
 
@@ -134,7 +135,7 @@ def test_real_static_coverage(engine_run, tmp_path):
     df = reports.load(results, coverage=cov)
     status = {o["name"]: o["status"] for o in doc["overloads"]}
     assert (df.status == df.overload.map(status)).all()
-    data = rhtml.page_data(df, reports.ops.annotate(df.overload.unique(), cov))
+    data = rpage.page_data(df, reports.ops.annotate(df.overload.unique(), cov))
     assert len(data["missing_variants"]) == len(doc["missing_variants"])
     assert len(data["missing_backward"]) == len(doc["missing_backward"])
     assert sum(data["summary"]["static"].values()) == len(data["rows"])

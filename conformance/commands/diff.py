@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from conformance.commands.report import emit_warnings
     from reports.diff import compare, render_html, render_text
-    from reports.export import write_text
+    from reports.files import write_text
     from reports.results import read
     from reports.tables import frame
 

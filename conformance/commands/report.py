@@ -46,7 +46,9 @@ def emit_warnings(caught: list[warnings.WarningMessage], command: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reports import export, html
+    from reports.files import write_text
     from reports.ops import annotate
+    from reports.page import page_data
     from reports.results import read
     from reports.tables import add_annotations, frame
 
@@ -59,9 +61,9 @@ def run(args: argparse.Namespace) -> int:
     ann = annotate(df["overload"].unique(), args.coverage)
     if args.format == "html":
         if output == "-":
-            sys.stdout.write(html.render(html.page_data(df, ann, title=args.title)))
+            sys.stdout.write(html.render(page_data(df, ann, title=args.title)))
         else:
-            export.write_text(output, html.render(html.page_data(df, ann, title=args.title)))
+            write_text(output, html.render(page_data(df, ann, title=args.title)))
     else:
         export.write(add_annotations(df, ann), ann, args.format, output)
     if output != "-":

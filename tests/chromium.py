@@ -1,4 +1,5 @@
-"""A small headless-Chromium driver (standard library only) for checking reports in a real browser.
+"""A small headless-Chromium driver (standard library only) for checking reports in a real browser
+(a test helper: it does not ship in the ``reports`` package).
 
 It speaks the Chrome DevTools Protocol over ``--remote-debugging-pipe`` (file descriptors 3 and 4,
 NUL-separated JSON), so it needs no network port, no websocket library and no npm. Used by the
