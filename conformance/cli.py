@@ -16,6 +16,9 @@ COMMANDS: dict[str, str] = {
     "report": "conformance.commands.report",
     "diff": "conformance.commands.diff",
     "trace": "conformance.commands.trace",
+    "baseline": "conformance.commands.baseline",
+    "gate": "conformance.commands.gate",
+    "merge": "conformance.commands.merge",
 }
 
 

@@ -111,6 +111,8 @@ def normalize_verdict(obj: Mapping[str, Any]) -> dict[str, Any]:
         "expected": _text(obj.get("expected")),
         "dtypes": _dtype_counts(obj.get("dtypes")),
     }
+    if isinstance(obj.get("dtype"), str):  # a check that records one verdict per dtype
+        rec["dtype"] = obj["dtype"]
     return rec
 
 
