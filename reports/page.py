@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from opdb import outcomes
 from reports.ops import STATUSES, Annotations, scope
 from reports.results import DTYPES, VERDICTS
 from reports.tables import NOT_TESTED, column_keys, column_of, count, latest, worst
@@ -166,6 +167,7 @@ def page_data(
             by_v[overall] = by_v.get(overall, 0) + 1
 
     runs = [_run_info(r) for r in df.attrs.get("runs", [])]
+    kinds = _fail_kinds(cur, cols)
     backends = list(dict.fromkeys(b for b in cur["backend"] if b)) or list(
         dict.fromkeys(r["backend"] for r in runs if r.get("backend"))
     )
@@ -193,7 +195,34 @@ def page_data(
             "checks": {k: c.as_dict() for k, c in check_counts.items()},
             "static": static,
             "static_by_verdict": static_by_verdict,
+            "fail_kinds": kinds,
         },
         "missing_variants": [dict(x) for x in ann.missing_variants],
         "missing_backward": [dict(x) for x in ann.missing_backward],
     }
+
+
+def _fail_kinds(cur: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:
+    """Fails by category (and informational categories of passes), per matrix column:
+    ``[{"category", "what", "severity", "informational", "counts": {column: n}, "total"}]``,
+    most severe first, in :mod:`opdb.outcomes` order."""
+    counts: dict[str, dict[str, int]] = {}
+    for verdict, cat, col in zip(cur["verdict"], cur["category"], cols, strict=True):
+        if not isinstance(cat, str):
+            cat = None
+        if verdict == "fail" or (verdict == "pass" and cat in outcomes.INFO_CATEGORIES):
+            key = cat or "(none)"
+            by = counts.setdefault(key, {})
+            by[col] = by.get(col, 0) + 1
+    order = list(outcomes.FAIL_CATEGORIES)
+    out = []
+    for cat in sorted(counts, key=lambda c: (c in outcomes.INFO_CATEGORIES,
+                                             -outcomes.severity(c),
+                                             order.index(c) if c in order else len(order), c)):
+        info = cat in outcomes.INFO_CATEGORIES
+        out.append({
+            "category": cat, "what": outcomes.CATEGORIES.get(cat, ""),
+            "severity": None if info else outcomes.severity(cat), "informational": info,
+            "counts": counts[cat], "total": sum(counts[cat].values()),
+        })
+    return out

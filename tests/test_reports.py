@@ -445,3 +445,27 @@ def test_write_html_accepts_a_coverage_dict(tmp_path):
     assert 'id="static-by-verdict"' in html and "Missing variants (1)" in html
     with pytest.raises(InputError, match="no 'overloads' list"):
         reports.write_html(results=[SMALL], output=out, coverage={"backend": "mlu"})
+
+
+def test_report_shows_failures_by_kind(tmp_path):
+    """The three error kinds (and the informational dtype-gap passes) each get a row, most
+    severe first, with counts per check."""
+    run = {"record": "run", "backend": "mlu", "checks": ["forward", "promotion"], "ops": None}
+    recs = [run] + [
+        {"record": "verdict", "overload": o, "check": c, "verdict": v, "category": cat,
+         "message": "m"}
+        for o, c, v, cat in [("add.Tensor", "forward", "fail", "error_raises"),
+                             ("add.Tensor", "promotion", "fail", "error_type"),
+                             ("sub.Tensor", "promotion", "fail", "error_type"),
+                             ("mul.Tensor", "promotion", "fail", "error_accepts"),
+                             ("threshold", "promotion", "pass", "cpu_dtype_gap"),
+                             ("neg", "forward", "pass", None)]]
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    df = reports.load(p)
+    kinds = rpage.page_data(df, rops.annotate(df.overload.unique()))["summary"]["fail_kinds"]
+    assert [k["category"] for k in kinds] == ["error_raises", "error_accepts", "error_type",
+                                              "cpu_dtype_gap"]
+    assert kinds[2]["counts"] == {"promotion": 2} and kinds[3]["informational"]
+    html = rhtml.render(rpage.page_data(df, rops.annotate(df.overload.unique())))
+    assert 'id="fail-kinds"' in html and "missing validation" in html
