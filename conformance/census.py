@@ -466,12 +466,24 @@ class RunCheck:
     failed_op: str | None = None  # the overload the dispatcher named
     diffs: tuple[Diff, ...] = ()
     unpredicted: tuple[str, ...] = ()  # overloads the backend run reached that the trace did not
+    notes: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {"backend": self.backend, "confirmed": self.confirmed, "summary": self.summary,
                 "error": self.error, "phase": self.phase, "failed_op": self.failed_op,
                 "diffs": [d.as_json() for d in self.diffs],
-                "unpredicted": list(self.unpredicted)}
+                "unpredicted": list(self.unpredicted), "notes": list(self.notes)}
+
+
+def shared_parameters_note(before: Any, after: Any, device: str) -> str | None:
+    """A note when ``module.to(device)`` did not keep parameter sharing (tied weights): torch's
+    ``Module._apply`` replaces each Parameter object when the device's tensors are not
+    shallow-copy compatible with CPU's, so a tied weight becomes two independent ones."""
+    n0, n1 = len(list(before.parameters())), len(list(after.parameters()))
+    if n0 == n1:
+        return None
+    return (f"model.to({device!r}) did not keep parameter sharing: {n0} distinct parameters "
+            f"on CPU, {n1} on {device} (tied weights were untied)")
 
 
 def _diff(name: str, got: Any, want: Any) -> Diff:
@@ -505,6 +517,8 @@ def confirm(wl: Workload, backend: Backend, predicted: frozenset[str], traced: f
 
     device = backend.device
     on_backend = wl.to(device)
+    note = shared_parameters_note(wl.model, on_backend.model, device)
+    notes = (note,) if note else ()
     want = run_workload(wl.to("cpu"), train=train, optimizer_device="cpu")
     got = Outcome()
     error: BaseException | None = None
@@ -536,7 +550,7 @@ def confirm(wl: Workload, backend: Backend, predicted: frozenset[str], traced: f
                       f"({got.phase}): {line}"
             ok = False
         return RunCheck(name, ok, summary, error=line, phase=got.phase, failed_op=failed,
-                        unpredicted=unpredicted)
+                        unpredicted=unpredicted, notes=notes)
     diffs = [_diff(k, got.outputs[k], v) for k, v in want.outputs.items() if k in got.outputs]
     diffs += [_diff(f"grad {k}", got.grads[k], v) for k, v in want.grads.items()
               if k in got.grads]
@@ -559,4 +573,4 @@ def confirm(wl: Workload, backend: Backend, predicted: frozenset[str], traced: f
         summary = (f"confirmed: {steps} ran on {name}; {len(diffs)} outputs/gradients match "
                    "CPU within torch.testing tolerance")
         ok = True
-    return RunCheck(name, ok, summary, diffs=tuple(diffs), unpredicted=unpredicted)
+    return RunCheck(name, ok, summary, diffs=tuple(diffs), unpredicted=unpredicted, notes=notes)

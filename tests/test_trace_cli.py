@@ -217,3 +217,23 @@ def test_check_runs_the_parity_engine_on_the_models_overloads(reference, capsys,
     tested = {v["overload"] for v in verdicts if v["record"] == "verdict"}
     assert "relu" in tested
     assert all(v["verdict"] in ("pass", "skip") for v in verdicts if v["record"] == "verdict")
+
+
+def test_untied_parameters_are_noted() -> None:
+    import torch
+
+    from conformance.census import shared_parameters_note
+
+    def tied() -> torch.nn.Module:
+        m = torch.nn.Module()
+        m.e, m.d = torch.nn.Embedding(4, 2), torch.nn.Linear(2, 4)
+        m.d.weight = m.e.weight
+        return m
+
+    m = tied()
+    assert shared_parameters_note(m, m, "cpu") is None
+    untied = tied()
+    untied.d.weight = torch.nn.Parameter(untied.e.weight.detach().clone())
+    note = shared_parameters_note(m, untied, "mlu")
+    assert note == ("model.to('mlu') did not keep parameter sharing: 2 distinct parameters on "
+                    "CPU, 3 on mlu (tied weights were untied)")

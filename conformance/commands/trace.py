@@ -192,6 +192,8 @@ def render_table(args: argparse.Namespace, result: Census, runcheck: RunCheck | 
                 shown = "n/a" if d.max_abs is None else f"{d.max_abs:.3g}"
                 mark = "" if d.ok else f"  MISMATCH {_clip(d.message, 100)}"
                 lines.append(f"    {d.name:<40} {shown:>10}{mark}")
+        for note in runcheck.notes:
+            lines.append(f"  note: {note}")
         if runcheck.unpredicted:
             lines.append(f"  the {runcheck.backend} run also reached (not seen in the trace: "
                          f"a device-dependent decomposition): {', '.join(runcheck.unpredicted)}")
