@@ -23,7 +23,7 @@ import torch
 
 from conformance.backends import Backend
 from conformance.checks import Check
-from conformance.strategies import Call, NoStrategy, OpHints, OpSignature, calls
+from conformance.strategies import Call, NoStrategy, OpSignature, calls
 from conformance.verdicts import (
     Abort,
     CheckFailure,
@@ -35,6 +35,7 @@ from conformance.verdicts import (
     missing_op_from,
 )
 from opdb.dtypes import DTYPE_NAMES
+from opdb.opdata import OpHints
 from opdb.outcomes import CPU_DTYPE_GAP, ERROR_ACCEPTS, ERROR_RAISES, ERROR_TYPE, is_dtype_gap
 
 #: Tolerances: (overload, dtype) -> (rtol, atol) or None for torch.testing's dtype defaults.

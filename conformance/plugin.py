@@ -26,9 +26,10 @@ import pytest
 if TYPE_CHECKING:
     from conformance.backends import Backend
     from conformance.engine import EngineSettings, Inflight, Item
-    from conformance.expectations import Expectations, Hints, Tolerances
+    from conformance.expectations import Expectations
     from conformance.results import ResultsWriter
     from conformance.verdicts import Verdict
+    from opdb.opdata import Hints, Tolerances
 
 _PROP = "conformance_verdict"  # user_properties key carrying the verdict record (JSON text)
 _STATE = "conformance-state"
@@ -58,9 +59,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="expected failures YAML (default: "
                          "conformance/data/expected_failures/<backend>.yaml)")
     group.addoption("--hints", default=None, metavar="FILE",
-                    help="input hints YAML (default: opdb/data/hints.yaml)")
+                    help="input hints YAML (default: opdb/data/hints.yaml); names are "
+                         "checked against the op database")
     group.addoption("--tolerances", default=None, metavar="FILE",
-                    help="tolerances YAML (default: opdb/data/tolerances.yaml)")
+                    help="tolerances YAML (default: opdb/data/tolerances.yaml); names are "
+                         "checked against the op database")
     group.addoption("--conformance-timeout", type=float, default=120.0, metavar="SECONDS",
                     help="per-item watchdog: a hung item is recorded as 'timeout' and its "
                          "process ends (use -n so a worker is replaced) (default 120; 0 = off)")
@@ -76,16 +79,13 @@ class State:
     """Per-session state of an active plugin."""
 
     def __init__(self, config: pytest.Config) -> None:
+        import opdb
         from conformance.backends import parse_without, resolve
         from conformance.checks import CHECKS, DEFAULT_CHECKS
         from conformance.engine import EngineSettings, Inflight
-        from conformance.expectations import (
-            expected_failures_path,
-            load_expectations,
-            load_hints,
-            load_tolerances,
-        )
+        from conformance.expectations import expected_failures_path, load_expectations
         from opdb.errors import InputError
+        from opdb.opdata import load_hints, load_tolerances
 
         opt = config.getoption
         self.config = config
@@ -116,8 +116,10 @@ class State:
             max_examples = opt("--max-examples")
             if max_examples is not None and max_examples < 1:
                 raise InputError("--max-examples must be at least 1")
-            self.hints: Hints = load_hints(opt("--hints"))
-            self.tolerances: Tolerances = load_tolerances(opt("--tolerances"))
+            # per-op data is validated against the op database the run uses
+            self._db = opdb.load(opt("--native-functions"))
+            self.hints: Hints = load_hints(opt("--hints"), db=self._db)
+            self.tolerances: Tolerances = load_tolerances(opt("--tolerances"), db=self._db)
             xf = opt("--expected-failures") or expected_failures_path(self.backend.name)
             if opt("--expected-failures") and not Path(xf).exists():
                 raise InputError("--expected-failures: file not found", file=str(xf))
@@ -148,7 +150,6 @@ class State:
         self.inflight: Inflight = Inflight(self.inflight_dir / f"{self.worker}.json")
         self.writer: ResultsWriter | None = None
         self.written: set[str] = set()
-        self._db: Any = None
 
     # -- results (controller / lone process only) --------------------------------------------
     def open_results(self) -> None:
@@ -212,14 +213,6 @@ class State:
 
     # -- the op list --------------------------------------------------------------------------
     def db(self) -> Any:
-        import opdb
-        from opdb.errors import InputError
-
-        if self._db is None:
-            try:
-                self._db = opdb.load(self.config.getoption("--native-functions"))
-            except InputError as exc:
-                raise pytest.UsageError(f"conformance: {exc}") from None
         return self._db
 
     def selected(self) -> list[Any]:

@@ -1,7 +1,7 @@
 """Inputs from the schema: Hypothesis strategies built from argument types, tags and names.
 
 No per-op code lives here. What the schema cannot say comes from the hints data
-(``opdb/data/hints.yaml``, read by :mod:`conformance.expectations`): string enums, ranges and
+(``opdb/data/hints.yaml``, records and loading in :mod:`opdb.opdata`): string enums, ranges and
 symbolic shapes, keyed by argument name or overload name.
 
 The strategies draw a :class:`Call` — the overload, its arguments with tensors on CPU, and which
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -32,6 +32,7 @@ from hypothesis.extra import numpy as hnp
 
 from opdb.dtypes import DTYPE_NAMES, category, dtype_name, torch_dtype
 from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
+from opdb.opdata import ArgHint, OpHints
 
 MODES = ("forward", "broadcast", "promotion")
 
@@ -263,35 +264,6 @@ def _tensors(name: str, shape: tuple[int, ...], specials: bool, safe: bool,
     elements = _elements(name, specials=specials, safe=safe, bounds=bounds)
     arr = hnp.arrays(np_dtype, tuple(shape), elements=elements)
     return arr.map(lambda a: torch.from_numpy(np.array(a, copy=True)).to(dtype))
-
-
-# --------------------------------------------------------------------------- hints
-
-
-@dataclass(frozen=True)
-class ArgHint:
-    """What the hints data says about one argument (all optional)."""
-
-    choices: tuple[Any, ...] | None = None
-    min: float | None = None
-    max: float | None = None
-    shape: tuple[Any, ...] | None = None  # symbolic shape for a tensor (letters are shared sizes)
-    dtypes: tuple[str, ...] | None = None  # dtypes a tensor argument may take (e.g. indices)
-    length: int | None = None  # list length for int[] arguments
-    device: str | None = None  # "cpu": a tensor argument that stays on CPU (as on CUDA)
-
-
-@dataclass(frozen=True)
-class OpHints:
-    """Hints for one overload: per argument, merged global-by-name then per-op."""
-
-    args: Mapping[str, ArgHint] = field(default_factory=dict)
-    max_side: int | None = None
-    values: bool = True  # False: result values are unspecified (empty_like): dtype/shape only
-    result_on_device: bool = True  # False: the op returns CPU tensors by design
-
-    def get(self, name: str) -> ArgHint:
-        return self.args.get(name, ArgHint())
 
 
 # --------------------------------------------------------------------------- drawing

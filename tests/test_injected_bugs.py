@@ -40,9 +40,9 @@ def _run(backend, overload: str, check: str, max_examples: int = 20):
     import opdb
     from conformance.checks import CHECKS
     from conformance.engine import EngineSettings, Item, run_check
-    from conformance.expectations import load_hints, load_tolerances
     from conformance.repro import snippet
     from conformance.strategies import OpSignature
+    from opdb.opdata import load_hints, load_tolerances
 
     sig = OpSignature.of(opdb.load()[overload])
     return run_check(Item(sig, CHECKS[check]), backend,

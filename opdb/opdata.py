@@ -1,0 +1,379 @@
+"""Per-op data: input hints and tolerance overrides — records, loading and validation, in one place.
+
+* ``opdb/data/hints.yaml``       — argument-name conventions and per-overload input hints
+* ``opdb/data/tolerances.yaml``  — per-overload (and per-dtype) rtol/atol overrides
+
+Both are data the engine reads and never branches on. Every entry is read key by key; an unknown
+key, a wrong type, a name that is not an overload of the op database (or a ``*`` glob that
+matches none), an argument the named overloads do not have, or an unknown dtype is an
+:class:`~opdb.errors.InputError` naming the file and line — for the packaged files and for
+user-supplied ``--hints`` / ``--tolerances`` files alike. Packaged files are found with
+:mod:`importlib.resources`.
+
+:func:`read_yaml` (YAML with the line of every mapping) is shared with the engine's
+expected-failures data.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import yaml
+
+from opdb.dtypes import DTYPE_NAMES, dtype_name
+from opdb.errors import InputError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+    import torch
+
+    from opdb.db import OpDB
+
+    DataPath: TypeAlias = str | Path | Traversable
+
+#: The packaged data files.
+HINTS_FILE: Traversable = resources.files("opdb") / "data" / "hints.yaml"
+TOLERANCES_FILE: Traversable = resources.files("opdb") / "data" / "tolerances.yaml"
+
+LINE = "__line__"  # key under which read_yaml records a mapping's line
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class ArgHint:
+    """What the hints data says about one argument (all optional)."""
+
+    choices: tuple[Any, ...] | None = None
+    min: float | None = None
+    max: float | None = None
+    shape: tuple[Any, ...] | None = None  # symbolic shape for a tensor (letters are shared sizes)
+    dtypes: tuple[str, ...] | None = None  # dtypes a tensor argument may take (e.g. indices)
+    length: int | None = None  # list length for int[] arguments
+    device: str | None = None  # "cpu": a tensor argument that stays on CPU (as on CUDA)
+
+
+_NO_ARGS: Mapping[str, ArgHint] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class OpHints:
+    """Hints for one overload: per argument, merged global-by-name then per-op."""
+
+    args: Mapping[str, ArgHint] = field(default_factory=lambda: _NO_ARGS)
+    max_side: int | None = None
+    values: bool = True  # False: result values are unspecified (empty_like): dtype/shape only
+    result_on_device: bool = True  # False: the op returns CPU tensors by design
+
+    def get(self, name: str) -> ArgHint:
+        return self.args.get(name, ArgHint())
+
+
+@dataclass(frozen=True)
+class Hints:
+    """All hints: global argument conventions plus per-overload entries (and where each is)."""
+
+    arguments: Mapping[str, ArgHint] = field(default_factory=lambda: _NO_ARGS)
+    ops: Mapping[str, OpHints] = field(default_factory=dict)
+    source: Mapping[str, tuple[str, int | None]] = field(default_factory=dict)
+
+    def for_op(self, name: str) -> OpHints:
+        own = self.ops.get(name)
+        if own is None:
+            return OpHints(args=self.arguments)
+        return OpHints(args={**self.arguments, **own.args}, max_side=own.max_side,
+                       values=own.values, result_on_device=own.result_on_device)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """One override: these overloads (and dtypes; ``None`` = all) compare with ``rtol``/``atol``."""
+
+    names: frozenset[str]
+    dtypes: tuple[str, ...] | None
+    rtol: float
+    atol: float
+    reason: str
+    file: str
+    line: int | None
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Overrides in file order; the first entry naming (overload, dtype) applies."""
+
+    entries: tuple[Tolerance, ...] = ()
+
+    def __call__(self, overload: str, dtype: torch.dtype | str
+                 ) -> tuple[float | None, float | None]:
+        dname = dtype_name(dtype)
+        for t in self.entries:
+            if overload in t.names and (t.dtypes is None or dname in t.dtypes):
+                return t.rtol, t.atol
+        return None, None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that remembers the line of every mapping (under the key :data:`LINE`)."""
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> dict[str, Any]:
+    mapping = loader.construct_mapping(node, deep=True)
+    mapping[LINE] = node.start_mark.line + 1
+    return mapping
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_yaml(path: DataPath) -> Any:
+    """A YAML data file; every mapping carries its line under :data:`LINE`. A missing file or
+    malformed YAML is an :class:`InputError` naming the file (and line)."""
+    try:
+        text = (Path(path) if isinstance(path, str) else path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", file=str(path)) from None
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
+                         line=line + 1 if line is not None else None) from None
+
+
+def take(entry: Mapping[str, Any], allowed: Iterable[str], file: str, what: str) -> None:
+    """Refuse keys of ``entry`` outside ``allowed`` (naming the file and the entry's line)."""
+    extra = set(entry) - set(allowed) - {LINE}
+    if extra:
+        raise InputError(f"unknown key {sorted(extra)[0]!r} in {what} (expected one of: "
+                         f"{', '.join(sorted(allowed))})", file=file, line=entry.get(LINE))
+
+
+def expand_names(patterns: Iterable[str], known: Iterable[str], *, file: str, line: int | None,
+                 what: str = "overload") -> tuple[str, ...]:
+    """Overload names for ``patterns`` (exact names, or ``*``/``?`` globs), in ``known``'s order
+    for globs. A name not in ``known``, or a glob matching nothing, is an :class:`InputError`."""
+    known = list(known)
+    known_set = set(known)
+    out: list[str] = []
+    for pattern in patterns:
+        if any(c in pattern for c in "*?["):
+            hits = fnmatch.filter(known, pattern)
+            if not hits:
+                raise InputError(f"{what} pattern {pattern!r} matches no overload", file=file,
+                                 line=line)
+            out.extend(h for h in hits if h not in out)
+        elif pattern in known_set:
+            if pattern not in out:
+                out.append(pattern)
+        else:
+            raise InputError(f"{pattern!r} is not an overload of the op database", file=file,
+                             line=line)
+    return tuple(out)
+
+
+def _names(entry: Mapping[str, Any], file: str) -> list[str]:
+    names = entry.get("names")
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise InputError("'names' must be a non-empty list of overload names (globs allowed)",
+                         file=file, line=entry.get(LINE))
+    return names
+
+
+def _database(db: OpDB | None) -> OpDB:
+    if db is not None:
+        return db
+    from opdb.db import load
+
+    return load()
+
+
+# --------------------------------------------------------------------------- hints
+
+_ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device"}
+_OP_KEYS = {"names", "args", "max_side", "values", "result_device"}
+
+
+def _arg_hint(raw: Any, file: str, line: int | None) -> ArgHint:
+    if not isinstance(raw, Mapping):
+        raise InputError("an argument hint must be a mapping", file=file, line=line)
+    take(raw, _ARG_KEYS, file, "argument hint")
+    line = raw.get(LINE, line)
+    kw: dict[str, Any] = {}
+    for key in ("choices", "shape", "dtypes"):
+        if key in raw:
+            if not isinstance(raw[key], list):
+                raise InputError(f"'{key}' must be a list", file=file, line=line)
+            kw[key] = tuple(raw[key])
+    for key in ("min", "max"):
+        if key in raw:
+            if not isinstance(raw[key], int | float) or isinstance(raw[key], bool):
+                raise InputError(f"'{key}' must be a number", file=file, line=line)
+            kw[key] = raw[key]
+    if "length" in raw:
+        if not isinstance(raw["length"], int) or isinstance(raw["length"], bool):
+            raise InputError("'length' must be an integer", file=file, line=line)
+        kw["length"] = raw["length"]
+    if "device" in raw:
+        if raw["device"] != "cpu":
+            raise InputError("'device' can only be 'cpu' (an argument kept on CPU)", file=file,
+                             line=line)
+        kw["device"] = "cpu"
+    for d in kw.get("dtypes", ()):
+        if d not in DTYPE_NAMES:
+            raise InputError(f"unknown dtype {d!r} (known: {', '.join(DTYPE_NAMES)})",
+                             file=file, line=line)
+    return ArgHint(**kw)
+
+
+def load_hints(path: DataPath | None = None, *, db: OpDB | None = None) -> Hints:
+    """Hints from ``path`` (default: the packaged ``hints.yaml``), validated against ``db``
+    (default: :func:`opdb.load`): overload names (or globs) must name overloads, and every
+    argument named must be an argument of them (for ``arguments:``, of some overload)."""
+    src = path if path is not None else HINTS_FILE
+    file = str(src)
+    data = read_yaml(src) or {}
+    if not isinstance(data, Mapping):
+        raise InputError("expected a mapping with 'arguments' and 'ops'", file=file, line=1)
+    take(data, {"arguments", "ops"}, file, "hints file")
+    database = _database(db)
+    arg_names = {name for ov in database.overloads for name in _argument_names(ov)}
+    raw_arguments = data.get("arguments") or {}
+    if not isinstance(raw_arguments, Mapping):
+        raise InputError("'arguments' must be a mapping of argument name -> hint", file=file,
+                         line=data.get(LINE))
+    arguments: dict[str, ArgHint] = {}
+    for name, raw in raw_arguments.items():
+        if name == LINE:
+            continue
+        line = raw.get(LINE) if isinstance(raw, Mapping) else raw_arguments.get(LINE)
+        if name not in arg_names:
+            raise InputError(f"no overload has an argument named {name!r}", file=file, line=line)
+        arguments[name] = _arg_hint(raw, file, line)
+    ops: dict[str, OpHints] = {}
+    source: dict[str, tuple[str, int | None]] = {}
+    raw_ops = data.get("ops") or []
+    if not isinstance(raw_ops, list):
+        raise InputError("'ops' must be a list of entries", file=file, line=data.get(LINE))
+    for entry in raw_ops:
+        if not isinstance(entry, Mapping):
+            raise InputError("each entry of 'ops' must be a mapping", file=file)
+        take(entry, _OP_KEYS, file, "ops entry")
+        line = entry.get(LINE)
+        if entry.get("values", "compared") not in ("compared", "unspecified"):
+            raise InputError("'values' must be 'compared' or 'unspecified'", file=file, line=line)
+        if entry.get("result_device", "input") not in ("input", "cpu"):
+            raise InputError("'result_device' must be 'input' or 'cpu'", file=file, line=line)
+        max_side = entry.get("max_side")
+        if max_side is not None and (not isinstance(max_side, int) or max_side < 1):
+            raise InputError("'max_side' must be a positive integer", file=file, line=line)
+        names = expand_names(_names(entry, file), (o.name for o in database.overloads),
+                             file=file, line=line)
+        raw_args = entry.get("args") or {}
+        if not isinstance(raw_args, Mapping):
+            raise InputError("'args' must be a mapping of argument name -> hint", file=file,
+                             line=line)
+        have = {a for n in names for a in _argument_names(database[n])}
+        args: dict[str, ArgHint] = {}
+        for k, v in raw_args.items():
+            if k == LINE:
+                continue
+            aline = v.get(LINE, line) if isinstance(v, Mapping) else line
+            if k not in have:
+                raise InputError(f"argument {k!r} is not an argument of "
+                                 f"{', '.join(names[:4])}{' ...' if len(names) > 4 else ''}",
+                                 file=file, line=aline)
+            args[k] = _arg_hint(v, file, aline)
+        frozen_args = MappingProxyType(args)
+        for name in names:
+            ops[name] = OpHints(args=frozen_args, max_side=max_side,
+                                values=entry.get("values", "compared") == "compared",
+                                result_on_device=entry.get("result_device", "input") == "input")
+            source[name] = (file, line)
+    return Hints(arguments=MappingProxyType(arguments), ops=MappingProxyType(ops),
+                 source=MappingProxyType(source))
+
+
+def _argument_names(ov: Any) -> tuple[str, ...]:
+    try:
+        return tuple(a.name for a in ov.schema.arguments)
+    except RuntimeError:  # a schema torch cannot parse (vendor YAML): no known arguments
+        return ()
+
+
+# --------------------------------------------------------------------------- tolerances
+
+_TOL_KEYS = {"names", "dtypes", "rtol", "atol", "reason"}
+
+
+def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None) -> Tolerances:
+    """Tolerance overrides from ``path`` (default: the packaged ``tolerances.yaml``), names
+    validated against ``db`` (default: :func:`opdb.load`)."""
+    src = path if path is not None else TOLERANCES_FILE
+    file = str(src)
+    data = read_yaml(src) or []
+    if not isinstance(data, list):
+        raise InputError("expected a list of entries", file=file, line=1)
+    database = _database(db) if data else None
+    entries = []
+    for entry in data:
+        if not isinstance(entry, Mapping):
+            raise InputError("each tolerance entry must be a mapping", file=file)
+        take(entry, _TOL_KEYS, file, "tolerance entry")
+        line = entry.get(LINE)
+        if "rtol" not in entry or "atol" not in entry:
+            raise InputError("a tolerance entry needs both 'rtol' and 'atol'", file=file,
+                             line=line)
+        for key in ("rtol", "atol"):
+            value = entry[key]
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+                raise InputError(f"'{key}' must be a non-negative number", file=file, line=line)
+        if not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
+            raise InputError("a tolerance entry needs a 'reason'", file=file, line=line)
+        dtypes = entry.get("dtypes")
+        if dtypes is not None:
+            if not isinstance(dtypes, list) or not dtypes:
+                raise InputError("'dtypes' must be a non-empty list", file=file, line=line)
+            for d in dtypes:
+                if d not in DTYPE_NAMES:
+                    raise InputError(f"unknown dtype {d!r} (known: {', '.join(DTYPE_NAMES)})",
+                                     file=file, line=line)
+        assert database is not None
+        names = expand_names(_names(entry, file), (o.name for o in database.overloads),
+                             file=file, line=line)
+        entries.append(Tolerance(names=frozenset(names),
+                                 dtypes=tuple(dtypes) if dtypes else None,
+                                 rtol=float(entry["rtol"]), atol=float(entry["atol"]),
+                                 reason=entry["reason"].strip(), file=file, line=line))
+    return Tolerances(tuple(entries))
+
+
+__all__ = [
+    "HINTS_FILE",
+    "TOLERANCES_FILE",
+    "ArgHint",
+    "Hints",
+    "OpHints",
+    "Tolerance",
+    "Tolerances",
+    "expand_names",
+    "load_hints",
+    "load_tolerances",
+    "read_yaml",
+    "take",
+]

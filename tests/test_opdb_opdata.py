@@ -1,0 +1,116 @@
+"""opdb.opdata: hints and tolerances — records, loading, validation against the op database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import opdb
+import opdb.opdata as opdata
+from opdb.errors import InputError
+from opdb.opdata import load_hints, load_tolerances
+
+
+@pytest.fixture(scope="module")
+def db() -> opdb.OpDB:
+    return opdb.load()
+
+
+def _write(tmp_path: Path, text: str, name: str = "data.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_packaged_data_is_found_inside_the_package(db):
+    pkg = Path(opdb.__file__).parent
+    assert Path(str(opdata.HINTS_FILE)).parent == pkg / "data"
+    assert Path(str(opdata.TOLERANCES_FILE)).parent == pkg / "data"
+    hints = load_hints(db=db)
+    assert set(hints.ops) <= {o.name for o in db.overloads}
+    assert hints.for_op("index.Tensor").get("indices").dtypes == ("int64",)
+    assert hints.for_op("add.Tensor").get("eps") == hints.arguments["eps"]  # conventions apply
+    file, line = hints.source["index.Tensor"]
+    assert file.endswith("hints.yaml") and line > 1
+    load_tolerances(db=db)
+
+
+def test_records_are_frozen(db):
+    hints = load_hints(db=db)
+    with pytest.raises(AttributeError):
+        hints.for_op("mm").max_side = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        hints.ops["mm"] = hints.ops["mm"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("text", "message", "line"), [
+    ("ops:\n  - names: [add.Tensor, add.Tensr]\n", r"'add.Tensr' is not an overload", 2),
+    ("ops:\n  - names: [mm]\n  - names: ['nosuch*']\n    values: unspecified\n",
+     r"pattern 'nosuch\*' matches no overload", 3),
+    ("ops:\n  - names: [mm]\n    args:\n      self: {shape: [n, k]}\n      mat3: {shape: [k]}\n",
+     r"argument 'mat3' is not an argument of mm", 5),
+    ("arguments:\n  eps: {min: 0.1}\n  epsilonn: {min: 0.1}\n",
+     r"no overload has an argument named 'epsilonn'", 3),
+    ("arguments:\n  eps: {min: 0.1, maks: 2}\n", r"unknown key 'maks'", 2),
+    ("ops:\n  - names: [index.Tensor]\n    args:\n      indices: {dtypes: [int65]}\n",
+     r"unknown dtype 'int65'", 4),
+    ("ops:\n  - names: [mm]\n    max_side: 0\n", r"'max_side' must be a positive integer", 2),
+    ("ops: [\n", r"invalid YAML", None),
+])
+def test_hint_errors_name_file_and_line(tmp_path, db, text, message, line):
+    path = _write(tmp_path, text)
+    with pytest.raises(InputError, match=message) as info:
+        load_hints(path, db=db)
+    assert info.value.file == str(path)
+    if line is not None:
+        assert info.value.line == line
+
+
+def test_globs_name_families(tmp_path, db):
+    path = _write(tmp_path, "ops:\n  - names: ['addmv*']\n    args:\n      vec: {shape: [m]}\n")
+    hints = load_hints(path, db=db)
+    assert set(hints.ops) == {o.name for o in db.overloads if o.name.startswith("addmv")}
+    assert hints.for_op("addmv_").get("vec").shape == ("m",)
+
+
+@pytest.mark.parametrize(("text", "message", "line"), [
+    ("- names: [add.Tensor]\n  rtol: 0.1\n", r"needs both 'rtol' and 'atol'", 1),
+    ("- names: [add.Tensor]\n  rtol: 0.1\n  atol: 0\n", r"needs a 'reason'", 1),
+    ("- names: [add.Tensor]\n  rtol: 0.1\n  atol: 0\n  reason: r\n"
+     "- names: [add.Tensro]\n  rtol: 0.1\n  atol: 0\n  reason: r\n",
+     r"'add.Tensro' is not an overload", 5),
+    ("- names: ['special_bessel*']\n  dtypes: [float65]\n  rtol: 0\n  atol: 0\n  reason: r\n",
+     r"unknown dtype 'float65'", 1),
+    ("- names: [add.Tensor]\n  rtol: -1\n  atol: 0\n  reason: r\n", r"'rtol' must be", 1),
+])
+def test_tolerance_errors_name_file_and_line(tmp_path, db, text, message, line):
+    path = _write(tmp_path, text)
+    with pytest.raises(InputError, match=message) as info:
+        load_tolerances(path, db=db)
+    assert (info.value.file, info.value.line) == (str(path), line)
+
+
+def test_tolerances_apply_by_overload_and_dtype(tmp_path, db):
+    path = _write(tmp_path, "- names: ['special_bessel_j0*']\n  dtypes: [float64]\n"
+                            "  rtol: 1.0e-6\n  atol: 1.0e-6\n  reason: series vs. Cephes\n")
+    tol = load_tolerances(path, db=db)
+    assert tol("special_bessel_j0.out", torch.float64) == (1e-6, 1e-6)
+    assert tol("special_bessel_j0", "float64") == (1e-6, 1e-6)
+    assert tol("special_bessel_j0", torch.float32) == (None, None)
+    assert tol("special_bessel_j1", torch.float64) == (None, None)
+    assert tol.entries[0].reason == "series vs. Cephes" and tol.entries[0].line == 1
+
+
+def test_user_files_are_checked_by_the_cli(tmp_path, capsys, monkeypatch):
+    from conformance.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    bad = _write(tmp_path, "ops:\n  - names: [abs]\n  - names: [abss]\n", "h.yaml")
+    code = main(["run", "--backend", "cpu", "--ops", "abs", "-n", "0", "-o",
+                 str(tmp_path / "r.jsonl"), "--pytest-args", f"--hints {bad}"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{bad}:3: 'abss' is not an overload of the op database" in err
+    assert "Traceback" not in err
