@@ -308,17 +308,21 @@ class Need:
     phases: tuple[str, ...]
     via: tuple[str, ...]  # the composites it was reached through
     reasons: tuple[str, ...]  # why it is needed (for missing ones)
-    example: str
+    examples: tuple[str, ...]  # distinct argument specs, first seen first
     expands_to: tuple[str, ...] = ()  # for a composite: what it decomposed into
 
     @property
     def missing(self) -> bool:
         return self.status == "missing"
 
+    @property
+    def example(self) -> str:
+        return self.examples[0] if self.examples else ""
+
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "count": self.count,
                 "phases": list(self.phases), "via": list(self.via),
-                "reasons": list(self.reasons), "example": self.example,
+                "reasons": list(self.reasons), "examples": list(self.examples),
                 "expands_to": list(self.expands_to)}
 
 
@@ -387,8 +391,8 @@ def census(rec: Recording, db: OpDB, backend: Backend | None) -> Census:
     names = list(dict.fromkeys(rec.names() + rec.names(TOP)))
     status = _statuses(names, key, db)
 
-    def example(r: Any) -> str:
-        return str(r.examples[0]) if r.examples else ""
+    def examples(r: Any) -> tuple[str, ...]:
+        return tuple(str(e) for e in r.examples)
 
     needs = []
     for name, r in rec.backend.items():
@@ -397,11 +401,11 @@ def census(rec: Recording, db: OpDB, backend: Backend | None) -> Census:
             name=name, status=st, count=r.count, phases=_phases(r.phases),
             via=tuple(sorted(r.callers)),
             reasons=_reasons(name, rec, db) if st == "missing" else (),
-            example=example(r), expands_to=r.expands_to,
+            examples=examples(r), expands_to=r.expands_to,
         ))
     composites = [
         Need(name=name, status=status[name], count=r.count, phases=_phases(r.phases), via=(),
-             reasons=(), example=example(r), expands_to=r.expands_to)
+             reasons=(), examples=examples(r), expands_to=r.expands_to)
         for name, r in rec.top.items() if r.decomposed
     ]
     return Census(backend=backend.name if backend else None, dispatch_key=key,

@@ -128,7 +128,9 @@ def test_no_backend_lists_only(capsys, tmp_path) -> None:
     assert rc == 0 and doc["backend"] is None and doc["missing"] == []
     addmm = next(o for o in doc["overloads"] if o["name"] == "addmm")
     assert addmm["status"] == "" and addmm["count"] == 1 and addmm["phases"] == ["forward"]
-    assert addmm["example"].startswith("(self=float32[3], mat1=float32[2, 4]")
+    assert addmm["examples"][0].startswith("(self=float32[3], mat1=float32[2, 4]")
+    rc, doc, _ = _trace(capsys, f"{target}:build", "--examples", "0")
+    assert all(o["examples"] == [] for o in doc["overloads"])
 
 
 def test_meta_trace_matches(reference, capsys) -> None:

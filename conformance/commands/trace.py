@@ -41,8 +41,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--meta", action="store_true",
                    help="trace on the meta device (no values: for models too big to run)")
     p.add_argument("--format", choices=FORMATS, default="table")
-    p.add_argument("--examples", type=int, default=1, metavar="K",
-                   help="argument specs shown per overload (default 1; json keeps 3)")
+    p.add_argument("--examples", type=int, default=3, metavar="K",
+                   help="distinct argument specs kept per overload (default 3): the table "
+                        "shows the first, json all; 0 keeps none")
     p.add_argument("--run", action="store_true",
                    help="run the workload on the backend and confirm the prediction")
     p.add_argument("--check", action="store_true",
@@ -51,8 +52,10 @@ def register(subparsers: Any) -> None:
     g.add_argument("-o", "--output", default="trace-results.jsonl", metavar="FILE",
                    help="results file of --check (default trace-results.jsonl)")
     g.add_argument("--html", metavar="FILE", help="also write the HTML report of --check")
-    g.add_argument("-n", "--workers", type=int, default=None, metavar="N")
-    g.add_argument("--max-examples", type=int, default=None, metavar="K")
+    g.add_argument("-n", "--workers", type=int, default=None, metavar="N",
+                   help="worker processes of --check (default: conformance run's)")
+    g.add_argument("--max-examples", type=int, default=None, metavar="K",
+                   help="Hypothesis examples per (overload, check) of --check")
     p.add_argument("--native-functions", metavar="PATH",
                    help="native_functions.yaml (default: the copy packaged with torch)")
     p.set_defaults(func=run)
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     optimizer_device = backend.device if backend is not None else (device or "cpu")
     try:
         rec = cs.trace(wl, train=args.train, optimizer_device=optimizer_device,
-                       expand=cs.expand_for(backend), max_examples=max(args.examples, 3))
+                       expand=cs.expand_for(backend), max_examples=args.examples)
     except InputError:
         raise
     except Exception as exc:
