@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -56,6 +56,7 @@ HEADER = """\
 """
 
 _LEAF_KEYS = ("verdict", "category", "reason")
+_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 _TOP_KEYS = (FORMAT_KEY, "backend", "torch_version", "entries")
 
 
@@ -97,6 +98,7 @@ class Baseline:
     _overloads: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
     _overload_indent: int = 2
     _top: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    _checks: Mapping[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
 
     def overload_lines(self) -> list[tuple[str, int]]:
         """Each overload of the file with the (1-based) line its block starts on."""
@@ -250,7 +252,7 @@ def _is_leaf_map(node: yaml.MappingNode) -> bool:
 def parse(text: str, path: str) -> Baseline:
     """Parse a baseline file's text; every problem is an InputError naming ``path:line``."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise InputError(f"malformed YAML: {exc.problem or exc.context}", file=path,
@@ -279,6 +281,7 @@ def parse(text: str, path: str) -> Baseline:
     entries: dict[Key, Entry] = {}
     spans: dict[Key, tuple[int, int, int]] = {}
     overloads: dict[str, tuple[int, int, int]] = {}
+    checks: dict[tuple[str, str], tuple[int, int]] = {}
     indent = 2
     ent = top.get("entries")
     if ent is not None and not (isinstance(ent[1], yaml.ScalarNode) and ent[1].tag.endswith(
@@ -305,6 +308,7 @@ def parse(text: str, path: str) -> Baseline:
                 pairs: list[tuple[str | None, yaml.Node, yaml.Node]]
                 if isinstance(c_node, yaml.MappingNode) and not _is_leaf_map(c_node):
                     pairs = [(_scalar(dk, path, "dtype"), dk, dv) for dk, dv in c_node.value]
+                    checks[(ov, check)] = (ck.start_mark.line, _last_line(c_node))
                 else:
                     pairs = [(None, ck, c_node)]
                 for dtype, knode, vnode in pairs:
@@ -322,7 +326,7 @@ def parse(text: str, path: str) -> Baseline:
     top_spans = {name: (v.start_mark.line, _last_line(v), v.end_mark.column)
                  for name, (_, v) in top.items()}
     return Baseline(path, backend, torch_version, entries, text, spans, overloads, indent,
-                    top_spans)
+                    top_spans, checks)
 
 
 def read(path: str | os.PathLike[str]) -> Baseline:
@@ -345,6 +349,7 @@ class UpdateSummary:
     changed: tuple[Key, ...]
     added: tuple[Key, ...]
     kept_unrun: int
+    pruned: int = 0
 
 
 def _trailing_comment(line: str, col: int) -> str:
@@ -353,11 +358,31 @@ def _trailing_comment(line: str, col: int) -> str:
 
 
 def update(base: Baseline, states: Mapping[Key, State], *, backend: str | None,
-           torch_version: str | None) -> tuple[str, UpdateSummary]:
-    """Merge ``states`` (a new run) into ``base``; returns the new text and what changed."""
+           torch_version: str | None, prune: Collection[Key] = ()
+           ) -> tuple[str, UpdateSummary]:
+    """Merge ``states`` (a new run) into ``base``; returns the new text and what changed.
+    ``prune``: entries to delete (an overload or dtype-keyed check left empty goes too)."""
     lines = base.text.splitlines()
     replace: dict[int, tuple[int, list[str]]] = {}  # first line -> (last line, new lines)
     insert: dict[int, list[str]] = {}  # before line -> new lines
+    gone = {k for k in prune if k in base.entries and k not in states}
+    by_ov: dict[str, set[Key]] = {}
+    for k in base.entries:
+        by_ov.setdefault(k[0], set()).add(k)
+    run_ovs = {k[0] for k in states}
+    for ov, keys in by_ov.items():
+        if keys <= gone and ov not in run_ovs:
+            start, last, _ = base._overloads[ov]
+            replace[start] = (last, [])
+            continue
+        for (o, check), (start, last) in base._checks.items():
+            dkeys = {k for k in keys if k[1] == check and k[2] is not None}
+            if o == ov and dkeys and dkeys <= gone:
+                replace[start] = (last, [])
+                keys = keys - dkeys
+        for k in keys & gone:
+            start, end, _ = base._spans[k]
+            replace[start] = (end, [])
     changed: list[Key] = []
     added: list[Key] = []
     entries_at = base._top["entries"][0] - 1 if "entries" in base._top else len(lines)
@@ -416,8 +441,9 @@ def update(base: Baseline, states: Mapping[Key, State], *, backend: str | None,
             lines[at:end + 1] = repl
         if at in insert:
             lines[at:at] = insert[at]
-    kept = sum(1 for k in base.entries if k not in states)
-    return "\n".join(lines) + "\n", UpdateSummary(tuple(changed), tuple(added), kept)
+    kept = sum(1 for k in base.entries if k not in states and k not in gone)
+    return "\n".join(lines) + "\n", UpdateSummary(tuple(changed), tuple(added), kept,
+                                                  len(gone))
 
 
 def states_from(results: Results) -> dict[Key, State]:
@@ -438,3 +464,28 @@ def run_facts(results: Results) -> tuple[str | None, str | None]:
 
 def entries_of(base: Baseline) -> Iterable[Entry]:
     return sorted(base.entries.values(), key=lambda e: e.line)
+
+
+def scope_of(results: Results) -> Callable[[Key], bool]:
+    """Whether a key lies within what the results' runs covered: their ``--ops`` (as
+    ``conformance run`` selects: name, base name or family) and their checks."""
+    from reports.ops import scope
+
+    patterns: list[str | None] = [r.get("ops") for r in results.runs]
+    checks: set[str] | None = set() if results.runs else None
+    for r in results.runs:
+        cs = r.get("checks")
+        if not isinstance(cs, list):
+            checks = None
+            break
+        assert checks is not None
+        checks.update(str(c) for c in cs)
+    cache: dict[str, bool] = {}
+
+    def inside(key: Key) -> bool:
+        ov = key[0]
+        if ov not in cache:
+            cache[ov] = bool(scope([ov], patterns)) if patterns else True
+        return cache[ov] and (checks is None or key[1] in checks)
+
+    return inside

@@ -36,7 +36,7 @@ from typing import Any
 
 from opdb import outcomes
 from opdb.errors import InputError
-from reports.baseline import Baseline, Entry, Key, State, key_id, latest_states
+from reports.baseline import Baseline, Entry, Key, State, key_id, latest_states, scope_of
 from reports.results import Results
 
 FAILING = ("regression", "untested", "worse", "missing", "new_failure")
@@ -124,32 +124,12 @@ def check_ignore(categories: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def _scope(results: Results) -> tuple[list[str | None], set[str] | None]:
-    """The run headers' ``--ops`` patterns and checks (None: every check)."""
-    patterns: list[str | None] = [r.get("ops") for r in results.runs]
-    checks: set[str] | None = set()
-    for r in results.runs:
-        cs = r.get("checks")
-        if not isinstance(cs, list):
-            checks = None
-            break
-        assert checks is not None
-        checks.update(str(c) for c in cs)
-    if not results.runs:
-        checks = None
-    return patterns, checks
-
-
 def evaluate(baseline: Baseline, results: Results, *, strict: bool = False,
              ignore: Iterable[str] = ()) -> GateResult:
     """Judge ``results`` against ``baseline``."""
-    from reports.ops import scope
-
     ign = frozenset(ignore)
     runs = latest_states(results)
-    patterns, checks = _scope(results)
-    in_scope_ops = set(scope(sorted({k[0] for k in baseline.entries}), patterns)) if (
-        patterns) else {k[0] for k in baseline.entries}
+    inside = scope_of(results)
     findings: list[Finding] = []
     out_of_scope = 0
 
@@ -166,7 +146,7 @@ def evaluate(baseline: Baseline, results: Results, *, strict: bool = False,
     for key, entry in baseline.entries.items():
         now = runs.get(key)
         if now is None:
-            if key[0] in in_scope_ops and (checks is None or key[1] in checks):
+            if inside(key):
                 add("missing", key, entry, None)
             else:
                 out_of_scope += 1

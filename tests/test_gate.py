@@ -279,3 +279,25 @@ def test_dtype_keyed_records_nest_under_their_check(tmp_path):
     worse = write(tmp_path / "w.jsonl", changed(recs[:1], "add.Tensor", "dtypes",
                                                 verdict="crash") + recs[1:])
     assert main(["gate", "--baseline", str(out), str(worse)]) == 1
+
+
+def test_update_prune_deletes_only_unreached_entries_in_scope(tmp_path, base, capsys):
+    text = base.read_text().replace("  neg:\n", "  # about neg\n  neg:\n")
+    base.write_text(text)
+    now = [r for r in BASE_RUN if r["overload"] != "neg" and
+           (r["overload"], r["check"]) != ("mul.Tensor", "promotion")]
+    narrow = {**RUN, "ops": "add|mul"}  # neg is outside this run's scope: kept
+    res = write(tmp_path / "now.jsonl", now, narrow)
+    assert main(["baseline", str(res), "-o", str(base), "--update", "--prune"]) == 0
+    b = bl.read(base)
+    assert ("mul.Tensor", "promotion", None) not in b.entries
+    assert ("mul.Tensor", "forward", None) in b.entries and ("neg", "forward", None) in b.entries
+    assert "1 pruned" in capsys.readouterr().err
+    res = write(tmp_path / "all.jsonl", [r for r in BASE_RUN if r["overload"] != "neg"])
+    assert main(["baseline", str(res), "-o", str(base), "--update", "--prune"]) == 0
+    after = base.read_text()
+    assert "neg" not in after.replace("# about neg", "") and "# about neg" in after
+    assert set(bl.read(base).entries) == {bl.key_of(r) for r in BASE_RUN
+                                          if r["overload"] != "neg"}
+    assert main(["gate", "--baseline", str(base), str(res)]) == 0
+    assert main(["baseline", str(res), "-o", str(tmp_path / "x.yaml"), "--prune"]) == 2

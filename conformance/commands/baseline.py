@@ -32,6 +32,9 @@ def register(subparsers: Any) -> None:
     mode.add_argument("--update", action="store_true",
                       help="merge the results into the existing FILE (keeps reasons, comments, "
                            "order)")
+    p.add_argument("--prune", action="store_true",
+                   help="with --update: delete entries within the results' scope (their --ops "
+                        "and checks) that the results did not reach")
     mode.add_argument("--overwrite", action="store_true",
                       help="replace an existing FILE (human reasons in it are lost)")
     p.set_defaults(func=run)
@@ -51,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     states = bl.states_from(res)
     backend, torch_version = bl.run_facts(res)
     out = args.output
+    if args.prune and not args.update:
+        raise InputError("--prune works with --update")
     if args.update:
         if not os.path.exists(out):
             raise InputError("no baseline to --update; write one first (without --update)",
@@ -59,13 +64,20 @@ def run(args: argparse.Namespace) -> int:
         if base.backend and backend and base.backend != backend:
             raise InputError(f"baseline is for backend {base.backend!r}, the results are for "
                              f"{backend!r}", file=out)
-        text, summary = bl.update(base, states, backend=backend, torch_version=torch_version)
+        prune: list[bl.Key] = []
+        if args.prune:
+            inside = bl.scope_of(res)
+            prune = [k for k in base.entries if k not in states and inside(k)]
+        text, summary = bl.update(base, states, backend=backend, torch_version=torch_version,
+                                  prune=prune)
         bl.parse(text, out)  # what we write must read back
         write_text(out, text)
+        same = len(base.entries) - len(summary.changed) - summary.kept_unrun - summary.pruned
         print(f"conformance baseline: updated {out}: {len(summary.changed):,} changed, "
-              f"{len(summary.added):,} added, {len(base.entries) - summary.kept_unrun:,} "
-              f"unchanged or rewritten, {summary.kept_unrun:,} kept that the results did not "
-              f"reach", file=sys.stderr)
+              f"{len(summary.added):,} added, {summary.pruned:,} pruned, {same:,} unchanged, "
+              f"{summary.kept_unrun:,} kept that the results did not reach"
+              + ("" if args.prune or not summary.kept_unrun else " (--prune deletes those "
+                 "within the results' scope)"), file=sys.stderr)
         return 0
     if os.path.exists(out) and not args.overwrite:
         raise InputError("exists; --update merges the results into it, --overwrite replaces it",
