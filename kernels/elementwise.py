@@ -342,6 +342,10 @@ def _sub_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any, alpha:
 
 
 def _scaled(b: Any, alpha: Any, compute: torch.dtype) -> Any:
+    # CPU computes ``a + alpha * b`` even for alpha == 1: for complex operands the product is
+    # not a no-op ((1+0j) * (0+infj) = nan+infj), so only real dtypes may skip it.
+    if compute.is_complex:
+        return np.multiply(b, np.asarray(1 if alpha is None else alpha).astype(NP_DTYPE[compute]))
     if alpha is None or (alpha == 1 and not isinstance(alpha, bool)) or alpha is True:
         return b
     return np.multiply(b, np.asarray(alpha).astype(NP_DTYPE[compute]))
