@@ -35,17 +35,17 @@ def conformance_side(backend: str, ops: str, max_examples: int) -> dict[str, flo
                 "forward", "--max-examples", str(max_examples), "--results", str(out),
                 "--hypothesis-db", "none", "-p", "no:cacheprovider", "--noconftest", "-q",
                 "-p", "no:benchmark", "--rootdir", tmp]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         pytest.main(argv, plugins=[Progress(open(os.devnull, "w"), tty=False)])
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         recs = [r for r in read_records(out) if r.get("record") == "verdict"]
     examples = sum(r["examples"] for r in recs)
     engine_s = sum(r["duration_s"] for r in recs)
     overloads = len({r["overload"] for r in recs})
     bases = sorted({r["overload"].split(".")[0].rstrip("_") for r in recs
                     if r["verdict"] in ("pass", "fail")})
-    return {"examples": examples, "wall_s": wall, "engine_s": engine_s, "overloads": overloads,
-            "bases": bases}
+    return {"examples": examples, "wall_s": wall, "cpu_s": cpu, "engine_s": engine_s,
+            "overloads": overloads, "bases": bases}
 
 
 def opinfo_side(device: str, bases: list[str]) -> dict[str, float]:
@@ -58,7 +58,7 @@ def opinfo_side(device: str, bases: list[str]) -> dict[str, float]:
     twelve = set(torch_dtypes())
     infos = [o for o in op_db if o.name in bases and not o.variant_test_name]
     examples = errors = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for info in infos:
         for dtype in sorted(set(info.supported_dtypes("cpu")) & twelve, key=str):
             for sample in info.sample_inputs("cpu", dtype):
@@ -77,8 +77,9 @@ def opinfo_side(device: str, bases: list[str]) -> dict[str, float]:
                         expected, equal_nan=True, check_device=False)
                 except Exception:  # noqa: BLE001
                     errors += 1
-    wall = time.perf_counter() - t0
-    return {"examples": examples, "wall_s": wall, "opinfos": len(infos), "mismatches": errors}
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"examples": examples, "wall_s": wall, "cpu_s": cpu, "opinfos": len(infos),
+            "mismatches": errors}
 
 
 def main() -> int:
@@ -114,6 +115,11 @@ def main() -> int:
           f"op_db import {import_s:.1f}s not counted)")
     print(f"ratio conformance/OpInfo-loop: {c_rate / a_rate:.2f} (whole run), "
           f"{c_engine_rate / a_rate:.2f} (engine only)")
+    # on a shared machine wall time follows the load; CPU time of this process is steadier
+    c_cpu_rate = conf["examples"] / conf["cpu_s"]
+    a_cpu_rate = anchor["examples"] / anchor["cpu_s"]
+    print(f"per CPU second (process time): conformance {c_cpu_rate:.1f}/s, OpInfo loop "
+          f"{a_cpu_rate:.1f}/s, ratio {c_cpu_rate / a_cpu_rate:.2f}")
     return 0
 
 

@@ -10,6 +10,7 @@ autograd, non-contiguous, per-dtype) is one more entry in :data:`CHECKS`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from conformance.strategies import Call, OpSignature
-from conformance.verdicts import CheckFailure
+from conformance.verdicts import CheckFailure, CpuRejected
 from opdb.dtypes import default_tolerance
 
 if TYPE_CHECKING:
@@ -104,17 +105,165 @@ def _dense(t: torch.Tensor) -> torch.Tensor:
     return t.to_dense() if t.layout != torch.strided else t
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """How one result is compared: ``exact`` (``ulps`` 0 or 1 allowed), or ``tolerance``."""
+
+    kind: str  # "exact" | "tolerance"
+    why: str
+    ulps: int = 0
+    rtol: float | None = None
+    atol: float | None = None
+    undefined_conversion: bool = False  # integral result converted from floating values
+
+
+_WIDE_SOURCES = frozenset({torch.float64, torch.int32, torch.int64, torch.complex128})
+
+
+def _inputs(call: Call) -> tuple[list[torch.Tensor], list[Any]]:
+    """Tensor inputs (out= arguments excluded, lists flattened) and Python number arguments."""
+    outs = {a.name for a in call.sig.args if a.is_out}
+    tensors: list[torch.Tensor] = []
+    numbers: list[Any] = []
+    for name, value in call.values:
+        if name in outs:
+            continue
+        for v in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(v, torch.Tensor):
+                tensors.append(v)
+            elif isinstance(v, int | float | complex) and not isinstance(v, bool):
+                numbers.append(v)
+    return tensors, numbers
+
+
+def _representable(value: Any, dtype: torch.dtype) -> bool:
+    try:
+        return bool(torch.tensor(value, dtype=dtype).item() == value)
+    except (RuntimeError, OverflowError, TypeError):
+        return False
+
+
+def comparison_for(ctx: Context, call: Call, expected: torch.Tensor) -> Comparison:
+    """The comparison for one result: a per-overload override (``tolerances.yaml``) first, then
+    the overload's exactness class (``opdb/data/exactness.yaml``, documented there), else
+    torch.testing's tolerances for the least precise floating input."""
+    from opdb import exactness
+    from opdb.model import family_of
+
+    dtype = expected.dtype
+    name = call.sig.name
+    returns = call.sig.schema_str.rpartition("->")[2]
+    entry = exactness.load().entry_for(  # a view: a result aliases an input, `-> Tensor(a)`
+        name, family=family_of(call.sig.base)[0], tags=call.sig.tags,
+        is_view=call.sig.kind == "functional" and re.search(r"\([a-z]+\)", returns) is not None)
+    tensors, numbers = _inputs(call)
+    undefined = not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool) and (
+        (entry is not None and entry.undefined_conversion)
+        or any(isinstance(v, torch.dtype) for _, v in call.values)
+        or any(a.is_out for a in call.sig.args))
+    rtol, atol = ctx.tolerance(name, dtype)
+    if rtol is not None:
+        return Comparison("tolerance", "tolerances.yaml", rtol=rtol, atol=atol,
+                          undefined_conversion=undefined)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return Comparison("exact", "integral and bool results are exact",
+                          undefined_conversion=undefined)
+    low = dtype in (torch.float16, torch.bfloat16)
+    args = dict(call.values)
+    involves_complex = dtype.is_complex or any(t.is_complex() for t in tensors) or any(
+        isinstance(v, complex) for v in numbers)
+    if entry is not None and entry.holds_for(args) and (entry.complex_ok or not involves_complex):
+        if entry.klass == "exact":
+            wider = any(t.dtype in _WIDE_SOURCES for t in tensors) or not all(
+                _representable(v, dtype) for v in numbers)
+            return Comparison("exact", entry.reason, ulps=1 if low and wider else 0,
+                              undefined_conversion=undefined)
+        if all(t.dtype == dtype for t in tensors) and all(_representable(v, dtype)
+                                                          for v in numbers):
+            return Comparison("exact", entry.reason, ulps=1 if low else 0)
+    loose = _loosest(call.tensor_dtypes, dtype)
+    return Comparison("tolerance", "default tolerances", rtol=loose[0] if loose else None,
+                      atol=loose[1] if loose else None, undefined_conversion=undefined)
+
+
+def _ordered(t: torch.Tensor) -> torch.Tensor:
+    """Floating values as integers that count ulps (-0.0 and 0.0 both 0; NaNs not meaningful)."""
+    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    i = t.contiguous().view(bits).to(torch.int64)
+    mag = i & ((1 << (8 * t.element_size() - 1)) - 1)
+    return torch.where(i < 0, -mag, mag)
+
+
+def _mismatches(actual: torch.Tensor, expected: torch.Tensor, ulps: int) -> torch.Tensor:
+    """Mask of elements that differ by more than ``ulps`` (NaN matches NaN)."""
+    if not (expected.is_floating_point() or expected.is_complex()):
+        return actual != expected
+    if expected.is_complex():
+        actual, expected = torch.view_as_real(actual), torch.view_as_real(expected)
+    nan = actual.isnan() & expected.isnan()
+    if ulps == 0:
+        return (actual != expected) & ~nan
+    a, e = _ordered(actual), _ordered(expected)
+    same_side = (a >= 0) == (e >= 0)
+    near = torch.where(same_side, (a - e).abs() <= ulps,
+                       (a.abs() <= ulps) & (e.abs() <= ulps) & (a.abs() + e.abs() <= ulps))
+    return ~near & ~nan
+
+
+def _undefined_conversion(call: Call, dtype: torch.dtype) -> bool:
+    """A floating input holds a value the integral ``dtype`` cannot hold (NaN, inf, out of
+    range): C++'s static_cast is undefined there, on CPU and on any backend."""
+    info = torch.iinfo(dtype)
+    tensors, numbers = _inputs(call)
+    for t in tensors:
+        if t.is_floating_point() or t.is_complex():
+            v = torch.view_as_real(t) if t.is_complex() else t
+            v = v.double()
+            if bool(((~v.isfinite()) | (v < info.min) | (v >= info.max + 1.0)).any()):
+                return True
+    return any(isinstance(v, float) and not (info.min <= v < info.max + 1.0) for v in numbers)
+
+
 def _assert_values(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
                    expected: torch.Tensor) -> None:
     __tracebackhide__ = True
-    rtol, atol = ctx.tolerance(call.sig.name, expected.dtype)
-    if rtol is None:  # no per-op override: as precise as the least precise floating input
-        rtol, atol = _loosest(call.tensor_dtypes, expected.dtype) or (None, None)
+    actual, expected = _dense(actual), _dense(expected)
+    how = comparison_for(ctx, call, expected)
+    if how.kind == "exact":
+        if torch.equal(actual, expected):
+            return
+        bad = _mismatches(actual, expected, how.ulps)
+        if not bool(bad.any()):
+            return
+        if how.undefined_conversion and _undefined_conversion(call, expected.dtype):
+            raise CpuRejected(ValueError("CPU's result is undefined: a floating value the "
+                                         "integral result cannot hold"))
+        n, total = int(bad.sum()), bad.numel()
+        flat = int(bad.reshape(-1).nonzero()[0])
+        if expected.is_complex():  # bad is over (..., 2) real/imag pairs
+            flat //= 2
+        a_v, e_v = actual.reshape(-1)[flat].item(), expected.reshape(-1)[flat].item()
+        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), expected.shape))
+        allowed = "exactly" if how.ulps == 0 else f"within {how.ulps} ulp"
+        raise CheckFailure("value", f"{label} values differ from CPU, which must agree "
+                                    f"{allowed} ({how.why}): {n} of {total} elements differ, "
+                                    f"first at index {index}: {a_v!r}, but should be {e_v!r} "
+                                    f"[{where}]")
+    rtol, atol = how.rtol, how.atol
+    if rtol is None:
+        rtol, atol = default_tolerance(expected.dtype)
+    if expected.is_floating_point() or expected.is_complex():
+        if expected.shape == actual.shape and bool(torch.isclose(
+                actual, expected, rtol=rtol, atol=atol, equal_nan=True).all()):
+            return  # the common case, without assert_close's per-call overhead
     try:
-        torch.testing.assert_close(_dense(actual), _dense(expected), rtol=rtol, atol=atol,
+        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol,
                                    equal_nan=True, check_device=False, check_dtype=False,
                                    check_layout=False, check_stride=False)
     except AssertionError as exc:
+        if how.undefined_conversion and _undefined_conversion(call, expected.dtype):
+            raise CpuRejected(ValueError("CPU's result is undefined: a floating value the "
+                                         "integral result cannot hold")) from None
         detail = " ".join(str(exc).split("\n")[1:4]).strip()
         raise CheckFailure("value", f"{label} values differ from CPU: {detail} [{where}]") \
             from None

@@ -18,19 +18,24 @@ tensors stay on CPU when the call is moved to the device under test. Modes:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
 import torch
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from opdb.dtypes import DTYPE_NAMES, category, dtype_name, torch_dtype
+from conformance.values import (
+    cached_integers,
+    draw_tensor,
+    python_scalars,
+    scalar_values,
+    small_scalars,
+)
+from opdb.dtypes import DTYPE_NAMES, dtype_name, torch_dtype
 from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
 from opdb.opdata import ArgHint, OpHints
 
@@ -217,53 +222,23 @@ def _place(value: Any, device: str, keep_on_cpu: bool) -> Any:
 # --------------------------------------------------------------------------- tensors
 
 
-def _np_dtype(name: str) -> np.dtype:
-    if name in ("bfloat16",):
-        return np.dtype("float32")
-    return np.dtype(str(name) if name != "bool" else "bool")
-
-
-@functools.cache
-def _elements(name: str, *, specials: bool, safe: bool,
-              bounds: tuple[int, int] | None = None) -> st.SearchStrategy[Any]:
-    """Element values for dtype ``name``: small, so results stay exact enough and repros short.
-    ``bounds`` (from a hint's min/max) narrows integer elements, e.g. to valid indices."""
-    cat = category(name)
-    if cat == "bool":
-        return st.booleans()
-    if cat == "integral":
-        lo, hi = (1, 4) if safe else ((0, 12) if name == "uint8" else (-9, 9))
-        if bounds is not None:
-            lo, hi = bounds
-        return st.integers(lo, hi)
-    widths: dict[str, Literal[16, 32, 64]] = {"float16": 16, "bfloat16": 32, "float32": 32,
-                                              "float64": 64, "complex64": 32, "complex128": 64}
-    width = widths[name]
-    if safe:
-        finite = st.sampled_from([1.0, 2.0, 0.5, 3.0])
-    else:
-        finite = st.floats(-8, 8, width=width, allow_subnormal=False)
-    reals = (finite | st.sampled_from([math.nan, math.inf, -math.inf, -0.0])) if specials \
-        else finite
-    if cat == "complex":
-        return st.builds(complex, reals, reals)
-    return reals
-
-
 def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bool = False,
-            bounds: tuple[int, int] | None = None) -> st.SearchStrategy[torch.Tensor]:
-    """A CPU tensor of dtype ``name`` and ``shape``, drawn with :func:`hypothesis.extra.numpy.arrays`."""
-    return _tensors(name, tuple(shape), specials, safe, bounds)
+            bounds: tuple[float, float] | None = None, extremes: bool = True
+            ) -> st.SearchStrategy[torch.Tensor]:
+    """A CPU tensor of dtype ``name`` and ``shape``: structure drawn, values filled by a seeded
+    generator (:mod:`conformance.values`). ``specials``: adversarial values (special values and
+    wide/tie profiles); ``safe``: values in [1, 4] that no op refuses (promotion compares dtypes
+    only); ``bounds``: every element in ``[lo, hi]`` (a hint's min/max)."""
+    return st.composite(lambda draw: _draw_tensor(draw, name, shape, specials=specials, safe=safe,
+                                                  bounds=bounds, extremes=extremes))()
 
 
-@functools.lru_cache(maxsize=4096)
-def _tensors(name: str, shape: tuple[int, ...], specials: bool, safe: bool,
-             bounds: tuple[int, int] | None) -> st.SearchStrategy[torch.Tensor]:
-    np_dtype = _np_dtype(name)
-    dtype = torch_dtype(name)
-    elements = _elements(name, specials=specials, safe=safe, bounds=bounds)
-    arr = hnp.arrays(np_dtype, tuple(shape), elements=elements)
-    return arr.map(lambda a: torch.from_numpy(np.array(a, copy=True)).to(dtype))
+def _draw_tensor(draw: Any, name: str, shape: Sequence[int], *, specials: bool, safe: bool,
+                 bounds: tuple[float, float] | None, extremes: bool, label: str = "") -> Any:
+    if safe and bounds is None:
+        bounds = (1.0, 4.0)
+    return draw_tensor(draw, name, shape, adversarial=specials, bounds=bounds,
+                       extremes=extremes, label=label)
 
 
 # --------------------------------------------------------------------------- drawing
@@ -275,7 +250,7 @@ class _Plan:
     dtypes: dict[str, str]
     python: dict[str, Any] = field(default_factory=dict)
     on_cpu: set[str] = field(default_factory=set)
-    specials: bool = False
+    specials: bool = False  # adversarial values (conformance.values)
     safe: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -304,6 +279,31 @@ def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int
     return out
 
 
+def _shape(draw: Any, *, max_dims: int, min_side: int, max_side: int, label: str
+           ) -> tuple[int, ...]:
+    """One shape of rank 0..max_dims (shrinks toward rank 0, then small sides). Drawn with
+    cached integer strategies: :func:`hypothesis.extra.numpy.array_shapes` costs ~4x more per
+    example, and shapes are drawn for every example."""
+    rank = draw(cached_integers(0, max_dims), label=f"{label} rank")
+    return tuple(draw(cached_integers(min_side, max_side), label=f"{label} side")
+                 for _ in range(rank))
+
+
+def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, max_side: int
+                          ) -> list[tuple[int, ...]]:
+    """``n`` mutually broadcastable shapes: a base shape; each operand drops some leading dims
+    and has some of the others 1 (what :func:`hypothesis.extra.numpy.mutually_broadcastable_shapes`
+    draws, at a fraction of its cost per example)."""
+    base = _shape(draw, max_dims=max_dims, min_side=min_side, max_side=max_side,
+                  label="broadcast base")
+    out = []
+    for i in range(n):
+        drop = draw(cached_integers(0, len(base)), label=f"operand {i} dropped dims")
+        out.append(tuple(1 if draw(cached_integers(0, 3), label=f"operand {i} dim is 1?") == 3
+                         else side for side in base[drop:]))
+    return out
+
+
 def _shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str) -> dict[str, tuple[int, ...]]:
     """Shapes for the tensor arguments (list elements use the first tensor's shape)."""
     names = [a.name for a in sig.tensor_args]
@@ -316,16 +316,15 @@ def _shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str) -> dict[s
         return fixed
     if mode == "broadcast" or (sig.is_pointwise and len(free) > 1):
         max_dims = 4 if mode == "broadcast" else 3
-        bshapes = draw(hnp.mutually_broadcastable_shapes(
-            num_shapes=len(free), min_dims=0, max_dims=max_dims, min_side=0 if mode ==
-            "broadcast" else 1, max_side=max_side), label="broadcastable shapes")
-        shapes = dict(zip(free, bshapes.input_shapes, strict=True))
-        if mode == "forward" and draw(st.integers(0, 9), label="size-0 dim?") == 0:
+        bshapes = _broadcastable_shapes(draw, len(free), max_dims=max_dims,
+                                        min_side=0 if mode == "broadcast" else 1,
+                                        max_side=max_side)
+        shapes = dict(zip(free, bshapes, strict=True))
+        if mode == "forward" and draw(cached_integers(0, 9), label="size-0 dim?") == 0:
             # now and then a size-0 dimension, shared by every operand
             shapes = {k: s[:-1] + (0,) if s and s[-1] != 1 else s for k, s in shapes.items()}
     else:
-        one = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=max_side),
-                   label="shape")
+        one = _shape(draw, max_dims=3, min_side=0, max_side=max_side, label="shape")
         shapes = dict.fromkeys(free, one)
     shapes.update(fixed)
     return shapes
@@ -373,14 +372,13 @@ def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSigna
     return draw(st.lists(st.integers(lo, hi), max_size=3), label=name)
 
 
-def _scalar(draw: Any, plan: _Plan, sig: OpSignature, name: str) -> Any:
+def _scalar(draw: Any, plan: _Plan, sig: OpSignature, name: str, hint: ArgHint) -> Any:
     dt = next(iter(plan.dtypes.values()), "float32")
-    cat = category(dt)
-    if cat == "bool":
-        return draw(st.booleans() | st.integers(0, 2), label=name)
-    if cat == "integral":
-        return draw(st.integers(-3, 3), label=name)
-    return draw(st.integers(-3, 3) | st.floats(-2, 2, allow_subnormal=False), label=name)
+    if hint.min is not None or hint.max is not None:
+        return draw(scalar_values(dt, bounds=_bounds(hint)), label=name)
+    if plan.specials:
+        return draw(scalar_values(dt, extremes=hint.extremes), label=name)
+    return draw(small_scalars(dt), label=name)
 
 
 def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignature) -> Any:
@@ -425,7 +423,7 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignatur
             return draw(st.lists(st.integers(-3, 3), min_size=1, max_size=3), label=spec.name)
         if spec.name in plan.python:
             return plan.python[spec.name]
-        return _scalar(draw, plan, sig, spec.name)
+        return _scalar(draw, plan, sig, spec.name, hint)
     if base == "str":
         if spec.has_default_value:
             return _OMIT
@@ -454,15 +452,14 @@ def _tensor_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSig
     dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
     if hint.dtypes:
         dtype = draw(st.sampled_from(hint.dtypes), label=f"{spec.name} dtype")
-    return draw(tensors(dtype, shape, specials=plan.specials, safe=plan.safe,
-                        bounds=_bounds(hint)), label=spec.name)
+    return _draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe,
+                        bounds=_bounds(hint), extremes=hint.extremes, label=spec.name)
 
 
-def _bounds(hint: ArgHint) -> tuple[int, int] | None:
+def _bounds(hint: ArgHint) -> tuple[float, float] | None:
     if hint.min is None and hint.max is None:
         return None
-    return (int(hint.min if hint.min is not None else 0), int(hint.max if hint.max is not None
-                                                               else 3))
+    return (hint.min if hint.min is not None else 0, hint.max if hint.max is not None else 3)
 
 
 def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignature) -> Any:
@@ -474,13 +471,16 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
         for i in range(n):
             dt = draw(st.sampled_from(hint.dtypes), label=f"{spec.name}[{i}] dtype")
             length = draw(st.integers(0, 3), label=f"{spec.name}[{i}] length")
-            out.append(draw(tensors(dt, (length,), bounds=_bounds(hint))))
+            out.append(_draw_tensor(draw, dt, (length,), specials=False, safe=False,
+                                    bounds=_bounds(hint), extremes=hint.extremes,
+                                    label=f"{spec.name}[{i}]"))
         return out
     shape = _first_shape(plan, sig) if plan.shapes else draw(
         hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
     dtype = next(iter(plan.dtypes.values()), "float32")
     n = draw(st.integers(1, 3), label=f"len({spec.name})")
-    return [draw(tensors(dtype, shape, specials=plan.specials, safe=plan.safe)) for _ in range(n)]
+    return [_draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe, bounds=None,
+                         extremes=hint.extremes, label=f"{spec.name}[{i}]") for i in range(n)]
 
 
 def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan) -> Any:
@@ -526,8 +526,7 @@ def forward_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """Calls for the ``forward`` check."""
     shapes = _shapes(draw, sig, hints, mode="forward")
     dtypes = _tensor_arg_dtypes(draw, sig, hints, DTYPE_NAMES)
-    specials = draw(st.integers(0, 7), label="non-finite values?") == 0
-    plan = _Plan(shapes=shapes, dtypes=dtypes, specials=specials)
+    plan = _Plan(shapes=shapes, dtypes=dtypes, specials=True)
     return _assemble(draw, sig, hints, plan)
 
 
@@ -553,11 +552,6 @@ def broadcast_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
 OPERAND_KINDS = ("tensor", "zerodim", "cpu_zerodim", "python")
 
 
-def _python_scalar(draw: Any, dtype: str) -> Any:
-    cat = category(dtype)
-    return {"bool": True, "integral": 2, "floating": 2.5, "complex": complex(1.5, 0.5)}[cat]
-
-
 @st.composite
 def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """Calls for the ``promotion`` check: each operand its own form and dtype."""
@@ -580,7 +574,7 @@ def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
             kind = draw(st.sampled_from(OPERAND_KINDS), label=f"{spec.name} form")
         kinds[spec.name] = kind
         if kind == "python":
-            python[spec.name] = _python_scalar(draw, dt)
+            python[spec.name] = draw(python_scalars(dt), label=f"{spec.name} value")
             notes.append(f"{spec.name}=python {type(python[spec.name]).__name__}")
             continue
         dtypes[spec.name] = dt

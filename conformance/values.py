@@ -1,0 +1,258 @@
+"""Element values: Hypothesis draws the *structure*, a seeded NumPy generator fills the bulk.
+
+Drawing tensors element by element through Hypothesis cost about half of the engine's time and
+kept every value tame (floats in [-8, 8], integers in [-9, 9]). Here a tensor is drawn as a few
+choices Hypothesis can shrink:
+
+* a **profile** (how the bulk is filled): ``small`` (as before), ``ints`` (small whole numbers:
+  exact ties and equal elements), ``ties`` (``k + 0.5``: round-half cases) or ``wide``
+  (log-uniform magnitudes over the dtype's whole range, subnormals to ``finfo.max``; integers
+  over the whole ``iinfo`` range, so sums and products wrap);
+* a **seed** for :class:`numpy.random.Generator` that fills the bulk in that profile;
+* a few **special values** at drawn positions: NaN, ±inf, -0.0, ``finfo``/``iinfo`` extremes,
+  the smallest normal and subnormal numbers, ``eps``, exact ties, -1.
+
+Every choice shrinks toward the tame end (profile ``small``, seed 0, no specials), so a failing
+example still shrinks to a short, readable repro. Probabilities are deliberate
+(:data:`PROFILE_WEIGHTS`, :data:`SPECIALS_ONE_IN`); ``docs/values.md`` explains them.
+
+Argument hints bound this where extremes mean something else (sizes, counts, polynomial
+degrees, indices): a hint's ``min``/``max`` keeps every element (specials included) in range,
+``extremes: false`` keeps the dtype's extremes out of one argument (e.g. ``INT64_MIN // -1``
+kills CPU with SIGFPE).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from hypothesis import strategies as st
+
+from opdb.dtypes import category, torch_dtype
+
+#: Bulk-fill profiles and how many of ten tensors get each (index 0 is where shrinking goes).
+PROFILE_WEIGHTS: tuple[tuple[str, int], ...] = (("small", 5), ("ints", 2), ("ties", 1),
+                                                ("wide", 2))
+_PROFILES: tuple[str, ...] = tuple(p for p, n in PROFILE_WEIGHTS for _ in range(n))
+#: One tensor in this many carries special values at 1-4 drawn positions.
+SPECIALS_ONE_IN = 3
+#: One Scalar argument in this many is a special value instead of a small number.
+SCALAR_SPECIAL_ONE_IN = 4
+
+_SEED_MAX = 2**32 - 1
+
+
+@functools.cache
+def _finfo(name: str) -> tuple[float, float, float, float]:
+    """(max, smallest normal, smallest subnormal, eps) of a floating dtype (complex: its part)."""
+    part = {"complex64": "float32", "complex128": "float64"}.get(name, name)
+    fi = torch.finfo(torch_dtype(part))
+    return float(fi.max), float(fi.tiny), float(fi.smallest_normal) * float(fi.eps), float(fi.eps)
+
+
+@functools.cache
+def float_specials(name: str, extremes: bool = True) -> tuple[float, ...]:
+    """Special values of a floating (or complex part) dtype, roughly mildest first."""
+    big, tiny, sub, eps = _finfo(name)
+    mild = (-0.0, 0.5, -0.5, 2.5, -2.5, 1.0 + eps, -1.0, eps, tiny, -tiny, sub, -sub)
+    if not extremes:
+        return mild + (math.nan,)
+    return mild + (math.nan, math.inf, -math.inf, big, -big, math.sqrt(big), -math.sqrt(big))
+
+
+@functools.cache
+def int_specials(name: str, extremes: bool = True) -> tuple[int, ...]:
+    """Special values of an integral dtype, mildest first."""
+    info = torch.iinfo(torch_dtype(name))
+    lo, hi = int(info.min), int(info.max)
+    base = (0, -1, 1, 2) if lo < 0 else (0, 1, 2)
+    if not extremes:
+        return (*base, hi, hi - 1)
+    return (*base, lo, hi, lo + 1, hi - 1, lo // 2, hi // 2 + 1)
+
+
+def _int_range(name: str, extremes: bool) -> tuple[int, int]:
+    info = torch.iinfo(torch_dtype(name))
+    return (int(info.min) + (0 if extremes else 1), int(info.max))
+
+
+def _fill_float(rng: np.random.Generator, profile: str, n: int, name: str) -> np.ndarray:
+    if profile == "ints":
+        return rng.integers(-4, 5, n).astype(np.float64)
+    if profile == "ties":
+        return rng.integers(-6, 6, n) + 0.5
+    if profile == "wide":
+        big, _, sub, _ = _finfo(name)
+        exps = rng.uniform(math.log2(sub), math.log2(big), n)
+        signs = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+        return signs * np.exp2(exps)
+    return rng.uniform(-8.0, 8.0, n)
+
+
+def _fill_int(rng: np.random.Generator, profile: str, n: int, name: str,
+              extremes: bool) -> np.ndarray:
+    if profile == "wide":
+        lo, hi = _int_range(name, extremes)
+        return rng.integers(lo, hi, n, endpoint=True, dtype=np.int64)
+    if profile in ("ints", "ties"):  # few distinct values: ties and equal elements
+        return rng.integers(0 if name == "uint8" else -3, 4, n)
+    return rng.integers(0, 13, n) if name == "uint8" else rng.integers(-9, 10, n)
+
+
+def _to_tensor(arr: np.ndarray, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+    t = torch.from_numpy(np.ascontiguousarray(arr))
+    return t.to(torch_dtype(name)).reshape(shape)
+
+
+def fill(name: str, shape: Sequence[int], *, profile: str = "small", seed: int = 0,
+         specials: Sequence[tuple[int, int]] = (), bounds: tuple[float, float] | None = None,
+         extremes: bool = True) -> torch.Tensor:
+    """A CPU tensor of dtype ``name``: the bulk from ``profile`` with ``seed``, then special
+    value number ``k`` (an index into the dtype's specials) written at flat position ``i``
+    for each ``(i, k)`` of ``specials``. ``bounds`` clips everything to ``[lo, hi]``."""
+    shape = tuple(int(s) for s in shape)
+    n = math.prod(shape)
+    rng = np.random.default_rng(seed)
+    cat = category(name)
+    if cat == "bool":
+        arr: np.ndarray = rng.random(n) < 0.5
+        for i, k in specials:
+            if n:
+                arr[i % n] = bool(k % 2)
+        return _to_tensor(arr, name, shape)
+    if cat == "integral":
+        if bounds is not None:
+            lo, hi = math.ceil(bounds[0]), math.floor(bounds[1])
+            arr = rng.integers(lo, hi, n, endpoint=True)
+            table: tuple[int, ...] = (lo, hi)
+        else:
+            arr = _fill_int(rng, profile, n, name, extremes)
+            table = int_specials(name, extremes)
+        for i, k in specials if n else ():
+            arr[i % n] = table[k % len(table)]
+        return _to_tensor(arr, name, shape)
+    part = {"complex64": "float32", "complex128": "float64"}.get(name, name)
+    parts = 2 if cat == "complex" else 1
+    arr = np.empty((parts, n))
+    for p in range(parts):
+        if bounds is not None:
+            arr[p] = rng.uniform(bounds[0], bounds[1], n)
+        else:
+            arr[p] = _fill_float(rng, profile, n, part)
+    if specials and n:
+        ftable = (bounds[0], bounds[1]) if bounds is not None else float_specials(part, extremes)
+        for j, (i, k) in enumerate(specials):
+            arr[j % parts, i % n] = ftable[k % len(ftable)]
+    if cat == "complex":
+        z = np.empty(n, dtype=np.complex128)
+        z.real, z.imag = arr[0], arr[1]  # not arr[0] + 1j * arr[1]: inf * 1j is nan
+        return _to_tensor(z, name, shape)
+    return _to_tensor(arr[0], name, shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def cached_integers(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """``st.integers(lo, hi)``, one object per range: drawing from an existing strategy object
+    is several times cheaper than building one per draw."""
+    return st.integers(lo, hi)
+
+
+def draw_tensor(draw: Any, name: str, shape: Sequence[int], *, adversarial: bool = True,
+                bounds: tuple[float, float] | None = None, extremes: bool = True,
+                label: str = "") -> torch.Tensor:
+    """Draw one tensor inside a composite strategy (``draw`` is its draw function): a few
+    integer choices (profile, seed, special values and their positions), then :func:`fill`."""
+    shape = tuple(int(s) for s in shape)
+    n = math.prod(shape)
+    if n == 0:
+        return fill(name, shape)
+    profile = "small"
+    if adversarial and bounds is None:
+        profile = _PROFILES[draw(cached_integers(0, len(_PROFILES) - 1), label=f"{label} profile")]
+    seed = draw(cached_integers(0, _SEED_MAX), label=f"{label} seed")
+    specials: list[tuple[int, int]] = []
+    if (adversarial or bounds is not None) \
+            and draw(cached_integers(0, SPECIALS_ONE_IN - 1), label="specials?") == SPECIALS_ONE_IN - 1:
+        for _ in range(draw(cached_integers(1, min(n, 4)), label=f"{label} how many specials")):
+            specials.append((draw(cached_integers(0, n - 1), label=f"{label} special at"),
+                             draw(cached_integers(0, 31), label=f"{label} special")))
+    return fill(name, shape, profile=profile, seed=seed, specials=specials, bounds=bounds,
+                extremes=extremes)
+
+
+def tensor_values(name: str, shape: Sequence[int], *, adversarial: bool = True,
+                  bounds: tuple[float, float] | None = None, extremes: bool = True
+                  ) -> st.SearchStrategy[torch.Tensor]:
+    """The strategy: a CPU tensor of dtype ``name`` and ``shape`` (see the module docstring).
+
+    ``adversarial=False`` keeps the bulk ``small`` and draws no specials (shape-focused checks).
+    """
+    return st.composite(lambda draw: draw_tensor(draw, name, shape, adversarial=adversarial,
+                                                 bounds=bounds, extremes=extremes))()
+
+
+# --------------------------------------------------------------------------- scalars
+
+
+@functools.cache
+def small_scalars(dtype: str) -> st.SearchStrategy[Any]:
+    """A small Python Scalar next to tensors of ``dtype`` (negative ones included): floats and
+    integers next to floating tensors, integers next to integral ones."""
+    cat = category(dtype)
+    if cat == "bool":
+        return st.booleans() | st.integers(0, 2)
+    if cat == "integral":
+        return st.integers(-3, 3)
+    return st.integers(-3, 3) | st.floats(-2, 2, allow_subnormal=False)
+
+
+@functools.cache
+def scalar_values(dtype: str, *, extremes: bool = True,
+                  bounds: tuple[float, float] | None = None) -> st.SearchStrategy[Any]:
+    """A Python Scalar next to tensors of ``dtype``: mostly small (negative ones included),
+    one in :data:`SCALAR_SPECIAL_ONE_IN` a special value of that dtype's category (NaN, ±inf,
+    -0.0, ties, ``iinfo`` extremes, values just outside the dtype's range)."""
+    if bounds is not None:
+        lo, hi = bounds
+        if float(lo).is_integer() and float(hi).is_integer():
+            return st.integers(int(lo), int(hi)) | st.sampled_from((lo, hi))
+        return st.floats(lo, hi, allow_nan=False)
+    cat = category(dtype)
+    small = small_scalars(dtype)
+    if cat == "bool":
+        return small
+    if cat == "integral":
+        info = torch.iinfo(torch_dtype(dtype))
+        wild: list[Any] = list(int_specials(dtype, extremes))
+        if extremes:  # one past the range: CPU raises (overflow) or wraps; the backend must too
+            wild += [int(info.max) + 1, int(info.min) - 1]
+    else:
+        part = {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
+        wild = list(float_specials(part, extremes))
+        if extremes:
+            wild += [1e300, -1e300, 3.4e38 if part != "float64" else 1e308]
+    special = st.sampled_from(tuple(wild))
+    return st.integers(0, SCALAR_SPECIAL_ONE_IN - 1).flatmap(
+        lambda k: special if k == SCALAR_SPECIAL_ONE_IN - 1 else small)
+
+
+#: Python scalars for the promotion check, by kind: the dtype follows the type, CPU may still
+#: refuse a value (``uint8 + 300`` overflow, ``int ** -1``), and then the backend must refuse too.
+PYTHON_SCALARS: dict[str, tuple[Any, ...]] = {
+    "bool": (True, False),
+    "integral": (2, 0, -1, 1, 5, -7, 127, 128, 255, 256, -129, 2**31, -(2**31) - 1, 2**63 - 1,
+                 -(2**63)),
+    "floating": (2.5, 0.0, -0.0, -1.5, 0.1, 1e-40, 3.5e38, 1e300, math.inf, -math.inf, math.nan),
+    "complex": (complex(1.5, 0.5), complex(0, 0), complex(-1, 2), complex(math.inf, 0),
+                complex(0, math.nan), complex(1e300, -1e300)),
+}
+
+
+def python_scalars(dtype: str) -> st.SearchStrategy[Any]:
+    """A Python scalar of the kind that ``dtype`` stands for (shrinks to the first value)."""
+    return st.sampled_from(PYTHON_SCALARS[category(dtype)])

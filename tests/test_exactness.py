@@ -1,0 +1,117 @@
+"""Exactness classes: the data says where the answer is unique; the comparison holds backends to
+it exactly (or within 1 ulp where a legitimate backend may round differently), never more."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import opdb
+from conformance.checks import _mismatches, comparison_for
+from conformance.strategies import Call, OpSignature
+from opdb import exactness
+from opdb.errors import InputError
+
+
+def sig_of(name: str) -> OpSignature:
+    return OpSignature.of(opdb.load()[name])
+
+
+def call(name: str, **values) -> Call:
+    return Call(sig=sig_of(name), values=tuple(values.items()))
+
+
+CTX = SimpleNamespace(tolerance=lambda name, dtype: (None, None))
+
+
+def how(c: Call, result: torch.Tensor):
+    return comparison_for(CTX, c, result)  # type: ignore[arg-type]
+
+
+def test_packaged_table_names_real_families():
+    table = exactness.load()
+    assert table.unknown_families(opdb.load().families) == []
+    assert table.entry_for("add.Tensor", family="add", tags=(), is_view=False).klass == "rounded"
+    assert table.entry_for("transpose.int", family="transpose", tags=(), is_view=True).klass \
+        == "exact"
+    assert table.entry_for("sum", family="sum", tags=(), is_view=False) is None
+
+
+@pytest.mark.parametrize("text,message", [
+    ("- {class: exact, families: [cat]}\n", "needs a 'reason'"),
+    ("- {class: fuzzy, families: [cat], reason: r}\n", "'class' must be one of"),
+    ("- {class: exact, families: [cat], reason: r, colour: red}\n", "unknown key 'colour'"),
+    ("- {class: exact, reason: r}\n", "needs 'families'"),
+    ("- {class: exact, families: [cat], reason: r}\n- {class: exact, families: [cat], reason: s}\n",
+     "already classified"),
+])
+def test_bad_data_is_one_line_error_with_location(tmp_path, text, message):
+    path = tmp_path / "exactness.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as info:
+        exactness.load_from(path)
+    assert info.value.file == str(path) and info.value.line is not None
+
+
+def test_classes_by_call():
+    f32 = torch.ones(3)
+    h = torch.ones(3, dtype=torch.float16)
+    # correctly rounded arithmetic: 0 ulp at float32, 1 ulp at float16 (CPU rounds via float32)
+    assert (how(call("add.Tensor", self=f32, other=f32), f32).ulps,
+            how(call("add.Tensor", self=f32, other=f32), f32).kind) == (0, "exact")
+    assert how(call("mul.Tensor", self=h, other=h), h).ulps == 1
+    # alpha != 1: a fused multiply-add may round once: tolerances
+    assert how(call("add.Tensor", self=f32, other=f32, alpha=2), f32).kind == "tolerance"
+    # a Python float that float32 cannot hold rounds first on CPU: tolerances
+    assert how(call("add.Scalar", self=f32, other=0.1), f32).kind == "tolerance"
+    assert how(call("add.Scalar", self=f32, other=0.5), f32).kind == "exact"
+    # mixed dtypes (int64 input converted first): tolerances
+    assert how(call("div.Tensor", self=torch.ones(3, dtype=torch.int64), other=f32),
+               f32).kind == "tolerance"
+    assert how(call("div.Tensor_mode", self=f32, other=f32, rounding_mode="floor"),
+               f32).kind == "tolerance"
+    # data movement is exact; narrowing float64 -> float16 may round twice on CPU: 1 ulp
+    assert how(call("cat", tensors=[f32, f32]), f32).ulps == 0
+    to_half = how(call("_to_copy", self=torch.ones(3, dtype=torch.float64),
+                       dtype=torch.float16), h)
+    assert (to_half.kind, to_half.ulps) == ("exact", 1)
+    # |z| is a rounded hypot: complex abs keeps tolerances
+    assert how(call("abs", self=torch.ones(2, dtype=torch.complex64)), f32).kind == "tolerance"
+    assert how(call("abs", self=f32), f32).kind == "exact"
+    # accumulate=True adds in an unspecified order
+    idx = [torch.zeros(2, dtype=torch.int64)]
+    assert how(call("index_put", self=f32, indices=idx, values=f32[:2], accumulate=True),
+               f32).kind == "tolerance"
+    assert how(call("index_put", self=f32, indices=idx, values=f32[:2]), f32).kind == "exact"
+    assert how(call("sum", self=f32), f32).kind == "tolerance"
+    # views: the schema says the result aliases the input
+    assert how(call("transpose.int", self=torch.ones(2, 3), dim0=0, dim1=1), f32).kind == "exact"
+
+
+def test_ulp_mask():
+    one = torch.tensor([1.0, float("nan"), -0.0, 2.0])
+    next_up = torch.nextafter(one, torch.tensor(float("inf")))
+    actual = torch.stack([next_up[0], one[1], torch.tensor(0.0), one[3]])
+    assert _mismatches(actual, one, 0).tolist() == [True, False, False, False]
+    assert not _mismatches(actual, one, 1).any()
+    two_up = torch.nextafter(next_up, torch.tensor(float("inf")))
+    assert _mismatches(two_up[:1], one[:1], 1).tolist() == [True]
+    h = torch.tensor([65504.0], dtype=torch.float16)
+    assert not _mismatches(torch.tensor([float("inf")], dtype=torch.float16), h, 1).any()
+    big = torch.tensor([1e300, -1e300], dtype=torch.float64)
+    assert _mismatches(-big, big, 1).all()  # opposite signs: no int64 overflow in the distance
+    z = torch.tensor([complex(1, float("nan"))])
+    assert not _mismatches(z, z.clone(), 0).any()
+
+
+def test_undefined_conversion_is_not_counted_but_defined_ones_are_compared():
+    from conformance.checks import _undefined_conversion
+
+    nan = call("_to_copy", self=torch.tensor([float("nan"), 1.0]), dtype=torch.int32)
+    assert _undefined_conversion(nan, torch.int32)
+    ok = call("_to_copy", self=torch.tensor([3.5, -2.0]), dtype=torch.int32)
+    assert not _undefined_conversion(ok, torch.int32)
+    big = call("_to_copy", self=torch.tensor([3e9]), dtype=torch.int32)
+    assert _undefined_conversion(big, torch.int32)
