@@ -249,9 +249,8 @@ def _assert_values(ctx: Context, call: Call, label: str, where: str, actual: tor
                                     f"{allowed} ({how.why}): {n} of {total} elements differ, "
                                     f"first at index {index}: {a_v!r}, but should be {e_v!r} "
                                     f"[{where}]")
-    rtol, atol = how.rtol, how.atol
-    if rtol is None:
-        rtol, atol = default_tolerance(expected.dtype)
+    rtol, atol = (how.rtol, how.atol or 0.0) if how.rtol is not None else \
+        default_tolerance(expected.dtype)
     if expected.is_floating_point() or expected.is_complex():
         if expected.shape == actual.shape and bool(torch.isclose(
                 actual, expected, rtol=rtol, atol=atol, equal_nan=True).all()):
