@@ -93,6 +93,11 @@ class Inflight:
         if self._fd is not None:
             os.ftruncate(self._fd, 0)  # nothing running
 
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
     def _write(self) -> None:
         """Rewrite the marker in place through one open descriptor (no open/rename per call:
         this runs before every example)."""

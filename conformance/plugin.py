@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from conformance.backends import Backend
     from conformance.engine import EngineSettings, Inflight, Item
     from conformance.expectations import Expectations
-    from conformance.results import ResultsWriter
+    from conformance.results import ResultsWriter, ResumeState
     from conformance.verdicts import Verdict
     from opdb.opdata import Hints, Tolerances
 
@@ -68,8 +68,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="per-item watchdog: a hung item is recorded as 'timeout' and its "
                          "process ends (use -n so a worker is replaced) (default 120; 0 = off)")
     group.addoption("--shard", default=None, metavar="K/N",
-                    help="run only shard K of N (0-based; items dealt round-robin in a stable "
-                         "order), e.g. for CI machines splitting a full run")
+                    help="run only shard K of N (0-based; items dealt in a stable order, "
+                         "balanced by --shard-durations when given, else round-robin)")
+    group.addoption("--shard-durations", default=None, metavar="RESULTS",
+                    help="a previous results file: balance --shard by its items' durations")
+    group.addoption("--resume", action="store_true", default=False,
+                    help="continue the --results file of an interrupted run: keep its "
+                         "verdicts, run only the items it lacks")
+    group.addoption("--overwrite", action="store_true", default=False,
+                    help="replace an existing --results file (without it, or --resume, an "
+                         "existing file is refused)")
+    group.addoption("--strict-expectations", action="store_true", default=False,
+                    help="an expected failure whose item now passes (xpass) fails the item")
     group.addoption("--hypothesis-db", default=None, metavar="DIR",
                     help="Hypothesis example database (default .conformance/hypothesis under "
                          "the rootdir; 'none' for no database)")
@@ -106,13 +116,23 @@ class State:
             except re.error as exc:
                 raise InputError(f"--ops: invalid regular expression {self.ops!r}: {exc}") \
                     from None
+            from conformance.shards import load_durations, parse_shard
+
             self.shard: tuple[int, int] | None = None
+            self.durations: dict[str, float] | None = None
             if opt("--shard"):
-                m = re.fullmatch(r"(\d+)/(\d+)", opt("--shard"))
-                if not m or not int(m.group(1)) < int(m.group(2)):
-                    raise InputError(f"--shard must be K/N with 0 <= K < N, not "
-                                     f"{opt('--shard')!r}")
-                self.shard = (int(m.group(1)), int(m.group(2)))
+                self.shard = parse_shard(opt("--shard"))
+                if opt("--shard-durations"):  # every worker deals the same partition
+                    self.durations = load_durations(opt("--shard-durations"))
+            self.resume: ResumeState | None = None
+            # test ids already on disk (--resume): the controller reads them, workers are told
+            self.skip_ids: frozenset[str] = frozenset()
+            if not self.is_worker:
+                self.resume = _check_results_path(config)
+                self.skip_ids = frozenset(self.resume.done) if self.resume else frozenset()
+            else:
+                self.skip_ids = frozenset(getattr(config, "workerinput").get(  # noqa: B009
+                    "conformance_done", ()))
             max_examples = opt("--max-examples")
             if max_examples is not None and max_examples < 1:
                 raise InputError("--max-examples must be at least 1")
@@ -137,19 +157,24 @@ class State:
         elif db.lower() == "none":
             db = None
         self.settings: EngineSettings = EngineSettings(
-            max_examples=max_examples or 10, seed=opt("--conformance-seed"), database=db)
+            max_examples=max_examples or EngineSettings().max_examples, seed=opt("--conformance-seed"), database=db)
         self.timeout = float(opt("--conformance-timeout") or 0)
         if self.is_worker:
             workerinput = getattr(config, "workerinput")  # noqa: B009 - set by xdist
             self.run_id = workerinput.get("conformance_run_id", "local")
             self.worker = workerinput.get("workerid", "main")
+        elif self.resume is not None and self.resume.run.get("run_id"):
+            self.run_id = str(self.resume.run["run_id"])  # its in-flight folder, if it crashed
+            self.worker = "main"
         else:
             self.run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
             self.worker = "main"
         self.inflight_dir = Path(config.rootpath) / ".conformance" / "inflight" / self.run_id
         self.inflight: Inflight = Inflight(self.inflight_dir / f"{self.worker}.json")
         self.writer: ResultsWriter | None = None
-        self.written: set[str] = set()
+        self.written: set[str] = set(self.resume.done) if self.resume else set()
+        self.xpassed: list[str] = []
+        self.exit_status: dict[str, int | None] = {}  # xdist worker id -> how its process ended
 
     # -- results (controller / lone process only) --------------------------------------------
     def open_results(self) -> None:
@@ -158,14 +183,27 @@ class State:
         path = self.config.getoption("--results")
         if not path or self.is_worker:
             return
-        self.writer = ResultsWriter(path)
         import sys
 
-        self.writer.write(run_record(backend=self.backend, seed=self.settings.seed,
-                                     checks=self.checks, ops=self.ops,
-                                     max_examples=self.settings.max_examples,
-                                     argv=list(getattr(self.config.invocation_params, "args",
-                                                       sys.argv))))
+        record = run_record(backend=self.backend, seed=self.settings.seed,
+                            checks=self.checks, ops=self.ops,
+                            max_examples=self.settings.max_examples,
+                            argv=list(getattr(self.config.invocation_params, "args", sys.argv)),
+                            run_id=self.run_id)
+        if self.resume is not None:
+            from conformance.results import resume_mismatch
+            from opdb.errors import InputError
+
+            why = resume_mismatch(self.resume.run, record)
+            if why:
+                err = InputError(f"--resume: cannot continue this file: {why} (use "
+                                 f"--overwrite or another results file)", file=str(path))
+                raise pytest.UsageError(f"conformance: {err}")
+            # one run record per file: the resumed run appends verdicts only
+            self.writer = ResultsWriter(path, truncate=False)
+            return
+        self.writer = ResultsWriter(path)
+        self.writer.write(record)
 
     def record(self, obj: dict[str, Any]) -> None:
         key = f"{obj.get('overload')}::{obj.get('check')}"
@@ -182,7 +220,10 @@ class State:
             return
         for key, value in report.user_properties:
             if key == _PROP:
-                state.record(json.loads(str(value)))
+                rec = json.loads(str(value))
+                if rec.get("verdict") == "pass" and rec.get("expected"):
+                    state.xpassed.append(report.nodeid)
+                state.record(rec)
                 return
         if report.when == "???" and report.failed:  # xdist: the worker died running this item
             worker = getattr(getattr(report, "node", None), "gateway", None)
@@ -208,8 +249,46 @@ class State:
                 rec["category"] = "cpu_crashed"
             else:
                 rec = _lost_record(state, marker, "crash",
-                                   f"the process running it died (xdist worker {wid or '?'})")
+                                   f"the process running it died (xdist worker {wid or '?'}"
+                                   f"{_how_it_ended(state.exit_status.get(str(wid)))})")
             state.record(rec)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: a worker went down. Reap its process now: xdist replaces a crashed
+        worker but waits for the old process only when the session ends, so every crash or
+        timeout used to leave a zombie behind for the rest of the run."""
+        gateway = getattr(node, "gateway", None)
+        popen = getattr(getattr(gateway, "_io", None), "popen", None)
+        if popen is None:
+            return
+        if not error:
+            return  # a worker that finished normally: xdist waits for it at the end
+        import subprocess
+
+        try:
+            try:
+                code = popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # its channel broke but it lives on: end it
+                popen.kill()
+                code = popen.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - never let reaping break the controller's loop
+            return
+        self.exit_status[str(getattr(gateway, "id", "?"))] = code
+
+    def cleanup(self) -> None:
+        """A run that ended (completed, failed or interrupted) has no use for its in-flight
+        markers; only a run whose process died keeps them (``--resume`` reads them)."""
+        self.inflight.close()
+        if self.is_worker:
+            return
+        import shutil
+
+        shutil.rmtree(self.inflight_dir, ignore_errors=True)
+        try:
+            self.inflight_dir.parent.rmdir()  # .conformance/inflight, if no other run is there
+        except OSError:
+            pass
 
     # -- the op list --------------------------------------------------------------------------
     def db(self) -> Any:
@@ -223,6 +302,31 @@ class State:
             if rx is None or any(rx.fullmatch(s) for s in (ov.name, ov.base, ov.family)):
                 out.append(ov)
         return out
+
+
+def _check_results_path(config: pytest.Config) -> ResumeState | None:
+    """Never overwrite a results file silently: continue it (``--resume``), replace it
+    (``--overwrite``) or refuse. Returns what a resumed file already holds."""
+    from conformance.results import load_for_resume
+    from opdb.errors import InputError
+
+    path = config.getoption("--results")
+    resume, overwrite = config.getoption("--resume"), config.getoption("--overwrite")
+    if resume and overwrite:
+        raise InputError("--resume and --overwrite exclude each other")
+    if not path:
+        if resume:
+            raise InputError("--resume needs the results file to continue (--results FILE)")
+        return None
+    target = Path(path)
+    if target.is_dir():
+        raise InputError("is a directory, not a results file", file=str(path))
+    if resume:
+        return load_for_resume(target)
+    if not overwrite and target.exists() and target.stat().st_size > 0:
+        raise InputError("exists (from an earlier run): continue it with --resume or replace "
+                         "it with --overwrite", file=str(path))
+    return None
 
 
 def _state(config: pytest.Config) -> State | None:
@@ -241,8 +345,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = _state(config)
-    if state is not None and state.writer is not None:
+    if state is None:
+        return
+    if state.writer is not None:
         state.writer.close()
+    state.cleanup()
+
+
+def _how_it_ended(code: int | None) -> str:
+    """``, killed by SIGSEGV`` / ``, exit status 70`` for a worker's return code."""
+    if code is None:
+        return ""
+    if code < 0:
+        import signal
+
+        try:
+            return f", killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f", killed by signal {-code}"
+    return f", exit status {code}"
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -250,6 +371,7 @@ def pytest_configure_node(node: Any) -> None:  # xdist controller: one call per 
     state = _state(node.config)
     if state is not None:
         node.workerinput["conformance_run_id"] = state.run_id
+        node.workerinput["conformance_done"] = sorted(state.skip_ids)
 
 
 class ConformanceFailure(Exception):
@@ -391,23 +513,28 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     from conformance.checks import CHECKS
     from conformance.engine import Item
+    from conformance.shards import assign
     from conformance.strategies import OpSignature
 
-    overloads = state.selected()
+    pairs = [(OpSignature.of(ov), check) for ov in state.selected() for check in state.checks]
+    ids = [f"{sig.name}::{check}" for sig, check in pairs]
+    shard_of = assign(ids, state.shard[1], state.durations) if state.shard else None
     new: list[pytest.Item] = []
-    index = -1
-    for ov in overloads:
-        sig = OpSignature.of(ov)
-        for check in state.checks:
-            index += 1
-            if state.shard and index % state.shard[1] != state.shard[0]:
-                continue
-            item = Item(sig, CHECKS[check])
-            node = ConformanceItem.from_parent(session, name=item.id, nodeid=item.id, item=item)
-            reason = state.expectations.reason_for(item.id)
-            if reason:
-                node.add_marker(pytest.mark.xfail(reason=reason, strict=False))
-            new.append(node)
+    for index, (sig, check) in enumerate(pairs):
+        # the partition is dealt over every selected item, before --resume takes out the done
+        # ones, so a resumed shard is the same shard
+        if shard_of is not None and state.shard and shard_of[index] != state.shard[0]:
+            continue
+        if ids[index] in state.skip_ids:
+            continue
+        item = Item(sig, CHECKS[check])
+        node = ConformanceItem.from_parent(session, name=item.id, nodeid=item.id, item=item)
+        reason = state.expectations.reason_for(item.id)
+        if reason:
+            node.add_marker(pytest.mark.xfail(reason=reason,
+                                              strict=state.config.getoption(
+                                                  "--strict-expectations")))
+        new.append(node)
     # A --backend session is a conformance run: tests collected from files (e.g. the project's
     # testpaths) are deselected rather than mixed in.
     others = [i for i in items if not isinstance(i, ConformanceItem)]

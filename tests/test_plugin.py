@@ -221,10 +221,23 @@ def test_progress_line_and_summary(tmp_path):
         progress.pytest_runtest_logreport(types.SimpleNamespace(
             user_properties=[("conformance_verdict", rec)], when="call", nodeid="x::forward",
             passed=verdict == "pass", failed=verdict == "fail"))
-    assert "\r[2/2 100%]" in stream.getvalue() and "fail 1" in stream.getvalue()
-    quiet = io.StringIO()
-    Progress(quiet, tty=False).draw("x", force=True)
-    assert quiet.getvalue() == ""
+    shown = stream.getvalue()
+    assert "\r[2/2 100%" in shown and "fail 1" in shown and "/s" in shown and "ETA" in shown
+    # not a terminal (a CI log): plain status lines, at most one per interval, no \r
+    log = io.StringIO()
+    progress = Progress(log, tty=False, interval=3600)
+    progress.total = 3
+    for verdict in ("pass", "fail"):
+        rec = json.dumps({"verdict": verdict, "expected": "known" if verdict == "pass" else None})
+        progress.pytest_runtest_logreport(types.SimpleNamespace(
+            user_properties=[("conformance_verdict", rec)], when="call", nodeid="x::forward",
+            passed=True, failed=False))
+    assert log.getvalue() == ""  # the interval has not passed
+    progress.interval = 0
+    progress.draw("x")
+    line = log.getvalue()
+    assert line.startswith("conformance: 2/3 67%") and line.endswith("\n") and "\r" not in line
+    assert "xpass 1" in line and "fail 1" in line and "ETA" in line
 
     res = tmp_path / "r.jsonl"
     res.write_text("\n".join(json.dumps(r) for r in [

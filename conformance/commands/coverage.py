@@ -24,8 +24,11 @@ def register(subparsers: Any) -> None:
         "--backend", required=True, metavar="NAME",
         help="cpu, meta, cuda, mps, xpu, mlu, or privateuse1:MODULE",
     )
-    p.add_argument("--format", choices=FORMATS, default="table")
-    p.add_argument("-o", "--output", metavar="FILE", help="also write the coverage JSON to FILE")
+    p.add_argument("--format", choices=FORMATS, default="table",
+                   help="table (default) or json; with -o, json goes only to the file")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the coverage JSON to FILE (the table, if asked for, still "
+                        "prints)")
     p.add_argument(
         "--without", metavar="OVERLOADS",
         help="comma-separated overloads to leave out of the reference backend 'mlu'",
@@ -87,7 +90,11 @@ def run(args: argparse.Namespace) -> int:
                 fh.write(text)
         except OSError as exc:
             raise InputError(f"-o: cannot write {args.output}: {exc.strerror}") from None
-    if args.format == "json":
+    if args.format == "json" and args.output:
+        # the JSON went to the file: the terminal gets one line, not 30,000
+        summary = ", ".join(f"{n} {status}" for status, n in cov["summary"].items())
+        print(f"conformance coverage: wrote {args.output} ({summary})", file=sys.stderr)
+    elif args.format == "json":
         sys.stdout.write(text)
     else:
         sys.stdout.write(render_table(cov))

@@ -21,7 +21,9 @@ def register(subparsers: Any) -> None:
             "skipped with a warning naming file:line."
         ),
     )
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s), JSONL")
+    p.add_argument("results", nargs="*", default=["results.jsonl"], metavar="RESULTS",
+                   help="results file(s), JSONL (default: results.jsonl, what `conformance "
+                        "run` writes)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="output file (default: report.html, report.csv, ...; '-' = stdout "
                         "for csv/json)")

@@ -22,15 +22,42 @@ if TYPE_CHECKING:
     from conformance.backends import Backend
 
 
+class _HelpWithChecks(argparse.Action):
+    """``-h``: the help, with the checks named from the ``CHECKS`` table (imported only now:
+    it imports torch, which building the parser must not)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser.epilog = checks_epilog()
+        parser.print_help()
+        parser.exit()
+
+
+def checks_epilog() -> str:
+    from conformance.checks import CHECKS, DEFAULT_CHECKS
+
+    width = max(len(n) for n in CHECKS)
+    lines = ["checks (--checks; default: " + ",".join(DEFAULT_CHECKS) + "):"]
+    lines += [f"  {name:<{width}}  {check.doc}" for name, check in CHECKS.items()]
+    return "\n".join(lines)
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "run", help="check every overload on a backend against CPU (values, promotion, broadcast)",
-        description="Run the parity checks on a backend against CPU and write verdict records.")
+        description="Run the parity checks on a backend against CPU and write verdict records.",
+        add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-h", "--help", action=_HelpWithChecks, help="show this help and exit")
     p.add_argument("--backend", required=True, metavar="NAME",
                    help="cpu, meta, cuda, mps, xpu, mlu, privateuse1:MODULE")
     p.add_argument("--ops", metavar="REGEX",
                    help="overloads whose name, base name or family fully matches REGEX")
-    p.add_argument("--checks", metavar="LIST", help="comma-separated (default: all)")
+    p.add_argument("--checks", metavar="LIST",
+                   help="comma-separated checks (listed below; default: all of them)")
     p.add_argument("--max-examples", type=int, metavar="K",
                    help="Hypothesis examples per (overload, check) (default 10)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
@@ -39,7 +66,14 @@ def register(subparsers: Any) -> None:
                    help="worker processes (default: CPU count, at most 8; 0 = in this "
                         "process, without crash isolation)")
     p.add_argument("-o", "--output", default="results.jsonl", metavar="FILE",
-                   help="results file (JSONL) (default results.jsonl)")
+                   help="results file (JSONL) (default results.jsonl); an existing one is "
+                        "refused unless --resume or --overwrite")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the -o file of an interrupted run (killed, crashed, timed "
+                        "out): keep its verdicts and run only the items it lacks")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing -o file")
+    p.add_argument("--strict-expectations", action="store_true",
+                   help="an expected failure that now passes (xpass) is an error (exit 1)")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report")
     p.add_argument("--without", metavar="LIST",
                    help="reference backend only: overloads to leave out (comma-separated)")
@@ -50,6 +84,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                    help="per-item timeout; a hung item gets the verdict 'timeout' (default 120)")
     p.add_argument("--shard", metavar="K/N", help="run only shard K of N (0-based)")
+    p.add_argument("--durations", metavar="RESULTS",
+                   help="with --shard: balance the shards by the durations in a previous "
+                        "results file (default: by item counts)")
     p.add_argument("--pytest-args", default="", metavar="ARGS",
                    help="extra pytest arguments, e.g. \"-k 'promotion' -x\"")
     p.set_defaults(func=run)
@@ -62,8 +99,18 @@ def _validate(args: argparse.Namespace) -> Backend:
         raise InputError("--max-examples must be at least 1")
     if args.workers is not None and args.workers < 0:
         raise InputError("-n/--workers must be 0 or more")
-    if args.shard and not re.fullmatch(r"\d+/\d+", args.shard):
-        raise InputError(f"--shard must be K/N, e.g. 0/4, not {args.shard!r}")
+    if args.shard:
+        from conformance.shards import parse_shard
+
+        parse_shard(args.shard)
+    if args.durations:
+        if not args.shard:
+            raise InputError("--durations balances shards: it needs --shard K/N")
+        from conformance.shards import load_durations
+
+        load_durations(args.durations)
+    if args.resume and args.overwrite:
+        raise InputError("--resume and --overwrite exclude each other")
     if args.timeout < 0:
         raise InputError("--timeout must be 0 (off) or more")
     if args.ops:
@@ -77,6 +124,13 @@ def _validate(args: argparse.Namespace) -> Backend:
         for c in (c.strip() for c in args.checks.split(",")):
             if c and c not in CHECKS:
                 raise InputError(f"--checks: unknown check {c!r} (known: {', '.join(CHECKS)})")
+    out = Path(args.output)
+    if out.is_dir():
+        raise InputError("-o: is a directory, not a results file", file=args.output)
+    if (out.exists() and out.stat().st_size > 0 and not args.resume
+            and not args.overwrite):
+        raise InputError(f"-o {args.output} exists (from an earlier run): continue it with "
+                         f"--resume or replace it with --overwrite")
     for opt in ("native_functions", "expected_failures"):
         path = getattr(args, opt)
         if path and not Path(path).is_file():
@@ -94,7 +148,33 @@ def _validate(args: argparse.Namespace) -> Backend:
     # Resolving brings the backend up: an unknown or unavailable one is bad input here.
     from conformance.backends import parse_without, resolve
 
-    return resolve(args.backend, without=parse_without(args.without) if args.without else None)
+    backend = resolve(args.backend, without=parse_without(args.without) if args.without else None)
+    if args.resume:
+        _check_resumable(args, backend)
+    return backend
+
+
+def _check_resumable(args: argparse.Namespace, backend: Backend) -> None:
+    """``--resume`` continues only a file of the same run settings (one line, exit 2 if not)."""
+    import torch
+
+    from conformance.checks import DEFAULT_CHECKS
+    from conformance.engine import EngineSettings
+    from conformance.results import load_for_resume, resume_mismatch
+    from opdb.errors import InputError
+
+    state = load_for_resume(args.output)
+    if state is None:
+        return
+    checks = [c.strip() for c in (args.checks or ",".join(DEFAULT_CHECKS)).split(",")
+              if c.strip()]
+    now = {"backend": backend.name, "torch_version": torch.__version__, "seed": args.seed,
+           "checks": checks, "ops": args.ops,
+           "max_examples": args.max_examples or EngineSettings().max_examples}
+    why = resume_mismatch(state.run, now)
+    if why:
+        raise InputError(f"--resume: {args.output} is another run's file: {why} (use "
+                         f"--overwrite or another -o)")
 
 
 def _static_coverage(args: argparse.Namespace, backend: Backend) -> dict[str, Any]:
@@ -117,9 +197,12 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
                         ("--max-examples", args.max_examples), ("--without", args.without),
                         ("--native-functions", args.native_functions),
                         ("--expected-failures", args.expected_failures),
-                        ("--shard", args.shard)):
+                        ("--shard", args.shard), ("--shard-durations", args.durations)):
         if value is not None:
             argv += [flag, str(value)]
+    for flag in ("resume", "overwrite", "strict_expectations"):
+        if getattr(args, flag):
+            argv.append("--" + flag.replace("_", "-"))
     if workers > 0:
         argv += ["-n", str(workers), "--max-worker-restart", "1000000"]
     if args.pytest_args:
@@ -143,10 +226,21 @@ def run(args: argparse.Namespace) -> int:
         print("conformance run: pytest-xdist is not installed: running in this process, "
               "without crash isolation", file=sys.stderr)
         workers = 0
-    progress = Progress(sys.stderr)
+    done = 0
+    if args.resume:
+        from conformance.results import load_for_resume
+
+        state = load_for_resume(args.output)  # also cuts a half-written last line
+        done = len(state.done) if state else 0
+        print(f"conformance run: resuming {args.output}: {done} verdicts on disk are kept"
+              if state else f"conformance run: --resume: {args.output} does not exist yet; "
+              "starting it", file=sys.stderr)
+    progress = Progress(sys.stderr, already=done)
     with tempfile.TemporaryDirectory(prefix="conformance-") as empty:
         argv = pytest_argv(args, workers, empty)
         code = pytest.main(argv, plugins=[progress])
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED and done:
+        code = pytest.ExitCode.OK  # resumed a run that had finished: nothing left to do
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         raise InputError(f"--ops {args.ops!r} matched no overload" if args.ops
                          else "no overload was selected")
@@ -175,7 +269,19 @@ def run(args: argparse.Namespace) -> int:
     if html_error:
         # The results file is complete; only the report could not be written.
         raise InputError(f"--html: {html_error} (the results are in {args.output})")
+    if args.strict_expectations and xpassed(args.output):
+        print(f"conformance run: --strict-expectations: {len(xpassed(args.output))} expected "
+              "failure(s) now pass; delete their entries", file=sys.stderr)
+        return 1
     return 0
+
+
+def xpassed(path: str) -> list[dict[str, Any]]:
+    """Verdict records of items an expected-failure entry named that passed (xpass)."""
+    from conformance.results import read_records
+
+    return [r for r in read_records(path) if r.get("record") == "verdict"
+            and r.get("verdict") == "pass" and r.get("expected")]
 
 
 def _stale_expectations(args: argparse.Namespace) -> list[Any]:

@@ -1,0 +1,65 @@
+"""The command line as a new user meets it: help that names things, defaults that agree,
+bad input refused in one line before any work starts."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+
+REPORTS = Path(__file__).parent / "data" / "reports"
+
+
+def test_run_help_names_every_check_from_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.checks import CHECKS
+
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for name, check in CHECKS.items():
+        assert f"  {name}" in out and check.doc in out
+    assert "--resume" in out and "--overwrite" in out and "--durations" in out
+
+
+@pytest.mark.parametrize("shard", ["3/2", "2/2", "1/0", "a/b", "1-2"])
+def test_bad_shard_refused_in_one_line_before_pytest(shard: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "conformance", "run", "--backend", "cpu",
+                           "--shard", shard], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("conformance run: error: --shard must be K/N")
+    assert proc.stdout == ""
+
+
+def test_durations_needs_shard_and_a_results_file(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--backend", "cpu", "--durations", str(REPORTS / "small.jsonl"),
+                 "-o", str(tmp_path / "r.jsonl")]) == 2
+    assert "needs --shard" in capsys.readouterr().err
+    assert main(["run", "--backend", "cpu", "--shard", "0/2", "--durations",
+                 str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "r.jsonl")]) == 2
+    assert "nope.jsonl: --durations: file not found" in capsys.readouterr().err
+
+
+def test_resume_and_overwrite_exclude_each_other(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--backend", "cpu", "--resume", "--overwrite",
+                 "-o", str(tmp_path / "r.jsonl")]) == 2
+    assert "exclude each other" in capsys.readouterr().err
+
+
+def test_report_reads_what_run_writes_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["report"]) == 2  # nothing there yet: one line naming the file
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "results.jsonl" in err[0]
+    shutil.copy(REPORTS / "small.jsonl", tmp_path / "results.jsonl")
+    assert main(["report"]) == 0
+    assert (tmp_path / "report.html").stat().st_size > 0
