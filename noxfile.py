@@ -29,7 +29,8 @@ def report(session: nox.Session) -> None:
     """Full conformance run on the reference backend, writing results.jsonl and report.html."""
     session.install(*CONSTRAINTS, "-e", ".[test]")
     session.run(
-        "conformance", "run", "--backend", "mlu", "-o", "results.jsonl", "--html", "report.html",
+        "conformance", "run", "--backend", "mlu", "-o", "results.jsonl", "--overwrite",
+        "--html", "report.html",
         *session.posargs,
     )
 

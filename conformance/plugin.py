@@ -78,6 +78,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--overwrite", action="store_true", default=False,
                     help="replace an existing --results file (without it, or --resume, an "
                          "existing file is refused)")
+    group.addoption("--no-crash-replay", action="store_true", default=False,
+                    help="record a dead worker's item as a crash without first replaying its "
+                         "call in fresh processes (CPU alone, backend alone) to see who crashes")
     group.addoption("--strict-expectations", action="store_true", default=False,
                     help="an expected failure whose item now passes (xpass) fails the item")
     group.addoption("--hypothesis-db", default=None, metavar="DIR",
@@ -221,9 +224,10 @@ class State:
         for key, value in report.user_properties:
             if key == _PROP:
                 rec = json.loads(str(value))
-                if rec.get("verdict") == "pass" and rec.get("expected"):
+                if (rec.get("verdict") == "pass" and rec.get("expected")
+                        and report.nodeid not in state.xpassed):
                     state.xpassed.append(report.nodeid)
-                state.record(rec)
+                state.record(rec)  # once: the teardown report carries the properties again
                 return
         if report.when == "???" and report.failed:  # xdist: the worker died running this item
             worker = getattr(getattr(report, "node", None), "gateway", None)
@@ -251,7 +255,34 @@ class State:
                 rec = _lost_record(state, marker, "crash",
                                    f"the process running it died (xdist worker {wid or '?'}"
                                    f"{_how_it_ended(state.exit_status.get(str(wid)))})")
+                if not state.config.getoption("--no-crash-replay") and marker.get("call"):
+                    # before blaming the backend: does its call kill a fresh process alone?
+                    from conformance.crashes import attribute, judge
+
+                    replayed = attribute(marker, device=state.backend.device,
+                                         cwd=state.config.rootpath)
+                    rec["verdict"], rec["category"], tail = judge(replayed)
+                    msg, sep, running = rec["message"].partition("; it was running")
+                    rec["message"] = msg + tail + sep + running
+                    rec["replay"] = replayed
+                    if rec["verdict"] != "crash":
+                        rec["repro"] = None
             state.record(rec)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Stale expected failures (xpass): each with the entry to delete."""
+        if self.is_worker or not self.xpassed:
+            return
+        strict = self.config.getoption("--strict-expectations")
+        tr = terminalreporter
+        tr.section("expected failures that now pass (xpass)", sep="-",
+                   red=strict, yellow=not strict)
+        for nodeid in self.xpassed:
+            entry = next((e for e in self.expectations.entries if e.matches(nodeid)), None)
+            where = f"{entry.file}:{entry.line} ({entry.id})" if entry else "?"
+            tr.line(f"{nodeid}: delete the entry at {where}")
+        if not strict:
+            tr.line("(--strict-expectations makes these errors)")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

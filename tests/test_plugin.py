@@ -122,6 +122,35 @@ def test_expected_failures_file(pytester, monkeypatch):
         pass
 
 
+def test_stale_expected_failure_is_xpass_and_strict_makes_it_an_error(pytester, monkeypatch):
+    """An expected-failure entry whose item now passes: XPASS, listed with the entry to delete,
+    recorded (pass + expected reason); an error under --strict-expectations."""
+    pytest.importorskip("kernels")
+    monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
+    xf = pytester.path / "xf.yaml"
+    xf.write_text("- id: add.Tensor::forward\n  reason: alpha is ignored (known)\n"
+                  "- id: sub.Tensor::forward\n  reason: fixed long ago\n")
+    args = ("--backend", "privateuse1:buggy_alpha", "--ops", r"add\.Tensor|sub\.Tensor",
+            "--checks", "forward", "--expected-failures", str(xf), *QUICK)
+    res = pytester.path / "r.jsonl"
+    result = pytester.runpytest_subprocess(*args, "--results", str(res))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("xfailed") == 1 and outcomes.get("xpassed") == 1
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*expected failures that now pass (xpass)*",
+                                 f"sub.Tensor::forward: delete the entry at {xf}:3*"])
+    assert result.stdout.str().count("delete the entry at") == 1
+    rec = _verdicts(res)["sub.Tensor::forward"]
+    assert rec["verdict"] == "pass" and rec["expected"] == "fixed long ago"
+
+    strict = pytester.runpytest_subprocess(*args, "--strict-expectations", "--results",
+                                           str(pytester.path / "s.jsonl"))
+    outcomes = strict.parseoutcomes()
+    assert outcomes.get("failed") == 1 and outcomes.get("xfailed") == 1
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(["*sub.Tensor::forward*XPASS(strict)*"])
+
+
 def test_bad_options_are_usage_errors(pytester, tmp_path):
     result = pytester.runpytest("--backend", "cpu", "--checks", "forward,bogus", *QUICK)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -153,6 +182,9 @@ def test_xdist_results_complete_with_crash_and_timeout(tmp_path):
     verdicts = _verdicts(res)
     assert verdicts["abs::forward"]["verdict"] == "crash", proc.stdout[-2000:]
     assert "torch.ops.aten.abs.default" in verdicts["abs::forward"]["repro"]
+    # attributed by replaying the call alone, each side in a fresh process
+    assert verdicts["abs::forward"]["replay"] == {"cpu": "ok", "backend": "crashed (SIGSEGV)"}
+    assert "killed by SIGSEGV" in verdicts["abs::forward"]["message"]
     assert verdicts["add.Tensor::forward"]["verdict"] == "pass"
     ids = [line for line in proc.stdout.splitlines() if "::" in line]
     assert ids or proc.returncode == 1
@@ -164,10 +196,15 @@ def test_xdist_results_complete_with_crash_and_timeout(tmp_path):
     cmd2[cmd2.index("privateuse1:crashy_segfault")] = "privateuse1:crashy_hang"
     cmd2[cmd2.index(str(res))] = str(res2)
     cmd2[cmd2.index("--ops") + 1] = r"neg|abs|add\.Tensor"
-    cmd2[cmd2.index("--conformance-timeout") + 1] = "3"
+    cmd2[cmd2.index("--conformance-timeout") + 1] = "5"
     cmd2[cmd2.index("-n") + 1] = "1"
-    subprocess.run(cmd2, capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=300)
+    # as `conformance run` does: a loaded machine may time out more than the two hung items,
+    # and xdist's default (4 restarts for -n 1) would then end the run early
+    cmd2 += ["--max-worker-restart", "1000"]
+    proc = subprocess.run(cmd2, capture_output=True, text=True, cwd=tmp_path, env=_env(),
+                          timeout=300)
     verdicts = _verdicts(res2)
+    assert "add.Tensor::forward" in verdicts, (proc.stdout[-3000:], proc.stderr[-3000:])
     # neg sleeps (GIL free: the watchdog thread fires); abs spins in C holding the GIL (the
     # faulthandler backstop ends the worker; the controller sees how long it ran)
     assert verdicts["neg::forward"]["verdict"] == "timeout", verdicts["neg::forward"]
@@ -203,6 +240,14 @@ def test_shards_partition_the_items(pytester):
     every = ids()
     a, b = ids("--shard", "0/2"), ids("--shard", "1/2")
     assert every and a and b and not (a & b) and a | b == every
+    # balanced by a previous run's durations: still a partition, the same one every time
+    durations = pytester.path / "prev.jsonl"
+    durations.write_text("\n".join(json.dumps(
+        {"record": "verdict", "overload": i.split("::")[0], "check": i.split("::")[1],
+         "duration_s": 5.0 if i.startswith("mul") else 0.1}) for i in sorted(every)) + "\n")
+    by_time = [ids("--shard", f"{k}/3", "--shard-durations", str(durations)) for k in range(3)]
+    assert set().union(*by_time) == every and sum(map(len, by_time)) == len(every)
+    assert by_time[0] == ids("--shard", "0/3", "--shard-durations", str(durations))
     result = pytester.runpytest("--backend", "cpu", "--shard", "2/2", *QUICK)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
@@ -246,7 +291,10 @@ def test_progress_line_and_summary(tmp_path):
          "category": "dtype"},
         {"record": "verdict", "overload": "a.T", "check": "promotion", "verdict": "pass"},
         {"record": "verdict", "overload": "b", "check": "forward", "verdict": "unsupported",
-         "missing_op": "b"}]) + "\n")
+         "missing_op": "b"},
+        {"record": "verdict", "overload": "c", "check": "forward", "verdict": "pass",
+         "expected": "was broken"}]) + "\n")
     text = summarize(res, html="r.html")
+    assert "xpass: 1 expected failure(s) now pass (stale entries): c::forward" in text
     assert "forward/dtype" in text and "results: " in text and "report:  r.html" in text
     assert "unsupported: 1 verdicts, 1 missing kernels" in text

@@ -13,6 +13,7 @@ import argparse
 import importlib.util
 import os
 import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -236,9 +237,16 @@ def run(args: argparse.Namespace) -> int:
               if state else f"conformance run: --resume: {args.output} does not exist yet; "
               "starting it", file=sys.stderr)
     progress = Progress(sys.stderr, already=done)
-    with tempfile.TemporaryDirectory(prefix="conformance-") as empty:
-        argv = pytest_argv(args, workers, empty)
-        code = pytest.main(argv, plugins=[progress])
+    sentinel = _start_sentinel(args) if workers == 0 else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="conformance-") as empty:
+            argv = pytest_argv(args, workers, empty)
+            code = pytest.main(argv, plugins=[progress])
+    finally:
+        if sentinel is not None and sentinel.stdin is not None:
+            sentinel.stdin.write("done\n")  # ended here, not by a kernel: nothing to settle
+            sentinel.stdin.close()
+            sentinel.wait()
     if code == pytest.ExitCode.NO_TESTS_COLLECTED and done:
         code = pytest.ExitCode.OK  # resumed a run that had finished: nothing left to do
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
@@ -274,6 +282,29 @@ def run(args: argparse.Namespace) -> int:
               "failure(s) now pass; delete their entries", file=sys.stderr)
         return 1
     return 0
+
+
+_FAULT_STREAM: Any = None
+
+
+def _start_sentinel(args: argparse.Namespace) -> subprocess.Popen[str] | None:
+    """``-n 0`` runs the backend in this process: if a kernel kills it, a small watcher says
+    what was running (the in-flight marker), replays it to see who crashes, and records the
+    verdict, so the run never dies silently and ``--resume`` goes on past it. faulthandler
+    prints the Python stack of the death itself."""
+    import faulthandler
+
+    global _FAULT_STREAM
+    # a duplicate of the real stderr: pytest's capturing points fd 2 at a temporary file
+    # while an item runs, and a dying process would take the stack with it
+    _FAULT_STREAM = os.fdopen(os.dup(sys.stderr.fileno()), "w")
+    faulthandler.enable(file=_FAULT_STREAM, all_threads=False)
+    try:
+        return subprocess.Popen([sys.executable, "-m", "conformance.crashes",
+                                 str(Path(args.output).resolve()), os.getcwd()],
+                                stdin=subprocess.PIPE, text=True)
+    except OSError:
+        return None
 
 
 def xpassed(path: str) -> list[dict[str, Any]]:

@@ -1,0 +1,197 @@
+"""Crash attribution: who killed the process, the backend or CPU (the oracle)?
+
+A process that dies while the backend runs a call is not always the backend's fault: an earlier
+oracle call (out-of-range indices, say) can corrupt memory and abort later. Before a ``crash``
+verdict is given, the call the in-flight marker recorded is replayed from its repro snippet in
+two fresh interpreters, one running only the CPU side, one only the backend side, and the verdict
+follows who crashes alone:
+
+* the backend side crashes alone -> ``crash`` (the backend's);
+* only the CPU side crashes -> ``skip`` / ``cpu_crashed`` (the oracle's, not a verdict on the
+  backend);
+* neither crashes alone -> ``crash`` that says so: the death depended on what ran before it in
+  that process, so the attribution is open.
+
+Also :func:`settle_orphan` and the ``-n 0`` sentinel (:func:`main`): a run without worker
+processes dies with the backend; a small watcher process then says what was running, replays
+it, and writes the verdict, so a ``--resume`` does not run the killing item again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+#: Seconds a replay may take (one interpreter start, the backend's import, one call).
+REPLAY_TIMEOUT = 90.0
+
+
+def _outcome(returncode: int | None) -> str:
+    if returncode is None:
+        return "timeout"
+    if returncode == 0:
+        return "ok"
+    if returncode < 0:
+        try:
+            return f"crashed ({signal.Signals(-returncode).name})"
+        except ValueError:
+            return f"crashed (signal {-returncode})"
+    if returncode == 1:
+        return "ok"  # a Python exception is an answer (show() catches the op's own), not a death
+    return f"crashed (exit status {returncode})"
+
+
+def one_side(repro: str, side: str) -> str:
+    """The repro snippet made to run only ``show(side)``."""
+    body = [line for line in repro.splitlines() if not line.startswith("show(")]
+    return "\n".join([*body, f"show({side!r})", ""])
+
+
+def replay(repro: str, side: str, *, timeout: float = REPLAY_TIMEOUT,
+           cwd: str | os.PathLike[str] | None = None) -> str:
+    """Run one side of ``repro`` in a fresh interpreter: ``ok``, ``crashed (SIGSEGV)``, ...."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+           "PYTHONFAULTHANDLER": ""}
+    proc = subprocess.Popen([sys.executable, "-c", one_side(repro, side)], cwd=cwd, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        return _outcome(proc.wait(timeout=timeout))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return "timeout"
+
+
+def attribute(marker: Mapping[str, Any], *, device: str, timeout: float = REPLAY_TIMEOUT,
+              cwd: str | os.PathLike[str] | None = None) -> dict[str, str] | None:
+    """Replay the marker's call, CPU alone and backend alone, side by side.
+
+    Returns ``{"cpu": outcome, "backend": outcome}``, or ``None`` when there is nothing to
+    replay (no call was running, or it has no repro).
+    """
+    repro = marker.get("repro")
+    if not repro or not marker.get("call"):
+        return None
+    with ThreadPoolExecutor(2) as pool:
+        cpu = pool.submit(replay, repro, "cpu", timeout=timeout, cwd=cwd)
+        backend = pool.submit(replay, repro, device, timeout=timeout, cwd=cwd)
+        return {"cpu": cpu.result(), "backend": backend.result()}
+
+
+def judge(replayed: Mapping[str, str] | None) -> tuple[str, str | None, str]:
+    """(verdict, category, message tail) for a process that died in a backend call."""
+    if replayed is None:
+        return "crash", None, ""
+    cpu, backend = replayed["cpu"], replayed["backend"]
+    said = f"replayed alone in fresh processes: backend {backend}, CPU {cpu}"
+    if backend.startswith("crashed"):
+        return "crash", None, f"; {said}"
+    if cpu.startswith("crashed"):
+        return ("skip", "cpu_crashed", f"; {said}: the oracle's call kills a process, so the "
+                                       f"death is not attributed to the backend")
+    return ("crash", None, f"; {said}: neither call kills a process alone, the death depended "
+                           f"on what ran before it in that process")
+
+
+# --------------------------------------------------------------------------- -n 0 sentinel
+
+
+def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[str] | None = None,
+                  say: Any = None) -> dict[str, Any] | None:
+    """A process died running the item in ``marker_path``: replay it and, if a fresh process
+    dies on it too, append its verdict to ``results`` (else ``--resume`` reruns it)."""
+    try:
+        marker = json.loads(marker_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("state") not in ("running", "timeout"):
+        return None
+    item = f"{marker.get('overload')}::{marker.get('check')}"
+    call = marker.get("call")
+    side = marker.get("side")
+    if say:  # first, before anything slow: what was running when it died
+        say(f"conformance run: the process died while running {item}"
+            + (f": {call} on {side}" if call else ""))
+    from conformance.results import ResultsWriter, load_for_resume
+
+    state = load_for_resume(results) if results.exists() else None
+    if state is None or item in state.done:
+        return None
+    run = state.run
+    started = marker.get("started")
+    replayed: dict[str, str] | None = None
+    if marker.get("state") == "timeout":
+        verdict, category, tail = "timeout", None, "; it ran past the per-item timeout"
+    elif side == "cpu":
+        verdict, category, tail = "skip", "cpu_crashed", "; CPU (the oracle) was running"
+    else:
+        replayed = attribute(marker, device=str(run.get("device")), cwd=cwd)
+        verdict, category, tail = judge(replayed)
+        if replayed and verdict == "crash" and not replayed["backend"].startswith("crashed"):
+            # an outside kill (OOM, a CI timeout) looks the same: do not pin it on the item
+            if say:
+                say(f"conformance run: replayed alone, neither side crashes; not recorded: "
+                    f"--resume runs {item} again")
+            _clear(marker_path)
+            return None
+    rec: dict[str, Any] = {
+        "record": "verdict", "overload": marker.get("overload"), "check": marker.get("check"),
+        "backend": run.get("backend"), "verdict": verdict, "category": category,
+        "message": f"the process running it died{tail}"
+                   + (f"; it was running {call} on {side}" if call else ""),
+        "examples": 0, "duration_s": round(time.time() - started, 3) if started else 0.0,
+        "seed": run.get("seed"), "torch_version": run.get("torch_version"), "missing_op": None,
+        "repro": marker.get("repro") if verdict == "crash" else None, "expected": None,
+        "dtypes": {}}
+    if replayed is not None:
+        rec["replay"] = replayed
+    writer = ResultsWriter(results, truncate=False)
+    writer.write(rec)
+    writer.close()
+    _clear(marker_path)
+    if say:
+        say(f"conformance run: recorded {item} as {verdict}"
+            + (f" ({category})" if category else "") + f" in {results}; continue with --resume")
+    return rec
+
+
+def _clear(marker_path: Path) -> None:
+    try:
+        marker_path.write_text("")
+    except OSError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m conformance.crashes RESULTS ROOTDIR``: wait for the parent's stdin pipe to
+    close; if it closed without ``done``, the parent died: settle what it was running."""
+    results, rootdir = (argv if argv is not None else sys.argv[1:])[:2]
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    data = sys.stdin.read()
+    if data.strip().endswith("done"):
+        return 0
+    try:
+        run = json.loads(Path(results).read_text(encoding="utf-8").split("\n", 1)[0])
+        run_id = run["run_id"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+    marker = Path(rootdir) / ".conformance" / "inflight" / str(run_id) / "main.json"
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    settle_orphan(marker, Path(results), cwd=rootdir, say=say)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
