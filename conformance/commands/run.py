@@ -297,8 +297,11 @@ def _start_sentinel(args: argparse.Namespace) -> subprocess.Popen[str] | None:
     global _FAULT_STREAM
     # a duplicate of the real stderr: pytest's capturing points fd 2 at a temporary file
     # while an item runs, and a dying process would take the stack with it
-    _FAULT_STREAM = os.fdopen(os.dup(sys.stderr.fileno()), "w")
-    faulthandler.enable(file=_FAULT_STREAM, all_threads=False)
+    try:
+        _FAULT_STREAM = os.fdopen(os.dup(2), "w")
+        faulthandler.enable(file=_FAULT_STREAM, all_threads=False)
+    except OSError:
+        pass
     try:
         return subprocess.Popen([sys.executable, "-m", "conformance.crashes",
                                  str(Path(args.output).resolve()), os.getcwd()],

@@ -222,7 +222,7 @@ def _check(args: argparse.Namespace, result: Census, db: Any) -> int:
     names = [n.name for n in (*result.needs, *result.composites) if n.name in db]
     names = list(dict.fromkeys(names))
     regex = "|".join(re.escape(n) for n in names)
-    argv = ["run", "--backend", args.backend, "--ops", regex, "-o", args.output]
+    argv = ["run", "--backend", args.backend, "--ops", regex, "-o", args.output, "--overwrite"]
     for flag, value in (("--without", args.without), ("--html", args.html),
                         ("-n", args.workers), ("--max-examples", args.max_examples),
                         ("--native-functions", args.native_functions)):
