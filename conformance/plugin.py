@@ -108,6 +108,8 @@ class State:
             self.backend: Backend = resolve(opt("--backend"), without=without)
             checks = [c.strip() for c in (opt("--checks") or ",".join(DEFAULT_CHECKS)).split(",")
                       if c.strip()]
+            if not checks:
+                raise InputError(f"--checks: no check named (known: {', '.join(CHECKS)})")
             unknown = [c for c in checks if c not in CHECKS]
             if unknown:
                 raise InputError(f"--checks: unknown check {unknown[0]!r} (known: "

@@ -63,3 +63,18 @@ def test_report_reads_what_run_writes_by_default(tmp_path: Path, monkeypatch: py
     shutil.copy(REPORTS / "small.jsonl", tmp_path / "results.jsonl")
     assert main(["report"]) == 0
     assert (tmp_path / "report.html").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--checks", ","], "--checks: no check named"),
+    (["--checks", "forward,nope"], "--checks: unknown check 'nope'"),
+    (["--html", "/nonexistent-dir/r.html"], "--html: directory '/nonexistent-dir' does not exist"),
+    (["-o", "/nonexistent-dir/r.jsonl"], "-o: directory '/nonexistent-dir' does not exist"),
+])
+def test_run_refuses_bad_input_before_running(args: list[str], message: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["run", "--backend", "cpu", "-o", str(tmp_path / "r.jsonl"), *args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "r.jsonl").exists()

@@ -119,12 +119,19 @@ def _validate(args: argparse.Namespace) -> Backend:
             re.compile(args.ops)
         except re.error as exc:
             raise InputError(f"--ops: invalid regular expression {args.ops!r}: {exc}") from None
-    if args.checks:
+    if args.checks is not None:
         from conformance.checks import CHECKS
 
-        for c in (c.strip() for c in args.checks.split(",")):
-            if c and c not in CHECKS:
+        named = [c.strip() for c in args.checks.split(",") if c.strip()]
+        if not named:
+            raise InputError(f"--checks: no check named (known: {', '.join(CHECKS)})")
+        for c in named:
+            if c not in CHECKS:
                 raise InputError(f"--checks: unknown check {c!r} (known: {', '.join(CHECKS)})")
+    if args.html and not Path(args.html).resolve().parent.is_dir():
+        # found out now, not after a run of many minutes
+        raise InputError(f"--html: directory {str(Path(args.html).resolve().parent)!r} does "
+                         f"not exist")
     out = Path(args.output)
     if out.is_dir():
         raise InputError("-o: is a directory, not a results file", file=args.output)
