@@ -6,7 +6,8 @@ backends compare directly. Every cell that differs becomes a :class:`Change` wit
 =================  ===========================================================================
 ``regression``     pass → fail / crash / timeout / unsupported
 ``fix``            fail / crash / timeout / unsupported → pass
-``changed``        still not passing, but differently (fail → crash, unsupported → fail, ...)
+``changed``        still not passing, but differently (fail → crash, unsupported → fail, a fail
+                   of another category: ``fail/error_type`` → ``fail/value``)
 ``lost``           tested → not tested (skipped, or no record any more)
 ``gained``         not tested → tested
 =================  ===========================================================================
@@ -45,6 +46,10 @@ KIND_TITLES: Mapping[str, str] = {
 }
 
 
+def _with_category(verdict: str, category: str | None) -> str:
+    return f"{verdict}/{category}" if verdict == "fail" and category else verdict
+
+
 def _tested(v: str) -> bool:
     return v in TESTED_VERDICTS or v not in (NOT_TESTED, "skip")
 
@@ -79,6 +84,17 @@ class Change:
     before_message: str | None = None
     after_message: str | None = None
     after_repro: str | None = None
+    before_category: str | None = None
+    after_category: str | None = None
+
+    @property
+    def before_label(self) -> str:
+        """``fail/value``: the verdict, with the category for fails."""
+        return _with_category(self.before, self.before_category)
+
+    @property
+    def after_label(self) -> str:
+        return _with_category(self.after, self.after_category)
 
     @property
     def id(self) -> str:
@@ -168,6 +184,7 @@ def compare(
         return {(o, c): (x if isinstance(x, str) else None)
                 for o, c, x in zip(df["overload"], df["check"], df[col], strict=True)}
 
+    cat_a, cat_b = lookup(a_cur, "category"), lookup(b_cur, "category")
     msg_a, msg_b, repro_b = lookup(a_cur, "message"), lookup(b_cur, "message"), lookup(
         b_cur, "repro")
     overloads = list(dict.fromkeys([*a_cur["overload"], *b_cur["overload"]]))
@@ -181,11 +198,14 @@ def compare(
             if (ov, ch) not in cells_a and (ov, ch) not in cells_b:
                 continue
             kind = classify(va, vb)
+            if kind is None and va == vb == "fail" and cat_a.get((ov, ch)) != cat_b.get((ov, ch)):
+                kind = "changed"  # still failing, a different kind of failure
             if kind is None:
                 unchanged += 1
                 continue
             changes.append(Change(ov, ch, va, vb, kind, msg_a.get((ov, ch)),
-                                  msg_b.get((ov, ch)), repro_b.get((ov, ch))))
+                                  msg_b.get((ov, ch)), repro_b.get((ov, ch)),
+                                  cat_a.get((ov, ch)), cat_b.get((ov, ch))))
     support: list[SupportChange] = []
     by_a: dict[str, list[str]] = {}
     by_b: dict[str, list[str]] = {}
@@ -264,7 +284,7 @@ def render_text(d: Diff, *, limit: int | None = 200) -> str:
         width = max(len(r.id) for r in rows[: limit or None])
         for r in rows[: limit or None]:
             msg = r.after_message if kind != "fix" else r.before_message
-            out.append(f"  {r.id:<{width}}  {r.before} → {r.after}"
+            out.append(f"  {r.id:<{width}}  {r.before_label} → {r.after_label}"
                        + (f"  {_one_line(msg)}" if msg and kind in ("regression", "changed") else ""))
         if limit and len(rows) > limit:
             out.append(f"  … {len(rows) - limit:,} more (use --format html, or --limit 0)")

@@ -65,7 +65,7 @@ def test_render_text_lists_sections_and_limits():
     d = diff()
     text = render_text(d)
     assert "Regressions (pass → not passing): 2" in text
-    assert re.search(r"add\.Tensor\[forward\]\s+pass → fail\s+Tensor-likes are not close!", text)
+    assert re.search(r"add\.Tensor\[forward\]\s+pass → fail/value\s+Tensor-likes are not close!", text)
     assert "Newly unsupported overloads: 1\n  relu  supported → unsupported" in text
     short = render_text(d, limit=1)
     assert "… 1 more" in short
@@ -96,3 +96,25 @@ def test_cli_diff_exit_status_and_outputs(tmp_path, capsys):
 def test_cli_diff_truncated_input_warns(capsys):
     assert main(["diff", str(DATA / "truncated.jsonl"), str(AFTER)]) == 0
     assert "truncated.jsonl:5: truncated record" in capsys.readouterr().err
+
+
+def test_a_fail_of_another_category_is_a_changed_cell(tmp_path):
+    import json
+
+    import reports
+
+    def results(name, category):
+        p = tmp_path / name
+        p.write_text("".join(json.dumps(r) + "\n" for r in [
+            {"record": "run", "backend": "mlu"},
+            {"record": "verdict", "overload": "add.Tensor", "check": "promotion",
+             "verdict": "fail", "category": category, "message": category},
+            {"record": "verdict", "overload": "neg", "check": "forward", "verdict": "fail",
+             "category": "value", "message": "m"}]))
+        return reports.load(p, annotate_ops=False)
+
+    d = compare(results("a.jsonl", "error_type"), results("b.jsonl", "error_raises"))
+    (change,) = d.changes
+    assert change.kind == "changed" and change.overload == "add.Tensor"
+    assert "add.Tensor[promotion]  fail/error_type → fail/error_raises" in render_text(d)
+    assert "fail/error_raises" in render_html(d)
