@@ -9,8 +9,10 @@ The pandas entry point (see docs/reports.md)::
     reports.write_html(results=["results.jsonl"], output="report.html",
                        coverage="coverage.json")   # coverage optional
 
-Nothing here imports the engine (``conformance``); :mod:`opdb` is imported lazily, only to name
-families, kinds and tags when no static coverage JSON is given.
+Nothing here imports the engine (``conformance``) or torch: from :mod:`opdb` come the string
+tables (:mod:`opdb.dtypes`, :mod:`opdb.outcomes`) and name rules (:mod:`opdb.model`);
+``opdb.load()`` is called lazily, only to name families, kinds and tags when no static coverage
+JSON is given. CI commands: :mod:`reports.baseline`, :mod:`reports.gate`, :mod:`reports.merge`.
 """
 
 from __future__ import annotations

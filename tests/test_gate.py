@@ -301,3 +301,14 @@ def test_update_prune_deletes_only_unreached_entries_in_scope(tmp_path, base, ca
                                           if r["overload"] != "neg"}
     assert main(["gate", "--baseline", str(base), str(res)]) == 0
     assert main(["baseline", str(res), "-o", str(tmp_path / "x.yaml"), "--prune"]) == 2
+
+
+def test_reports_and_ci_modules_import_neither_torch_nor_the_engine():
+    import subprocess
+    import sys
+
+    code = ("import sys, reports, reports.gate, reports.baseline, reports.merge, reports.diff, "
+            "reports.export, reports.html; bad = [m for m in ('torch', 'conformance') "
+            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
