@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from conformance.verdicts import (
     CheckFailure,
     CpuRejected,
     DtypeTally,
+    Failure,
     NotComparable,
     Verdict,
     error_line,
@@ -37,6 +40,51 @@ from conformance.verdicts import (
 from opdb.dtypes import DTYPE_NAMES
 from opdb.opdata import OpHints
 from opdb.outcomes import CPU_DTYPE_GAP, ERROR_ACCEPTS, ERROR_RAISES, ERROR_TYPE, is_dtype_gap
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[-+](?:\d+\.?\d*)"
+                     r"(?:[eE][-+]?\d+)?j)?(?![\w])")
+_LIST = re.compile(r"([\[(])#(?:, ?#)*,?([\])])")
+_SPECIAL = re.compile(r"(?<![\w.])-?(?:nan|inf)\b")
+
+
+def _split_call(message: str) -> tuple[str, str]:
+    """``("head", "call")`` of ``"head [call]"`` (the bracket matching the final ``]``)."""
+    if not message.endswith("]"):
+        return message, ""
+    depth = 0
+    for i in range(len(message) - 1, -1, -1):
+        depth += {"]": 1, "[": -1}.get(message[i], 0)
+        if depth == 0:
+            if i > 0 and message[i - 1] == " ":
+                return message[:i - 1], message[i + 1:-1]
+            return message, ""
+    return message, ""
+
+
+def failure_key(category: str | None, message: str, dtypes: Iterable[str] = ()) -> str:
+    """A failure's fingerprint: category, message with numbers and shapes normalized, dtype.
+
+    The call in the message's trailing ``[...]`` is dropped (its sizes and values vary from
+    example to example); ``dtypes`` (the engine passes the dtype of the call's first tensor)
+    stand in for it. A value
+    failure keeps only what kind of disagreement it is — which result, and the NaN / infinity
+    tokens it shows — not torch.testing's numbers. Two failures with one key are one bug for the
+    engine (searched and shrunk once) and for expected-failure entries.
+    """
+    head, _ = _split_call(message)
+    specials = sorted(set(_SPECIAL.findall(head)))
+    if category == "value":
+        head = head.split(":", 1)[0].split("=", 1)[0]
+        if specials:
+            head += " (" + ", ".join(specials) + ")"
+    else:
+        head = _LIST.sub(r"\1#\2", _NUMBER.sub("#", head))
+    names = ",".join(sorted(dtypes))
+    return f"{category}: {head.strip()}" + (f" {{{names}}}" if names else "")
+
+
+if sys.version_info < (3, 11):  # pragma: no cover - Hypothesis depends on the backport there
+    from exceptiongroup import BaseExceptionGroup
 
 #: Tolerances: (overload, dtype) -> (rtol, atol) or None for torch.testing's dtype defaults.
 ToleranceFn = Callable[[str, torch.dtype], tuple[float | None, float | None]]
@@ -273,10 +321,33 @@ class Item:
         return f"{self.sig.name}::{self.check.name}"
 
 
+#: How an item's failures are matched to expected-failure entries: a reason string for the whole
+#: item (every failure expected), or ``(category, message) -> reason | None`` (one entry matches
+#: one failure fingerprint), or ``None``.
+ExpectedFn = Callable[[str, str], "str | None"]
+
+#: Distinct failures searched and shrunk separately per item; further ones are recorded with the
+#: last call that showed them, unshrunk.
+MAX_DISTINCT = 8
+
+
+class _Distinct(CheckFailure):
+    """Base of the per-fingerprint failure classes: Hypothesis tells bugs apart by exception type
+    and location, so each fingerprint raises its own subclass from one line."""
+
+
 def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: OpHints,
               tolerance_fn: ToleranceFn, repro_fn: Callable[[Call], str],
-              inflight: Inflight | None = None, expected: str | None = None) -> Verdict:
-    """Run ``item`` against ``backend`` and return the verdict it earned."""
+              inflight: Inflight | None = None,
+              expected: str | ExpectedFn | None = None) -> Verdict:
+    """Run ``item`` against ``backend`` and return the verdict it earned.
+
+    The search does not stop at the first failure: every *distinct* failure (by
+    :func:`failure_key`) is kept, shrunk on its own (Hypothesis' ``report_multiple_bugs``, one
+    exception class per fingerprint), and listed in ``Verdict.failures``. The verdict's own
+    category, message and repro are the primary failure's: the first one no expected-failure
+    entry matches, else the first one.
+    """
     from hypothesis import HealthCheck, Phase, given, reject, seed
     from hypothesis import settings as hsettings
     from hypothesis.database import DirectoryBasedExampleDatabase
@@ -286,15 +357,25 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     t0 = time.perf_counter()
     sig, check = item.sig, item.check
 
+    def expectation(category: str, message: str) -> str | None:
+        if expected is None or isinstance(expected, str):
+            return expected
+        return expected(category, message)
+
     def verdict(v: str, category: str | None, message: str, *, examples: int = 0,
                 missing_op: str | None = None, repro: str | None = None,
-                ctx: Context | None = None) -> Verdict:
+                ctx: Context | None = None, failures: tuple[Failure, ...] = (),
+                reason: str | None = None) -> Verdict:
+        if v == "fail" and not failures and category is not None:
+            reason = expectation(category, message)
+        elif v != "fail":
+            reason = expected if isinstance(expected, str) else None
         return Verdict(
             overload=sig.name, check=check.name, backend=backend.name, verdict=v,
             category=category, message=message, missing_op=missing_op, examples=examples,
             duration_s=round(time.perf_counter() - t0, 4), seed=settings.seed,
-            torch_version=torch.__version__, repro=repro, expected=expected,
-            dtypes=ctx.dtype_tallies() if ctx else {},
+            torch_version=torch.__version__, repro=repro, expected=reason,
+            dtypes=ctx.dtype_tallies() if ctx else {}, failures=failures,
         )
 
     reason = check.applies(sig)
@@ -311,8 +392,20 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     max_examples = settings.max_examples * check.examples_factor
     budget = settings.reject_budget or max(40, 8 * max_examples)
     state: dict[str, Any] = {"last": None, "rejected": 0}
+    # fingerprint -> (last call that showed it, its CheckFailure); insertion order = discovery
+    found: dict[str, tuple[Call, CheckFailure]] = {}
+    classes: dict[str, type[_Distinct]] = {}
+    final: list[str] = []
+
+    def distinct(key: str) -> type[_Distinct]:
+        if key not in classes:
+            if len(classes) >= MAX_DISTINCT:
+                return classes.setdefault("", type("_DistinctOther", (_Distinct,), {}))
+            classes[key] = type(f"_Distinct{len(classes)}", (_Distinct,), {"key": key})
+        return classes[key]
 
     def body(call: Call) -> None:
+        failure: CheckFailure | None = None
         try:
             check.verify(ctx, call)
         except CpuRejected:
@@ -330,13 +423,21 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
             ctx.end_example(counted=True, agreed=False)
             ctx.checked += 1
             state["last"] = (call, exc)
-            raise
+            failure = exc
         except Exception as exc:
             ctx.end_example(counted=True, agreed=False)
             state["last"] = (call, exc)
             raise
-        ctx.end_example(counted=True, agreed=True)
-        ctx.checked += 1
+        if failure is None:
+            ctx.end_example(counted=True, agreed=True)
+            ctx.checked += 1
+            return
+        key = failure_key(failure.category, failure.message, _lead_dtype(call))
+        found.pop(key, None)
+        found[key] = (call, failure)  # the latest call showing it: after shrinking, the minimal
+        if _is_final():
+            final.append(key)  # Hypothesis replays the shrunk failures simplest first
+        raise distinct(key)(failure.category, failure.message)  # outside `except`: no context
 
     database = None
     if settings.database:
@@ -344,7 +445,7 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     hs = hsettings(max_examples=max_examples, deadline=None, database=database,
                    suppress_health_check=list(HealthCheck), derandomize=False,
                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-                   report_multiple_bugs=False, print_blob=False, verbosity=hsettings().verbosity)
+                   report_multiple_bugs=True, print_blob=False, verbosity=hsettings().verbosity)
     # seed first, settings last: @seed alone would switch the example database off
     test = hs(seed(settings.item_seed(sig.name, check.name))(given(strategy)(body)))
     test._hypothesis_internal_database_key = item.id.encode()  # type: ignore[attr-defined]
@@ -356,19 +457,32 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         total = sum(ctx.cpu_errors.values())
         return f"CPU rejected all {total} examples drawn; most often ({n}x): {line}"
 
-    def failed() -> Verdict | None:
-        """The shrunk failure, if the run found one (the last failing call Hypothesis ran)."""
-        last = state["last"]
-        if last is None or not isinstance(last[1], CheckFailure):
+    def failed(flaky: str | None = None) -> Verdict | None:
+        """The failures the run found, each with its shrunk call, primary first."""
+        if not found:
             return None
-        call, failure = last
-        return verdict("fail", failure.category, failure.message, examples=ctx.checked,
-                       repro=repro_fn(call), ctx=ctx)
+        records = []
+        for key, (call, failure) in found.items():
+            records.append(Failure(
+                category=failure.category, message=failure.message, key=key,
+                repro=repro_fn(call), expected=expectation(failure.category, failure.message),
+                dtypes=tuple(sorted(call.tensor_dtypes))))
+        # new failures first; then in Hypothesis' report order (simplest shrunk example first)
+        rank = {k: i for i, k in enumerate(dict.fromkeys(final))}
+        records.sort(key=lambda f: (f.expected is not None, rank.get(f.key, len(rank))))
+        first = records[0]
+        if flaky is not None:
+            return verdict("fail", "flaky", flaky, examples=ctx.checked, repro=first.repro,
+                           ctx=ctx, failures=tuple(records),
+                           reason=expectation("flaky", flaky))
+        return verdict("fail", first.category, first.message, examples=ctx.checked,
+                       repro=first.repro, ctx=ctx, failures=tuple(records),
+                       reason=first.expected)
 
     try:
         test()
     except Abort as stop:
-        if failed() is not None:  # a missing kernel or the budget hit while shrinking
+        if found:  # a missing kernel or the budget hit while shrinking
             return failed()  # type: ignore[return-value]
         if stop.verdict == "budget":
             if ctx.checked == 0:
@@ -382,18 +496,24 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                            repro=repro_fn(call) if call is not None else None)
     except Unsatisfiable:
         return verdict("skip", "no_valid_inputs", most_common_cpu_error(), ctx=ctx)
-    except CheckFailure as exc:
-        return failed() or verdict("fail", exc.category, exc.message, examples=ctx.checked,
-                                   ctx=ctx)
     except Flaky as exc:
         last = state["last"]
-        return verdict("fail", "flaky", f"the failure did not reproduce on replay: "
-                       f"{error_line(exc)}", examples=ctx.checked,
+        message = f"the failure did not reproduce on replay: {error_line(exc)}"
+        if found:
+            return failed(flaky=message)  # type: ignore[return-value]
+        return verdict("fail", "flaky", message, examples=ctx.checked,
                        repro=repro_fn(last[0]) if last else None, ctx=ctx)
+    except (CheckFailure, BaseExceptionGroup) as exc:
+        if found and _only_check_failures(exc):
+            return failed()  # type: ignore[return-value]
+        if isinstance(exc, CheckFailure):
+            return verdict("fail", exc.category, exc.message, examples=ctx.checked, ctx=ctx)
+        return verdict("skip", "harness_error", f"the harness failed: {error_line(exc)}",
+                       examples=ctx.checked, ctx=ctx)
     except Exception as exc:  # noqa: BLE001 - a harness bug is reported, not raised
         return verdict("skip", "harness_error", f"the harness failed: {error_line(exc)}",
                        examples=ctx.checked, ctx=ctx)
-    if failed() is not None:
+    if found:
         return failed()  # type: ignore[return-value]
     if ctx.checked == 0:
         return verdict("skip", "no_valid_inputs", most_common_cpu_error(), ctx=ctx)
@@ -410,3 +530,31 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                        examples=ctx.checked, ctx=ctx)
     return verdict("pass", None, f"agreed with CPU on {ctx.checked} examples",
                    examples=ctx.checked, ctx=ctx)
+
+
+def _lead_dtype(call: Call) -> tuple[str, ...]:
+    """The dtype of the call's first tensor argument (``self`` as a rule): the dtype a failure
+    is filed under (one bug seen with several partner dtypes is still one failure)."""
+    for _, value in call.values:
+        for t in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(t, torch.Tensor):
+                return (str(t.dtype).removeprefix("torch."),)
+    return ()
+
+
+def _is_final() -> bool:
+    """Hypothesis is replaying a shrunk failure for the report (its last run of it)."""
+    from hypothesis.control import current_build_context
+
+    try:
+        return bool(current_build_context().is_final)
+    except Exception:  # noqa: BLE001 - outside a Hypothesis test
+        return False
+
+
+def _only_check_failures(exc: BaseException) -> bool:
+    """``exc`` is a CheckFailure or a group holding only CheckFailures (what distinct failures
+    end with); anything else (a harness exception next to them) is reported as such."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_check_failures(e) for e in exc.exceptions)
+    return isinstance(exc, CheckFailure)

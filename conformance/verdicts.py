@@ -92,6 +92,32 @@ class DtypeTally:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """One distinct failure of an item: its category, message, fingerprint (``key``, from
+    :func:`conformance.engine.failure_key`), the shrunk call's repro, and the expected-failure
+    reason that matched it (``None``: a new failure)."""
+
+    category: str
+    message: str
+    key: str
+    repro: str | None = None
+    expected: str | None = None
+    dtypes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["dtypes"] = list(self.dtypes)
+        return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Failure:
+        known = set(cls.__dataclass_fields__)
+        kw = {k: v for k, v in obj.items() if k in known}
+        kw["dtypes"] = tuple(obj.get("dtypes") or ())
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """One record per (overload, check); field names are the results-file contract."""
 
@@ -109,6 +135,8 @@ class Verdict:
     repro: str | None = None
     expected: str | None = None
     dtypes: Mapping[str, DtypeTally] = field(default_factory=dict)
+    #: every distinct failure found (the primary one first); empty unless ``verdict == "fail"``
+    failures: tuple[Failure, ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -122,6 +150,7 @@ class Verdict:
         out = {"record": "verdict", **asdict(self)}
         out["dtypes"] = {k: asdict(v) if isinstance(v, DtypeTally) else dict(v)
                          for k, v in self.dtypes.items()}
+        out["failures"] = [f.to_json() for f in self.failures]
         return out
 
     @classmethod
@@ -129,4 +158,5 @@ class Verdict:
         known = {f for f in cls.__dataclass_fields__}
         kw = {k: v for k, v in obj.items() if k in known}
         kw["dtypes"] = {k: DtypeTally(**v) for k, v in (obj.get("dtypes") or {}).items()}
+        kw["failures"] = tuple(Failure.from_json(f) for f in obj.get("failures") or ())
         return cls(**kw)

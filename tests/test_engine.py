@@ -107,9 +107,10 @@ def test_same_seed_same_verdict_and_database_replay(tmp_path):
     db = tmp_path / "db"
     first = run("add.Tensor", "promotion", meta, seed=3, database=str(db))
     assert first.verdict == "fail" and any(db.rglob("*")), "the failing example was saved"
-    for other_seed in (5, 6):  # with another seed the saved failure still replays first
+    for other_seed in (5, 6):  # with another seed the saved failures still replay
         again = run("add.Tensor", "promotion", meta, seed=other_seed, database=str(db))
-        assert again.verdict == "fail" and again.message == first.message
+        assert again.verdict == "fail"
+        assert {f.key for f in first.failures} <= {f.key for f in again.failures}
 
 
 def test_missing_op_parser():

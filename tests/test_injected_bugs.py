@@ -135,3 +135,105 @@ def test_dtype_gap_recognises_only_dtype_refusals():
     assert is_dtype_gap('RuntimeError: "addmm_impl_cpu_" not implemented for \'Half\'')
     assert not is_dtype_gap("output with shape [1] doesn't match the broadcast shape [2]")
     assert not is_dtype_gap('"foo" not implemented for \'Sparse\'')
+
+# --------------------------------------------------------------------------- distinct failures
+
+
+def _two_bugs(self, other, *, alpha=1):
+    """add.Tensor with two unrelated bugs: float16 ignores alpha; int64 results come back int32."""
+    import torch
+    from kernels.registry import kernel
+
+    ref = kernel("add.Tensor")
+    if isinstance(self, torch.Tensor) and self.dtype == torch.float16:
+        return ref(self, other)
+    out = ref(self, other, alpha=alpha)
+    return out.to(torch.int32) if out.dtype == torch.int64 else out
+
+
+def _run_two_bugs(expected=None, k: int = 30):
+    import kernels
+    import opdb
+    from conformance.backends import resolve
+    from conformance.checks import CHECKS
+    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.expectations import load_hints, load_tolerances
+    from conformance.repro import snippet
+    from conformance.strategies import OpSignature
+    from opdb.dtypes import DTYPE_NAMES
+
+    kernels.install(overrides={"add.Tensor": _two_bugs})
+    backend = resolve("mlu", without=())
+    kernels.install(overrides={"add.Tensor": _two_bugs})
+    sig = OpSignature.of(opdb.load()["add.Tensor"])
+    hints = load_hints().for_op("add.Tensor")
+    from conformance.strategies import ArgHint, OpHints
+
+    # both bugs reachable: only float16 and int64 drawn
+    two = OpHints(args={**hints.args, "self": ArgHint(dtypes=("float16", "int64"))})
+    assert set(two.args["self"].dtypes) <= set(DTYPE_NAMES)
+    return run_check(Item(sig, CHECKS["forward"]), backend,
+                     settings=EngineSettings(max_examples=k, seed=0, database=None),
+                     hints=two, tolerance_fn=load_tolerances(),
+                     repro_fn=lambda call: snippet(call, backend), expected=expected)
+
+
+def test_every_distinct_failure_is_recorded_and_shrunk_separately(reference):
+    v = _run_two_bugs()
+    assert v.verdict == "fail"
+    cats = {f.category for f in v.failures}
+    assert {"value", "dtype"} <= cats, [f.key for f in v.failures]
+    keys = [f.key for f in v.failures]
+    assert len(keys) == len(set(keys))
+    for f in v.failures:
+        assert f.repro and "add.Tensor" in f.message
+        if f.category == "dtype":
+            assert "int64" in f.message and "int64" in f.key
+        if f.category == "value":
+            assert "{float16}" in f.key
+    # the primary failure is the first record, and the verdict's fields are its fields
+    assert (v.category, v.message, v.repro) == (v.failures[0].category, v.failures[0].message,
+                                                v.failures[0].repro)
+    rec = v.to_json()
+    assert [f["key"] for f in rec["failures"]] == keys
+    from conformance.verdicts import Verdict
+
+    assert Verdict.from_json(rec) == v
+
+
+def test_an_expected_failure_masks_only_its_fingerprint(reference):
+    def only_dtype(category, message):
+        return "known: int64 results narrowed" if category == "dtype" else None
+
+    v = _run_two_bugs(expected=only_dtype)
+    assert v.verdict == "fail"
+    assert v.expected is None, "a new failure next to a known one is not expected"
+    assert v.category != "dtype" and v.failures[0].expected is None, "the primary is a new one"
+    by_cat = {f.category: f for f in v.failures}
+    assert by_cat["dtype"].expected == "known: int64 results narrowed"
+    assert by_cat["value"].expected is None
+    # every failure known: the verdict is expected
+    v = _run_two_bugs(expected=lambda c, m: "known")
+    assert v.verdict == "fail" and v.expected == "known"
+
+
+def test_failure_key_normalizes_numbers_and_shapes_but_keeps_kinds():
+    from conformance.engine import failure_key
+
+    a = failure_key("value", "out values differ from CPU: Mismatched elements: 1 / 2 (50.0%) "
+                             "Greatest absolute difference: 0.5 at index (0, 1) [add.Tensor("
+                             "float32[2, 3], float32[3])]", ["float32"])
+    b = failure_key("value", "out values differ from CPU: Expected 1.0 but got 3.0. Absolute "
+                             "difference: 2.0 [add.Tensor(float32[], float32[])]", ["float32"])
+    c = failure_key("value", "out values differ from CPU: Expected nan but got 1.0. [add.Tensor("
+                             "float32[], float32[])]", ["float32"])
+    assert a == b != c and "nan" in c
+    assert failure_key("value", "x [y]", ["float16"]) != failure_key("value", "x [y]", ["float32"])
+    d = failure_key("shape", "out.shape=(2, 3), but should be (3,) [f(float32[2])]", ["float32"])
+    e = failure_key("shape", "out.shape=(4,), but should be (1, 1) [f(float32[1])]", ["float32"])
+    assert d == e
+    f = failure_key("error_mismatch", "raised RuntimeError: index 5 is out of bounds for "
+                                      "size 3, but CPU returned a result [g(int64[3])]")
+    g = failure_key("error_mismatch", "raised RuntimeError: index 0 is out of bounds for "
+                                      "size 0, but CPU returned a result [g(int64[0])]")
+    assert f == g
