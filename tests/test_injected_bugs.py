@@ -142,6 +142,7 @@ def test_dtype_gap_recognises_only_dtype_refusals():
 def _two_bugs(self, other, *, alpha=1):
     """add.Tensor with two unrelated bugs: float16 ignores alpha; int64 results come back int32."""
     import torch
+
     from kernels.registry import kernel
 
     ref = kernel("add.Tensor")
@@ -237,3 +238,67 @@ def test_failure_key_normalizes_numbers_and_shapes_but_keeps_kinds():
     g = failure_key("error_mismatch", "raised RuntimeError: index 0 is out of bounds for "
                                       "size 0, but CPU returned a result [g(int64[0])]")
     assert f == g
+
+
+# --------------------------------------------------------------------------- mutation benchmark
+
+
+def _mutants():
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    if str(bench) not in sys.path:
+        sys.path.insert(0, str(bench))
+    import mutants
+
+    return mutants
+
+
+def test_mutant_suite_is_live_and_covers_the_classes(reference):
+    """Every mutant of benchmarks/mutants.py is a real bug: its witness disagrees with CPU on the
+    mutated backend and agrees on the unmodified one (no equivalent mutants)."""
+    import kernels
+
+    m = _mutants()
+    assert len(m.MUTANTS) >= 40
+    assert len({x.name for x in m.MUTANTS}) == len(m.MUTANTS)
+    assert {x.cls for x in m.MUTANTS} >= {"edge", "exactness", "rounding", "relations", "masking",
+                                          "promotion", "broadcast", "variants", "autograd"}
+    dead, wrong = [], []
+    for mutant in m.MUTANTS:
+        kernels.install()
+        if m.witness_differs(mutant)[0]:
+            wrong.append(mutant.name)
+        kernels.install(overrides={mutant.overload: mutant.kernel()})
+        try:
+            if not m.witness_differs(mutant)[0]:
+                dead.append(mutant.name)
+        finally:
+            kernels.install()
+    assert not dead, f"mutants whose witness shows no bug: {dead}"
+    assert not wrong, f"witnesses the unmodified backend already gets wrong: {wrong}"
+
+
+@pytest.mark.parametrize("name", ["abs_negzero", "sub_swapped"])
+def test_bench_mutants_smoke(reference, name):
+    """bench_mutants' harness side on two mutants: caught, and the unmodified backend clean on
+    the same overload (the full suite is `python benchmarks/bench_mutants.py`)."""
+    import kernels
+
+    _mutants()
+    import bench_mutants
+
+    mutant = next(x for x in _mutants().MUTANTS if x.name == name)
+    base = bench_mutants.harness_failures(reference, mutant.overload, 10)
+    kernels.install(overrides={mutant.overload: mutant.kernel()})
+    try:
+        bug = bench_mutants.harness_failures(reference, mutant.overload, 10)
+    finally:
+        kernels.install()
+    assert set(bug["keys"]) - set(base["keys"]), (base, bug)
+
+
+def test_bench_mutants_refuses_unknown_names(capsys):
+    _mutants()
+    import bench_mutants
+
+    assert bench_mutants.main(["--only", "no_such_mutant", "--no-opinfo"]) == 2
+    assert "unknown mutant" in capsys.readouterr().err
