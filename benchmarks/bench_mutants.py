@@ -77,14 +77,10 @@ def harness_failures(backend: Any, overload: str, max_examples: int,
     import opdb
     from conformance.checks import CHECKS, DEFAULT_CHECKS
     from conformance.engine import EngineSettings, Item, run_check
-    from conformance.expectations import (
-        expected_failures_path,
-        load_expectations,
-        load_hints,
-        load_tolerances,
-    )
+    from conformance.expectations import expected_failures_path, load_expectations
     from conformance.repro import snippet
     from conformance.strategies import OpSignature
+    from opdb.opdata import load_hints, load_tolerances
 
     db = opdb.load()
     sig = OpSignature.of(db[overload])

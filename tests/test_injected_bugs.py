@@ -158,17 +158,17 @@ def _run_two_bugs(expected=None, k: int = 30):
     from conformance.backends import resolve
     from conformance.checks import CHECKS
     from conformance.engine import EngineSettings, Item, run_check
-    from conformance.expectations import load_hints, load_tolerances
     from conformance.repro import snippet
     from conformance.strategies import OpSignature
     from opdb.dtypes import DTYPE_NAMES
+    from opdb.opdata import load_hints, load_tolerances
 
     kernels.install(overrides={"add.Tensor": _two_bugs})
     backend = resolve("mlu", without=())
     kernels.install(overrides={"add.Tensor": _two_bugs})
     sig = OpSignature.of(opdb.load()["add.Tensor"])
     hints = load_hints().for_op("add.Tensor")
-    from conformance.strategies import ArgHint, OpHints
+    from opdb.opdata import ArgHint, OpHints
 
     # both bugs reachable: only float16 and int64 drawn
     two = OpHints(args={**hints.args, "self": ArgHint(dtypes=("float16", "int64"))})
