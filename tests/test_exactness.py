@@ -68,10 +68,11 @@ def test_classes_by_call():
     assert how(call("add.Scalar", self=f32, other=0.1), f32).kind == "tolerance"
     assert how(call("add.Scalar", self=f32, other=0.5), f32).kind == "exact"
     # mixed dtypes (int64 input converted first): tolerances
-    assert how(call("div.Tensor", self=torch.ones(3, dtype=torch.int64), other=f32),
+    assert how(call("sub.Tensor", self=torch.ones(3, dtype=torch.int64), other=f32),
                f32).kind == "tolerance"
-    assert how(call("div.Tensor_mode", self=f32, other=f32, rounding_mode="floor"),
-               f32).kind == "tolerance"
+    # CPU's sqrt is not always correctly rounded; CUDA divides by a scalar via its reciprocal
+    assert how(call("sqrt", self=f32), f32).kind == "tolerance"
+    assert how(call("div.Tensor", self=f32, other=f32), f32).kind == "tolerance"
     # data movement is exact; narrowing float64 -> float16 may round twice on CPU: 1 ulp
     assert how(call("cat", tensors=[f32, f32]), f32).ulps == 0
     to_half = how(call("_to_copy", self=torch.ones(3, dtype=torch.float64),
