@@ -128,21 +128,27 @@ def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[st
         return None
     run = state.run
     started = marker.get("started")
+    # an outside kill (OOM killer, CI timeout) looks the same as a crash: an item is pinned
+    # only on evidence: a fresh process dies on its call, or the run died on it twice
+    seen = _seen(marker_path)
+    twice = item in seen
     replayed: dict[str, str] | None = None
     if marker.get("state") == "timeout":
         verdict, category, tail = "timeout", None, "; it ran past the per-item timeout"
     elif side == "cpu":
         verdict, category, tail = "skip", "cpu_crashed", "; CPU (the oracle) was running"
+        if not twice:
+            _not_recorded(marker_path, seen, item, say, "the oracle's call was running")
+            return None
+        tail += " (the run died on this item twice)"
     else:
         replayed = attribute(marker, device=str(run.get("device")), cwd=cwd)
         verdict, category, tail = judge(replayed)
         if replayed and verdict == "crash" and not replayed["backend"].startswith("crashed"):
-            # an outside kill (OOM, a CI timeout) looks the same: do not pin it on the item
-            if say:
-                say(f"conformance run: replayed alone, neither side crashes; not recorded: "
-                    f"--resume runs {item} again")
-            _clear(marker_path)
-            return None
+            if not twice:
+                _not_recorded(marker_path, seen, item, say, "replayed alone, neither side crashes")
+                return None
+            tail += " (the run died on this item twice)"
     rec: dict[str, Any] = {
         "record": "verdict", "overload": marker.get("overload"), "check": marker.get("check"),
         "backend": run.get("backend"), "verdict": verdict, "category": category,
@@ -162,6 +168,26 @@ def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[st
         say(f"conformance run: recorded {item} as {verdict}"
             + (f" ({category})" if category else "") + f" in {results}; continue with --resume")
     return rec
+
+
+def _seen(marker_path: Path) -> list[str]:
+    try:
+        data = json.loads((marker_path.parent / "orphans.json").read_text(encoding="utf-8"))
+        return [str(x) for x in data] if isinstance(data, list) else []
+    except (OSError, ValueError):
+        return []
+
+
+def _not_recorded(marker_path: Path, seen: list[str], item: str, say: Any, why: str) -> None:
+    """First death on ``item`` without evidence against it: remember it, let --resume rerun it."""
+    try:
+        (marker_path.parent / "orphans.json").write_text(json.dumps([*seen, item]))
+    except OSError:
+        pass
+    if say:
+        say(f"conformance run: {why}; not recorded: --resume runs {item} again (a second "
+            f"death on it is recorded)")
+    _clear(marker_path)
 
 
 def _clear(marker_path: Path) -> None:

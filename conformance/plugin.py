@@ -204,6 +204,7 @@ class State:
                 err = InputError(f"--resume: cannot continue this file: {why} (use "
                                  f"--overwrite or another results file)", file=str(path))
                 raise pytest.UsageError(f"conformance: {err}")
+            self.settle_orphans(Path(path))
             # one run record per file: the resumed run appends verdicts only
             self.writer = ResultsWriter(path, truncate=False)
             return
@@ -308,6 +309,34 @@ class State:
         except Exception:  # noqa: BLE001 - never let reaping break the controller's loop
             return
         self.exit_status[str(getattr(gateway, "id", "?"))] = code
+
+    def settle_orphans(self, results: Path) -> None:
+        """``--resume`` of a run whose process died: an item its in-flight markers show running
+        is replayed (CPU alone, backend alone); if a fresh process dies on it too, its verdict
+        is recorded now instead of the resumed run dying on it again. (``conformance run -n 0``
+        has usually done this already, when the run died.)"""
+        if not self.inflight_dir.is_dir():
+            return
+        from conformance.crashes import settle_orphan
+
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+
+        def say(text: str) -> None:
+            import sys
+
+            if capture is not None:
+                with capture.global_and_fixture_disabled():
+                    print(text, file=sys.stderr, flush=True)
+            else:
+                print(text, file=sys.stderr, flush=True)
+
+        for marker in sorted(m for m in self.inflight_dir.glob("*.json")
+                             if m.name != "orphans.json"):
+            rec = settle_orphan(marker, results, cwd=self.config.rootpath, say=say)
+            if rec is not None:
+                key = f"{rec['overload']}::{rec['check']}"
+                self.written.add(key)
+                self.skip_ids = self.skip_ids | {key}
 
     def cleanup(self) -> None:
         """A run that ended (completed, failed or interrupted) has no use for its in-flight

@@ -71,3 +71,72 @@ def test_n0_death_is_said_attributed_to_the_oracle_and_resumed(tmp_path: Path) -
     ids = [f"{r['overload']}::{r['check']}" for r in
            map(json.loads, out.read_text().splitlines()) if r["record"] == "verdict"]
     assert sorted(ids) == ["neg.out::forward", "neg::forward", "neg_::forward"]
+
+
+_FAKE_REPRO = """import os, signal
+
+def call(device):
+    return None
+
+def show(device):
+    if device in {crashes!r}:
+        os.kill(os.getpid(), signal.SIGSEGV)
+show("cpu")
+show('mlu')
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize(("crashes", "verdict", "recorded"), [
+    (["mlu"], "crash", True), (["cpu"], "skip", True), ([], None, False)])
+def test_settle_orphan_records_only_what_a_fresh_process_reproduces(
+        tmp_path: Path, crashes: list[str], verdict: str | None, recorded: bool) -> None:
+    """What a resumed run does with the marker a dead run left: replay, then record or not."""
+    from conformance.crashes import settle_orphan
+
+    results = tmp_path / "r.jsonl"
+    run = {"record": "run", "backend": "privateuse1:x", "device": "mlu", "seed": 0,
+           "torch_version": "t", "run_id": "r1"}
+    results.write_text(json.dumps(run) + "\n")
+    marker = tmp_path / "main.json"
+    marker.write_text(json.dumps({"nodeid": "abs::forward", "overload": "abs",
+                                  "check": "forward", "state": "running", "side": "mlu",
+                                  "call": "abs(float32[2])", "started": 1.0,
+                                  "repro": _FAKE_REPRO.format(crashes=crashes)}))
+    said: list[str] = []
+    rec = settle_orphan(marker, results, cwd=tmp_path, say=said.append)
+    assert said[0] == "conformance run: the process died while running abs::forward: " \
+                      "abs(float32[2]) on mlu"
+    lines = results.read_text().splitlines()
+    if recorded:
+        assert rec is not None and rec["verdict"] == verdict and len(lines) == 2
+        assert json.loads(lines[1])["replay"] == {
+            "cpu": "crashed (SIGSEGV)" if "cpu" in crashes else "ok",
+            "backend": "crashed (SIGSEGV)" if "mlu" in crashes else "ok"}
+    else:
+        assert rec is None and len(lines) == 1 and "not recorded" in said[-1]
+    assert marker.read_text() == ""  # settled once: a second resume does not replay again
+    assert settle_orphan(marker, results, cwd=tmp_path, say=said.append) is None
+    if not recorded:
+        # the resumed run died on the same item again: now it is recorded, as a crash
+        marker.write_text(json.dumps({"overload": "abs", "check": "forward", "state": "running",
+                                      "side": "mlu", "call": "abs(float32[2])",
+                                      "repro": _FAKE_REPRO.format(crashes=crashes)}))
+        rec = settle_orphan(marker, results, cwd=tmp_path, say=said.append)
+        assert rec is not None and rec["verdict"] == "crash" and "twice" in rec["message"]
+
+
+def test_settle_orphan_in_a_cpu_call_needs_a_second_death(tmp_path: Path) -> None:
+    """A run killed from outside while CPU ran is not CPU's crash; dying there twice is."""
+    from conformance.crashes import settle_orphan
+
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps({"record": "run", "backend": "b", "device": "mlu"}) + "\n")
+    marker = tmp_path / "main.json"
+    state = json.dumps({"overload": "abs", "check": "forward", "state": "running", "side": "cpu",
+                        "call": "abs(float32[2])"})
+    marker.write_text(state)
+    assert settle_orphan(marker, results, cwd=tmp_path) is None
+    marker.write_text(state)
+    rec = settle_orphan(marker, results, cwd=tmp_path)
+    assert rec is not None and (rec["verdict"], rec["category"]) == ("skip", "cpu_crashed")
