@@ -180,7 +180,7 @@ def comparison_for(ctx: Context, call: Call, expected: torch.Tensor) -> Comparis
                               undefined_conversion=undefined)
         if all(t.dtype == dtype for t in tensors) and all(_representable(v, dtype)
                                                           for v in numbers):
-            return Comparison("exact", entry.reason, ulps=1 if low else 0)
+            return Comparison("exact", entry.reason, ulps=entry.low_precision_ulps if low else 0)
     loose = _loosest(call.tensor_dtypes, dtype)
     return Comparison("tolerance", "default tolerances", rtol=loose[0] if loose else None,
                       atol=loose[1] if loose else None, undefined_conversion=undefined)

@@ -23,7 +23,7 @@ from opdb.errors import InputError
 
 CLASSES = ("exact", "rounded")
 _KEYS = {"class", "families", "tags", "views", "requires", "complex", "undefined_conversion",
-         "reason"}
+         "low_precision_ulps", "reason"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class ExactEntry:
     requires: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     complex_ok: bool = True
     undefined_conversion: bool = False
+    low_precision_ulps: int = 1  # rounded class: ulps allowed for float16/bfloat16 results
     file: str = ""
     line: int = 0
 
@@ -127,7 +128,10 @@ def _parse(entry: Entry) -> ExactEntry:
             raise entry.error("'requires' must map argument names to lists of values",
                               "requires")
         requires = {str(k): tuple(v) for k, v in raw.items()}
-    out = ExactEntry(klass=klass, reason=" ".join(reason.split()),
+    low = entry.items.get("low_precision_ulps", (1, 0))[0]
+    if not isinstance(low, int) or isinstance(low, bool) or low not in (0, 1):
+        raise entry.error("'low_precision_ulps' must be 0 or 1", "low_precision_ulps")
+    out = ExactEntry(klass=klass, low_precision_ulps=low, reason=" ".join(reason.split()),
                      families=_names(entry, "families"), tags=_names(entry, "tags"),
                      views=_flag(entry, "views", False), requires=requires,
                      complex_ok=_flag(entry, "complex", True),
