@@ -36,6 +36,18 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def cpu_self(session: nox.Session) -> None:
+    """CPU against itself on every overload (the oracle must pass its own run: 0 fails)."""
+    session.install(*CONSTRAINTS, "-e", ".[test]")
+    session.run("conformance", "run", "--backend", "cpu", "-o", "cpu-self.jsonl", "--overwrite",
+                *session.posargs)
+    session.run("python", "-c", "import json,sys; bad=[r for r in map(json.loads, "
+                "open('cpu-self.jsonl')) if r.get('verdict') in ('fail','crash','timeout')]; "
+                "[print(r['overload'], r['check'], r['verdict'], r['message'][:160]) for r in bad];"
+                " sys.exit(1 if bad else 0)")
+
+
+@nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
     """Run every benchmark script in benchmarks/."""
     session.install(*CONSTRAINTS, "-e", ".[test]")

@@ -39,7 +39,14 @@ from conformance.verdicts import (
 )
 from opdb.dtypes import DTYPE_NAMES
 from opdb.opdata import OpHints
-from opdb.outcomes import CPU_DTYPE_GAP, ERROR_ACCEPTS, ERROR_RAISES, ERROR_TYPE, is_dtype_gap
+from opdb.outcomes import (
+    CPU_DTYPE_GAP,
+    CPU_UNSTABLE,
+    ERROR_ACCEPTS,
+    ERROR_RAISES,
+    ERROR_TYPE,
+    is_dtype_gap,
+)
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[-+](?:\d+\.?\d*)"
                      r"(?:[eE][-+]?\d+)?j)?(?![\w])")
@@ -188,6 +195,7 @@ class Context:
     not_comparable: int = 0
     cpu_errors: Counter[str] = field(default_factory=Counter)
     cpu_dtype_gaps: Counter[str] = field(default_factory=Counter)  # CPU-only dtype refusals
+    cpu_unstable_calls: Counter[str] = field(default_factory=Counter)  # CPU unlike itself
     tallies: dict[str, _Tally] = field(default_factory=dict)
     _current: tuple[frozenset[str], list[bool]] | None = None
 
@@ -264,6 +272,40 @@ class Context:
                          f"({error_line(exc)})", missing_op=missing[0])
             stop.call = call
             raise stop from None
+
+    def cpu_unstable(self, call: Call, agrees: Callable[[Any], bool], reruns: int = 2) -> bool:
+        """Whether CPU disagrees with itself on ``call``: asked only where a value comparison
+        failed, by running CPU ``reruns`` more times; ``agrees(answer)`` compares another CPU
+        answer with the first as the backend's was compared. Uninitialized results (of empty
+        inputs), unseeded randomness and races make the oracle's values unspecified there: the
+        example then counts on what CPU does repeat (structure, dtype, shape) and the verdict
+        notes it (``cpu_unstable``)."""
+        for _ in range(reruns):
+            self.inflight.call(call, self.repro_fn, side="cpu")
+            try:
+                again = call.run("cpu")
+            except Exception:  # noqa: BLE001 - CPU raising now where it answered before
+                again = None
+            if again is None or not agrees(again):
+                self.cpu_unstable_calls[call.describe()] += 1
+                return True
+        return False
+
+    def cpu_varies(self, call: Call, runs: int = 6) -> bool:
+        """Whether CPU's answers to ``call`` differ bit for bit (NaN-aware) over ``runs`` runs:
+        asked when a failure did not reproduce on replay (``flaky``), to tell an unstable oracle
+        from an unstable backend."""
+        answers = []
+        for _ in range(runs):
+            self.inflight.call(call, self.repro_fn, side="cpu")
+            try:
+                answers.append(_bits(call.run("cpu")))
+            except Exception:  # noqa: BLE001
+                answers.append(None)
+            if len(answers) > 1 and answers[-1] != answers[0]:
+                self.cpu_unstable_calls[call.describe()] += 1
+                return True
+        return False
 
     def to_host(self, t: torch.Tensor) -> torch.Tensor:
         if t.is_meta:
@@ -498,6 +540,13 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         return verdict("skip", "no_valid_inputs", most_common_cpu_error(), ctx=ctx)
     except Flaky as exc:
         last = state["last"]
+        calls_seen = [c for c, _ in found.values()] or ([last[0]] if last else [])
+        if calls_seen and all(ctx.cpu_varies(c) for c in calls_seen):
+            # not the backend: CPU itself gives another answer each time (uninitialized memory)
+            return verdict("pass", CPU_UNSTABLE, f"agreed with CPU except where CPU disagreed "
+                           f"with itself ({len(calls_seen)} call(s) whose failure did not "
+                           f"reproduce: CPU's values vary from run to run there; e.g. "
+                           f"{calls_seen[0].describe()})", examples=ctx.checked, ctx=ctx)
         message = f"the failure did not reproduce on replay: {error_line(exc)}"
         if found:
             return failed(flaky=message)  # type: ignore[return-value]
@@ -522,6 +571,12 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                        f"agreed with CPU on {ctx.checked} examples as far as compared, but values "
                        f"could not be compared on {ctx.not_comparable}: {backend.device} tensors "
                        f"hold no values", ctx=ctx, examples=ctx.checked)
+    if ctx.cpu_unstable_calls:
+        (line, n), = ctx.cpu_unstable_calls.most_common(1)
+        return verdict("pass", CPU_UNSTABLE, f"agreed with CPU on {ctx.checked} examples; on "
+                       f"{sum(ctx.cpu_unstable_calls.values())} of them CPU disagreed with "
+                       f"itself (values unspecified there: structure, dtype and shape compared; "
+                       f"e.g. {line})", examples=ctx.checked, ctx=ctx)
     if ctx.cpu_dtype_gaps:
         (line, n), = ctx.cpu_dtype_gaps.most_common(1)
         return verdict("pass", CPU_DTYPE_GAP, f"agreed with CPU on {ctx.checked} examples; "
@@ -530,6 +585,26 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                        examples=ctx.checked, ctx=ctx)
     return verdict("pass", None, f"agreed with CPU on {ctx.checked} examples",
                    examples=ctx.checked, ctx=ctx)
+
+
+def _bits(out: Any) -> list[Any]:
+    """A comparable snapshot of a result: per leaf, dtype, shape and raw bytes (so NaN == NaN
+    and -0.0 != 0.0)."""
+    from torch.utils._pytree import tree_flatten
+
+    snap: list[Any] = []
+    for leaf in tree_flatten(out)[0]:
+        if isinstance(leaf, torch.Tensor):
+            t = leaf.detach()
+            if t.layout != torch.strided or t.is_meta:
+                snap.append((str(t.dtype), tuple(t.shape), str(t.layout)))
+                continue
+            t = t.contiguous().reshape(-1)
+            raw = t.view(torch.uint8) if t.numel() and t.dtype != torch.bool else t.to(torch.uint8)
+            snap.append((str(t.dtype), tuple(leaf.shape), bytes(raw.numpy().tobytes())))
+        else:
+            snap.append(repr(leaf))
+    return snap
 
 
 def _lead_dtype(call: Call) -> tuple[str, ...]:

@@ -42,6 +42,12 @@ LEGACY_ERROR_MISMATCH = "error_mismatch"
 #: a result. Not a contract, not a fail; those examples are not counted.
 CPU_DTYPE_GAP = "cpu_dtype_gap"
 
+#: Informational category of a ``pass``: on some examples CPU disagreed with itself (a value
+#: comparison failed, and CPU run again on the same call gave another answer: uninitialized
+#: results of empty inputs, unseeded randomness). Only what CPU repeats (structure, dtype, shape)
+#: was compared there.
+CPU_UNSTABLE = "cpu_unstable"
+
 #: Fail categories with one line each (what disagreed).
 FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "value": "values differ from CPU beyond tolerance",
@@ -85,6 +91,7 @@ UNSUPPORTED_CATEGORIES: Mapping[str, str] = MappingProxyType({
 #: Informational categories (the verdict stays what it is).
 INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
     CPU_DTYPE_GAP: "the backend computes dtypes CPU's own kernel lacks (informational)",
+    CPU_UNSTABLE: "CPU disagreed with itself on some examples: values not compared there",
 })
 
 #: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).
