@@ -74,8 +74,10 @@ def compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
                                             f"{type(e).__name__} [{where}]")
         if not isinstance(e, torch.Tensor):
             if values and not _same_scalar(e, a):
-                if ctx.cpu_unstable(call, lambda again, i=i, e=e: _same_scalar(
-                        e, _leaf(again, i))):
+                def same(again: Any, i: int = i, e: Any = e) -> bool:
+                    return _same_scalar(e, _leaf(again, i))
+
+                if ctx.cpu_unstable(call, same):
                     continue  # CPU's own answers differ: the value is not specified here
                 raise CheckFailure("value", f"{label}={a!r}, but should be {e!r} [{where}]")
             continue
@@ -98,8 +100,11 @@ def compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
                 try:
                     _assert_values(ctx, call, label, where, host, e)
                 except CheckFailure:
-                    if ctx.cpu_unstable(call, lambda again, i=i, e=e, label=label: _agrees(
-                            ctx, call, label, where, _leaf(again, i), e)):
+                    def agrees(again: Any, i: int = i, e: torch.Tensor = e,
+                               label: str = label) -> bool:
+                        return _agrees(ctx, call, label, where, _leaf(again, i), e)
+
+                    if ctx.cpu_unstable(call, agrees):
                         continue  # CPU's own answers differ: only dtype and shape are specified
                     raise
 

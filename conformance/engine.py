@@ -295,7 +295,7 @@ class Context:
         """Whether CPU's answers to ``call`` differ bit for bit (NaN-aware) over ``runs`` runs:
         asked when a failure did not reproduce on replay (``flaky``), to tell an unstable oracle
         from an unstable backend."""
-        answers = []
+        answers: list[list[Any] | None] = []
         for _ in range(runs):
             self.inflight.call(call, self.repro_fn, side="cpu")
             try:
