@@ -8,6 +8,9 @@
   had elements); ``out`` is returned.
 * In-place: ``self`` is mutated and returned; a result type ``self`` cannot hold is refused with
   CPU's message, a result shape that is not ``self``'s too.
+* Dtype support: :func:`check_dtype` is CPU's one refusal of a dtype a kernel is not compiled for
+  (``"op" not implemented for 'Half'``); the dtype sets it is given (:data:`FLOATING`,
+  :data:`REAL`...) are built from :mod:`opdb.dtypes`, where the twelve dtypes are defined.
 """
 
 from __future__ import annotations
@@ -24,18 +27,30 @@ from torch._prims_common import (
     elementwise_dtypes,
 )
 
-from kernels._tensor import DEVICE, NP_DTYPE, np_dtype, restride, to_numpy
+from opdb import dtypes as _dtypes
+from kernels._tensor import DEVICE, NP_DTYPE, from_numpy, np_dtype, restride, to_numpy
 
 __all__ = [
+    "ALL",
+    "BOOL",
+    "COMPLEX",
+    "FLOATING",
+    "INTEGRAL",
+    "LOW_PRECISION",
+    "REAL",
     "Kind",
-    "category",
+    "aten_type_name",
+    "check_dtype",
     "check_out_exact",
     "check_result_fits",
     "cpp_type_name",
     "compute_array",
+    "dtype_set",
     "dtypes",
     "dtypes3",
+    "emit",
     "infer_size",
+    "opmath",
     "promote",
     "quiet",
     "resize_out",
@@ -46,7 +61,42 @@ __all__ = [
 
 Kind = ELEMENTWISE_TYPE_PROMOTION_KIND
 
-_f32 = np.dtype(np.float32)
+# --------------------------------------------------------------------------------------------
+# Dtype sets (of opdb.dtypes' twelve), names, and CPU's refusal of an unsupported dtype
+# --------------------------------------------------------------------------------------------
+ALL = frozenset(_dtypes.torch_dtypes())
+BOOL = frozenset(_dtypes.torch_dtypes(_dtypes.BOOL))
+INTEGRAL = frozenset(_dtypes.torch_dtypes(_dtypes.INTEGRAL))
+FLOATING = frozenset(_dtypes.torch_dtypes(_dtypes.FLOATING))
+COMPLEX = frozenset(_dtypes.torch_dtypes(_dtypes.COMPLEX))
+#: float16/bfloat16: CPU computes them in float32 ("opmath") and rounds once.
+LOW_PRECISION = frozenset(_dtypes.torch_dtypes(_dtypes.LOW_PRECISION))
+#: Integral and floating: what ATen's ``AT_DISPATCH_ALL_TYPES`` covers.
+REAL = INTEGRAL | FLOATING
+
+_BY_CATEGORY = {"bool": BOOL, "integral": INTEGRAL, "floating": FLOATING, "complex": COMPLEX}
+_LOW_NP = frozenset(NP_DTYPE[d] for d in LOW_PRECISION)
+
+
+def dtype_set(*specs: str | torch.dtype) -> frozenset[torch.dtype]:
+    """The dtypes named by ``specs``: categories of :mod:`opdb.dtypes` (``"bool"``,
+    ``"integral"``, ``"floating"``, ``"complex"``) and single dtypes."""
+    out: set[torch.dtype] = set()
+    for s in specs:
+        if isinstance(s, str):
+            out |= _BY_CATEGORY[s]
+        else:
+            out.add(s)
+    return frozenset(out)
+
+
+def check_dtype(op: str, dtype: torch.dtype, *, allowed: frozenset[torch.dtype] | None = None,
+                refused: frozenset[torch.dtype] = frozenset()) -> None:
+    """CPU's refusal of a dtype the kernel named ``op`` is not compiled for (ATen's
+    ``AT_DISPATCH_*`` macros): ``NotImplementedError: "op" not implemented for 'Half'``.
+    Refused: a dtype in ``refused``, or one not in ``allowed`` when that is given."""
+    if dtype in refused or (allowed is not None and dtype not in allowed):
+        raise NotImplementedError(f'"{op}" not implemented for \'{scalar_type_name(dtype)}\'')
 
 
 def quiet() -> np.errstate:
@@ -54,27 +104,35 @@ def quiet() -> np.errstate:
     return np.errstate(all="ignore")
 
 
-def category(dtype: torch.dtype) -> str:
-    """``bool``, ``integral``, ``floating`` or ``complex``: the one place dtype categories live."""
-    if dtype == torch.bool:
-        return "bool"
-    if dtype.is_complex:
-        return "complex"
-    if dtype.is_floating_point:
-        return "floating"
-    return "integral"
+def opmath(a: np.ndarray) -> np.ndarray:
+    """float16/bfloat16 arrays upcast to float32 (CPU's "opmath" type); others unchanged."""
+    return a.astype(np.float32) if a.dtype in _LOW_NP else a
 
 
 def scalar_type_name(dtype: torch.dtype) -> str:
-    """c10's ScalarType name (``Float``, ``Long``, ``BFloat16``...) as CPU error messages use it."""
-    name = _NAMES.get(dtype)
+    """c10's ScalarType name (``Float``, ``Long``, ``BFloat16``...) as CPU error messages use it
+    (:data:`opdb.dtypes.SCALAR_TYPE_NAMES`; torch's own spelling for dtypes outside the twelve)."""
+    name = _dtypes.SCALAR_TYPE_NAMES.get(_dtypes.dtype_name(dtype))
     if name is None:
-        name = torch.empty(0, dtype=dtype).type().removeprefix("torch.").removesuffix("Tensor")
-        _NAMES[dtype] = name
+        name = _NAMES.get(dtype)
+        if name is None:
+            name = torch.empty(0, dtype=dtype).type().removeprefix("torch.").removesuffix("Tensor")
+            _NAMES[dtype] = name
     return name
 
 
 _NAMES: dict[torch.dtype, str] = {}
+
+
+def cpp_type_name(dtype: torch.dtype) -> str:
+    """The C++ type name c10 prints for ``dtype`` in some messages (``float``, ``long int``)."""
+    name = _dtypes.dtype_name(dtype)
+    return _dtypes.CPP_TYPE_NAMES.get(name, name)
+
+
+def aten_type_name(dtype: torch.dtype, default: str = "double") -> str:
+    """The type name ATen's templated kernels print (``at::Half``, ``int64_t``)."""
+    return _dtypes.ATEN_TYPE_NAMES.get(_dtypes.dtype_name(dtype), default)
 
 # --------------------------------------------------------------------------------------------
 # Promotion
@@ -198,20 +256,6 @@ def check_result_fits(result_dtype: torch.dtype, target_dtype: torch.dtype) -> N
         )
 
 
-_CPP_NAMES = {
-    torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half",
-    torch.bfloat16: "c10::BFloat16", torch.int64: "long int", torch.int32: "int",
-    torch.int16: "short int", torch.int8: "signed char", torch.uint8: "unsigned char",
-    torch.bool: "bool", torch.complex64: "c10::complex<float>",
-    torch.complex128: "c10::complex<double>",
-}
-
-
-def cpp_type_name(dtype: torch.dtype) -> str:
-    """The C++ type name c10 prints for ``dtype`` in some messages (``float``, ``long int``)."""
-    return _CPP_NAMES.get(dtype, str(dtype).removeprefix("torch."))
-
-
 def check_out_exact(out: torch.Tensor, dtype: torch.dtype) -> None:
     """Structured kernels that are not TensorIterator-based need ``out.dtype`` exactly."""
     if out.dtype != dtype:
@@ -262,6 +306,18 @@ def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = 
         value = value.real
     np.copyto(dst, value, casting="unsafe")
     return out
+
+
+def emit(value: Any, dtype: torch.dtype, out: torch.Tensor | None = None, *,
+         into: torch.Tensor | None = None, **write: Any) -> torch.Tensor:
+    """A kernel's result ``value`` of ``dtype``: a new mlu tensor (functional overload), written
+    into ``out`` with :func:`write_out` (``write``: its keyword arguments), or into ``into`` with
+    :func:`write_inplace` (the in-place overload's ``self``)."""
+    if into is not None:
+        return write_inplace(into, value, dtype)
+    if out is None:
+        return from_numpy(value, dtype)
+    return write_out(out, value, dtype, **write)
 
 
 def write_inplace(self: torch.Tensor, value: Any, result_dtype: torch.dtype | None = None

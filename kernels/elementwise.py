@@ -17,10 +17,12 @@ import numpy as np
 import torch
 
 from kernels._semantics import (
+    LOW_PRECISION,
     Kind,
-    category,
+    check_dtype,
     check_result_fits,
     dtypes,
+    dtype_set,
     dtypes3,
     infer_size,
     promote,
@@ -172,22 +174,16 @@ def early_refusal(message: str) -> NotImplementedError:
     return exc
 
 
-def refuse(op: str, *categories: str | torch.dtype) -> Callable[..., None]:
-    """A ``validate`` hook raising CPU's ``NotImplementedError: "op" not implemented for 'Dtype'``
-    for the dtype categories (``bool``, ``integral``, ``floating``, ``complex``) or the single
-    dtypes the op does not support."""
-    cats = frozenset(c for c in categories if isinstance(c, str))
-    single = frozenset(c for c in categories if isinstance(c, torch.dtype))
+def refuse(op: str, *refused: str | torch.dtype) -> Callable[..., None]:
+    """A ``validate`` hook: :func:`~kernels._semantics.check_dtype` on the operands' promoted
+    dtype, refusing the categories (``bool``, ``integral``, ``floating``, ``complex``) and single
+    dtypes ``refused``."""
+    dtypes = dtype_set(*refused)
 
     def validate(compute: torch.dtype, result: torch.dtype, *operands: Any, **kw: Any) -> None:
-        d = input_dtype(*operands)
-        if d in single or category(d) in cats:
-            raise NotImplementedError(f'"{op}" not implemented for \'{scalar_type_name(d)}\'')
+        check_dtype(op, input_dtype(*operands), refused=dtypes)
 
     return validate
-
-
-_LOW = (torch.float16, torch.bfloat16)
 
 
 def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: str,
@@ -250,7 +246,7 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
         if mode != "functional":
             check_target()
         npd = np_dtype(compute)
-        if common in _LOW and compute != common:
+        if common in LOW_PRECISION and compute != common:
             # CPU first casts every operand to the common (low-precision) dtype.
             low = NP_DTYPE[common]
             ops = [operand(a, npd) if (scalar_opmath and not isinstance(a, torch.Tensor))
@@ -517,12 +513,12 @@ UNARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "lgamma": (_lazy_special("gammaln"), Kind.INT_TO_FLOAT, ("complex",)),
     "digamma": (_digamma, Kind.INT_TO_FLOAT, ("complex",)),
     "i0": (_lazy_special("i0"), Kind.INT_TO_FLOAT, ("complex",)),
-    "special_erfcx": (_lazy_special("erfcx"), Kind.INT_TO_FLOAT, ("complex",) + _LOW),
+    "special_erfcx": (_lazy_special("erfcx"), Kind.INT_TO_FLOAT, ("complex", *LOW_PRECISION)),
     "special_i0e": (_lazy_special("i0e"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_i1": (_lazy_special("i1"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_i1e": (_lazy_special("i1e"), Kind.INT_TO_FLOAT, ("complex",)),
-    "special_ndtri": (_lazy_special("ndtri"), Kind.INT_TO_FLOAT, ("complex",) + _LOW),
-    "special_log_ndtr": (_lazy_special("log_ndtr"), Kind.INT_TO_FLOAT, ("complex",) + _LOW),
+    "special_ndtri": (_lazy_special("ndtri"), Kind.INT_TO_FLOAT, ("complex", *LOW_PRECISION)),
+    "special_log_ndtr": (_lazy_special("log_ndtr"), Kind.INT_TO_FLOAT, ("complex", *LOW_PRECISION)),
     "conj_physical": (np.conj, Kind.DEFAULT, ("same_dtype_out",)),
     "_conj_physical": (np.conj, Kind.DEFAULT, ()),
 }
@@ -640,7 +636,7 @@ register_family("angle", _angle, (Kind.INT_TO_FLOAT, Kind.COMPLEX_TO_FLOAT))
 
 
 def _logit(x: Any, *, compute: torch.dtype, result: torch.dtype, eps: float | None = None) -> Any:
-    if result in _LOW:
+    if result in LOW_PRECISION:
         # ATen forms x / (1 - x) in the low-precision dtype, then takes the log in float.
         low = NP_DTYPE[result]
         xl = x.astype(low)
@@ -1047,7 +1043,7 @@ def _xlog1py(x: Any, y: Any, *, compute: torch.dtype, result: torch.dtype) -> An
 register_family("special_xlog1py", _xlog1py, Kind.INT_TO_FLOAT,
                 validate=refuse("xlog1py", "complex"))
 register_family("special_zeta", _plain(_lazy_special("zeta")), Kind.INT_TO_FLOAT,
-                validate=refuse("zeta_cpu", "complex", *_LOW))
+                validate=refuse("zeta_cpu", "complex", *LOW_PRECISION))
 
 
 def _polygamma_kernel(mode: str) -> Callable[..., Any]:
@@ -1133,7 +1129,7 @@ def frexp_out(self: torch.Tensor, *, mantissa: torch.Tensor, exponent: torch.Ten
             "torch.frexp() only supports floating-point dtypes"
         )
     x = to_numpy(self)
-    m, e = np.frexp(x.astype(np.float32) if self.dtype in _LOW else x)
+    m, e = np.frexp(x.astype(np.float32) if self.dtype in LOW_PRECISION else x)
     write_out(mantissa, m, self.dtype)
     write_out(exponent, e.astype(np.int32), torch.int32)
     return mantissa, exponent
@@ -1143,7 +1139,7 @@ def frexp_out(self: torch.Tensor, *, mantissa: torch.Tensor, exponent: torch.Ten
 # Special functions: Bessel/Airy (float32/float64 only, as on CPU) and orthogonal polynomials
 # --------------------------------------------------------------------------------------------
 
-_FLOAT_ONLY = ("complex",) + _LOW
+_FLOAT_ONLY = ("complex", *LOW_PRECISION)
 
 
 def _sp_unary(fname: str) -> ArrayFn:

@@ -6,14 +6,19 @@ these kernels. float16/bfloat16 multiply in float32 (as CPU's GEMM accumulates) 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 
 from kernels._semantics import (
+    BOOL,
+    check_dtype,
     check_out_exact,
     cpp_type_name,
+    emit,
+    opmath,
     quiet,
     scalar_type_name,
     write_inplace,
@@ -21,16 +26,11 @@ from kernels._semantics import (
 )
 from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
 from kernels.elementwise import check_same_device
-from kernels.registry import register
-
-_LOW = (torch.float16, torch.bfloat16)
+from kernels.registry import register, register_rows
 
 
 def _operand(t: torch.Tensor) -> np.ndarray:
-    x = to_numpy(t)
-    if t.dtype in _LOW:
-        return x.astype(np.float32)
-    return x
+    return opmath(to_numpy(t))
 
 
 def _check_dtypes(op: str, a: torch.Tensor, b: torch.Tensor,
@@ -43,8 +43,8 @@ def _check_dtypes(op: str, a: torch.Tensor, b: torch.Tensor,
         )
     if out is not None:
         check_out_exact(out, a.dtype)
-    if a.dtype == torch.bool and a.numel() and b.numel():
-        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+    if a.numel() and b.numel():
+        check_dtype(op, a.dtype, refused=BOOL)
     if a.dtype != b.dtype:
         raise RuntimeError(
             f"expected scalar type {scalar_type_name(a.dtype)} but found "
@@ -73,14 +73,9 @@ def _mm_value(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None =
     return _matmul(_operand(self), _operand(mat2))
 
 
-@register("mm")
-def mm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
-    return from_numpy(_mm_value(self, mat2), self.dtype)
-
-
-@register("mm.out")
-def mm_out(self: torch.Tensor, mat2: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _mm_value(self, mat2, out), self.dtype, exact=True)
+def _mm(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None = None
+        ) -> torch.Tensor:
+    return emit(_mm_value(self, mat2, out), self.dtype, out, exact=True)
 
 
 def _bmm_value(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None = None
@@ -100,14 +95,9 @@ def _bmm_value(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None 
     return _matmul(_operand(self), _operand(mat2))
 
 
-@register("bmm")
-def bmm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
-    return from_numpy(_bmm_value(self, mat2), self.dtype)
-
-
-@register("bmm.out")
-def bmm_out(self: torch.Tensor, mat2: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _bmm_value(self, mat2, out), self.dtype, exact=True)
+def _bmm(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None = None
+         ) -> torch.Tensor:
+    return emit(_bmm_value(self, mat2, out), self.dtype, out, exact=True)
 
 
 def _axpby(self: torch.Tensor, prod: np.ndarray, beta: Any, alpha: Any) -> np.ndarray:
@@ -136,86 +126,37 @@ def _check_self_dtype(self: torch.Tensor, other: torch.Tensor) -> None:
         )
 
 
-def _addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, beta: Any, alpha: Any,
-           out: torch.Tensor | None = None) -> np.ndarray:
+def _addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, beta: Any = 1,
+           alpha: Any = 1, out: torch.Tensor | None = None, inplace: bool = False
+           ) -> torch.Tensor:
     check_same_device("addmm", (self, mat1, mat2), ("self", "mat1", "mat2"))
     if mat1.dim() != 2:
         raise RuntimeError("mat1 must be a matrix, got " + f"{mat1.dim()}-D tensor")
     if mat2.dim() != 2:
         raise RuntimeError("mat2 must be a matrix, got " + f"{mat2.dim()}-D tensor")
     _check_self_dtype(self, mat1)
-    return _axpby(self, _mm_value(mat1, mat2, out), beta, alpha)
+    value = _axpby(self, _mm_value(mat1, mat2, out), beta, alpha)
+    return emit(value, mat1.dtype, out, into=self if inplace else None, exact=True)
 
 
-@register("addmm")
-def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: Any = 1,
-          alpha: Any = 1) -> torch.Tensor:
-    return from_numpy(_addmm(self, mat1, mat2, beta, alpha), mat1.dtype)
+def _baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, beta: Any = 1,
+             alpha: Any = 1, out: torch.Tensor | None = None, inplace: bool = False
+             ) -> torch.Tensor:
+    check_same_device("baddbmm", (self, batch1, batch2), ("self", "batch1", "batch2"))
+    _check_self_dtype(self, batch1)
+    value = _axpby(self, _bmm_value(batch1, batch2, out), beta, alpha)
+    return emit(value, batch1.dtype, out, into=self if inplace else None, exact=True)
 
 
-@register("addmm.out")
-def addmm_out(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: Any = 1,
-              alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _addmm(self, mat1, mat2, beta, alpha, out), mat1.dtype, exact=True)
-
-
-@register("addmm_")
-def addmm_(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: Any = 1,
-           alpha: Any = 1) -> torch.Tensor:
-    return write_inplace(self, _addmm(self, mat1, mat2, beta, alpha), mat1.dtype)
-
-
-def _baddbmm(self: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, beta: Any, alpha: Any,
-             out: torch.Tensor | None = None) -> np.ndarray:
-    check_same_device("baddbmm", (self, b1, b2), ("self", "batch1", "batch2"))
-    _check_self_dtype(self, b1)
-    return _axpby(self, _bmm_value(b1, b2, out), beta, alpha)
-
-
-@register("baddbmm")
-def baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta: Any = 1,
-            alpha: Any = 1) -> torch.Tensor:
-    return from_numpy(_baddbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
-
-
-@register("baddbmm.out")
-def baddbmm_out(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
-                beta: Any = 1, alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _baddbmm(self, batch1, batch2, beta, alpha, out), batch1.dtype,
-                     exact=True)
-
-
-@register("baddbmm_")
-def baddbmm_(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta: Any = 1,
-             alpha: Any = 1) -> torch.Tensor:
-    return write_inplace(self, _baddbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
-
-
-def _addbmm(self: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, beta: Any, alpha: Any
-            ) -> np.ndarray:
-    check_same_device("addbmm", (self, b1, b2), ("self", "batch1", "batch2"))
-    _check_self_dtype(self, b1)
-    prod = _bmm_value(b1, b2)
-    return _axpby(self, prod.sum(axis=0) if prod.shape[0] else np.zeros(prod.shape[1:],
-                                                                       prod.dtype), beta, alpha)
-
-
-@register("addbmm")
-def addbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta: Any = 1,
-           alpha: Any = 1) -> torch.Tensor:
-    return from_numpy(_addbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
-
-
-@register("addbmm.out")
-def addbmm_out(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
-               beta: Any = 1, alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _addbmm(self, batch1, batch2, beta, alpha), batch1.dtype, exact=True)
-
-
-@register("addbmm_")
-def addbmm_(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta: Any = 1,
-            alpha: Any = 1) -> torch.Tensor:
-    return write_inplace(self, _addbmm(self, batch1, batch2, beta, alpha), batch1.dtype)
+def _addbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, beta: Any = 1,
+            alpha: Any = 1, out: torch.Tensor | None = None, inplace: bool = False
+            ) -> torch.Tensor:
+    check_same_device("addbmm", (self, batch1, batch2), ("self", "batch1", "batch2"))
+    _check_self_dtype(self, batch1)
+    prod = _bmm_value(batch1, batch2)
+    value = _axpby(self, prod.sum(axis=0) if prod.shape[0] else np.zeros(prod.shape[1:],
+                                                                        prod.dtype), beta, alpha)
+    return emit(value, batch1.dtype, out, into=self if inplace else None, exact=True)
 
 
 def _dot_checks(self: torch.Tensor, other: torch.Tensor, op: str) -> None:
@@ -229,8 +170,7 @@ def _dot_checks(self: torch.Tensor, other: torch.Tensor, op: str) -> None:
             f"dot : expected both vectors to have same dtype, but found "
             f"{scalar_type_name(self.dtype)} and {scalar_type_name(other.dtype)}"
         )
-    if self.dtype == torch.bool:
-        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+    check_dtype(op, self.dtype, refused=BOOL)
     if self.numel() != other.numel():
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{self.numel()}] and src "
@@ -268,13 +208,13 @@ def _mv_value(self: torch.Tensor, vec: torch.Tensor) -> np.ndarray:
     return _matmul(_operand(self), _operand(vec))
 
 
-@register("mv")
-def mv(self: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
+def _mv(self: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
     return from_numpy(_mv_value(self, vec), self.dtype)
 
 
-def _addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, beta: Any, alpha: Any
-           ) -> np.ndarray:
+def _addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, beta: Any = 1,
+           alpha: Any = 1, out: torch.Tensor | None = None, inplace: bool = False
+           ) -> torch.Tensor:
     check_same_device("addmv", (self, mat, vec), ("self", "mat", "vec"))
     if not (self.dtype == mat.dtype == vec.dtype):
         raise RuntimeError(
@@ -282,26 +222,23 @@ def _addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, beta: Any, 
             f"{scalar_type_name(self.dtype)}, {scalar_type_name(mat.dtype)}, and "
             f"{scalar_type_name(vec.dtype)}"
         )
-    return _axpby(self, _mv_value(mat, vec), beta, alpha)
+    value = _axpby(self, _mv_value(mat, vec), beta, alpha)
+    return emit(value, mat.dtype, out, into=self if inplace else None, exact=True)
 
 
-@register("addmv")
-def addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, *, beta: Any = 1,
-          alpha: Any = 1) -> torch.Tensor:
-    return from_numpy(_addmv(self, mat, vec, beta, alpha), mat.dtype)
-
-
-@register("addmv.out")
-def addmv_out(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, *, beta: Any = 1,
-              alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _addmv(self, mat, vec, beta, alpha), mat.dtype, exact=True)
-
-
-@register("addmv_")
-def addmv_(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, *, beta: Any = 1,
-           alpha: Any = 1) -> torch.Tensor:
-    return write_inplace(self, _addmv(self, mat, vec, beta, alpha), mat.dtype)
-
+register_rows({
+    ("mm", "mm.out"): _mm,
+    ("bmm", "bmm.out"): _bmm,
+    "mv": _mv,
+    ("addmm", "addmm.out"): _addmm,
+    "addmm_": partial(_addmm, inplace=True),
+    ("baddbmm", "baddbmm.out"): _baddbmm,
+    "baddbmm_": partial(_baddbmm, inplace=True),
+    ("addbmm", "addbmm.out"): _addbmm,
+    "addbmm_": partial(_addbmm, inplace=True),
+    ("addmv", "addmv.out"): _addmv,
+    "addmv_": partial(_addmv, inplace=True),
+})
 
 __all__ = ["NP_DTYPE"]
 

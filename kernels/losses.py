@@ -12,9 +12,9 @@ import numpy as np
 import torch
 
 from kernels import nn
-from kernels._semantics import promote, scalar_type_name
+from kernels._define import check_same_shape_or_broadcast, define
+from kernels._semantics import FLOATING, REAL, opmath, promote, scalar_type_name
 from kernels._tensor import NP_DTYPE, to_numpy
-from kernels.nn_ops import FLOATING, REAL, check_same_shape_or_broadcast, define
 
 __all__: list[str] = []
 
@@ -143,7 +143,7 @@ def _triple(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor
     check_same_shape_or_broadcast(self, target, grad_output)
     np_dtype = NP_DTYPE[promote(self, target, grad_output)]
     # C++ promotes integer operands to int before arithmetic; half types compute in float32
-    compute = np.dtype(np.int64) if np_dtype.kind in "iu" else nn._opmath(np.empty(0, np_dtype)).dtype
+    compute = np.dtype(np.int64) if np_dtype.kind in "iu" else opmath(np.empty(0, np_dtype)).dtype
     arrays = [to_numpy(a).astype(compute, copy=False) for a in (self, target, grad_output)]
     return arrays[0], arrays[1], arrays[2], np_dtype
 
@@ -152,7 +152,7 @@ def _pair(self: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndar
     check_same_shape_or_broadcast(self, target)
     x, t = to_numpy(self), to_numpy(target)
     dtype = NP_DTYPE[torch.result_type(self, target)]
-    return nn._opmath(x), nn._opmath(t), dtype
+    return opmath(x), opmath(t), dtype
 
 
 @define("mse_loss", "mse_loss.out",
@@ -225,7 +225,7 @@ def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
 def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                         reduction: int, delta: float) -> np.ndarray:
     x, t, dtype = _pair(self, target)
-    g = nn._opmath(to_numpy(grad_output))
+    g = opmath(to_numpy(grad_output))
     d = x - t
     grad = np.where(d <= -delta, -g * delta, np.where(d >= delta, g * delta, d * g))
     return _norm(grad, reduction, d.size).astype(dtype, copy=False)
@@ -255,7 +255,7 @@ def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor,
     log_1mx = np.maximum(np.log1p(-x), -100.0)
     loss = (t - 1.0) * log_1mx - t * log_x
     if weight is not None:
-        loss = loss * nn._opmath(to_numpy(weight))
+        loss = loss * opmath(to_numpy(weight))
     return _reduce(loss, reduction, dtype)
 
 
@@ -267,8 +267,8 @@ def binary_cross_entropy_backward(grad_output: torch.Tensor, self: torch.Tensor,
                                   target: torch.Tensor, weight: torch.Tensor | None = None,
                                   reduction: int = 1) -> np.ndarray:
     x, t, dtype = _pair(self, target)
-    g = nn._opmath(to_numpy(grad_output))
+    g = opmath(to_numpy(grad_output))
     grad = g * (x - t) / np.maximum((1.0 - x) * x, _BCE_EPSILON)
     if weight is not None:
-        grad = grad * nn._opmath(to_numpy(weight))
+        grad = grad * opmath(to_numpy(weight))
     return _norm(grad, reduction, x.size).astype(dtype, copy=False)

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from kernels._semantics import opmath
+
 __all__ = [
     "adaptive_avg_pool",
     "adaptive_avg_pool2d",
@@ -67,13 +69,6 @@ Ints = Sequence[int]
 
 # --------------------------------------------------------------------------------------------
 # helpers
-
-
-def _opmath(a: np.ndarray) -> np.ndarray:
-    """Upcast half-precision floats to float32 (torch's CPU "opmath" type); others unchanged."""
-    if a.dtype.kind == "f" and a.dtype.itemsize < 4 or a.dtype.name == "bfloat16":
-        return a.astype(np.float32)
-    return a
 
 
 def _expand(v: Ints | int, n: int, name: str) -> tuple[int, ...]:
@@ -249,7 +244,7 @@ def conv_forward(
     """Convolution (cross-correlation) of ``x (N, C, *S)`` with ``weight (O, C/G, *k)``."""
     nd = x.ndim - 2
     dtype = np.result_type(x, weight)
-    x, weight = _opmath(x), _opmath(weight)
+    x, weight = opmath(x), opmath(weight)
     stride, padding, dilation = _conv_args(nd, stride, padding, dilation)
     cols, out = _im2col(
         _channels_last_padded(x, padding), weight.shape[2:], stride, dilation, groups
@@ -271,7 +266,7 @@ def conv_backward(
     """Gradients of :func:`conv_forward` w.r.t. input, weight and bias (``None`` when masked)."""
     nd = x.ndim - 2
     dtype = np.result_type(grad_out, x, weight)
-    grad_out, x, weight = _opmath(grad_out), _opmath(x), _opmath(weight)
+    grad_out, x, weight = opmath(grad_out), opmath(x), opmath(weight)
     stride, padding, dilation = _conv_args(nd, stride, padding, dilation)
     k = weight.shape[2:]
     out = grad_out.shape[2:]
@@ -311,7 +306,7 @@ def conv_transpose_forward(
     """Transposed convolution of ``x (N, Cin, *S)`` with ``weight (Cin, Cout/G, *k)``."""
     nd = x.ndim - 2
     dtype = np.result_type(x, weight)
-    x, weight = _opmath(x), _opmath(weight)
+    x, weight = opmath(x), opmath(weight)
     stride, padding, dilation = _conv_args(nd, stride, padding, dilation)
     output_padding = _expand(output_padding, nd, "output_padding")
     k = weight.shape[2:]
@@ -341,7 +336,7 @@ def conv_transpose_backward(
     """Gradients of :func:`conv_transpose_forward`."""
     nd = x.ndim - 2
     dtype = np.result_type(grad_out, x, weight)
-    grad_out, x, weight = _opmath(grad_out), _opmath(x), _opmath(weight)
+    grad_out, x, weight = opmath(grad_out), opmath(x), opmath(weight)
     stride, padding, dilation = _conv_args(nd, stride, padding, dilation)
     k = weight.shape[2:]
     gi = gw = gb = None
@@ -402,7 +397,7 @@ def batch_norm(
         raise RuntimeError(
             f"input tensor must have at least one element, but got input_sizes = {list(x.shape)}"
         )
-    xf = _opmath(x)
+    xf = opmath(x)
     c = x.shape[1]
     axes = (0, *range(2, x.ndim))
     bshape = (1, c) + (1,) * (x.ndim - 2)
@@ -424,15 +419,15 @@ def batch_norm(
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-        mean = _opmath(running_mean)
-        invstd = 1.0 / np.sqrt(_opmath(running_var) + eps)
+        mean = opmath(running_mean)
+        invstd = 1.0 / np.sqrt(opmath(running_var) + eps)
         centered = xf - mean.reshape(bshape)
         save_mean = save_invstd = np.empty((0,), dtype=dtype)
-    scale = invstd if weight is None else invstd * _opmath(weight)
+    scale = invstd if weight is None else invstd * opmath(weight)
     out = centered
     out *= scale.astype(out.dtype, copy=False).reshape(bshape)
     if bias is not None:
-        out += _opmath(bias).reshape(bshape)
+        out += opmath(bias).reshape(bshape)
     return out.astype(dtype, copy=False), save_mean, save_invstd
 
 
@@ -450,18 +445,18 @@ def batch_norm_backward(
 ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """``native_batch_norm_backward``: gradients w.r.t. input, weight, bias."""
     dtype = x.dtype
-    go, xf = _opmath(grad_out), _opmath(x)
+    go, xf = opmath(grad_out), opmath(x)
     c = x.shape[1]
     axes = (0, *range(2, x.ndim))
     bshape = (1, c) + (1,) * (x.ndim - 2)
     if training:
         assert save_mean is not None and save_invstd is not None
-        mean, invstd = _opmath(save_mean), _opmath(save_invstd)
+        mean, invstd = opmath(save_mean), opmath(save_invstd)
     else:
         assert running_mean is not None and running_var is not None
-        mean = _opmath(running_mean)
-        invstd = (1.0 / np.sqrt(_opmath(running_var) + eps)).astype(mean.dtype)
-    w = np.ones(c, dtype=go.dtype) if weight is None else _opmath(weight)
+        mean = opmath(running_mean)
+        invstd = (1.0 / np.sqrt(opmath(running_var) + eps)).astype(mean.dtype)
+    w = np.ones(c, dtype=go.dtype) if weight is None else opmath(weight)
     centered = xf - mean.reshape(bshape)
     sum_go = go.sum(axis=axes)
     dot = np.einsum(
@@ -510,7 +505,7 @@ def layer_norm(
     if x.size == 0:
         stats = np.empty((*lead,) + (1,) * len(normalized_shape), dtype=dtype)
         return x.copy(), stats, stats.copy()
-    xf = _opmath(x).reshape(-1, m)
+    xf = opmath(x).reshape(-1, m)
     # row sums through einsum's SIMD loop (a BLAS gemv would wake BLAS threads for little work)
     mean = np.einsum("ij->i", xf)[:, None] / max(m, 1)
     out = np.subtract(xf, mean)
@@ -518,9 +513,9 @@ def layer_norm(
     rstd = 1.0 / np.sqrt(var + eps)
     out *= rstd
     if weight is not None:
-        out *= _opmath(weight).reshape(1, m)
+        out *= opmath(weight).reshape(1, m)
     if bias is not None:
-        out += _opmath(bias).reshape(1, m)
+        out += opmath(bias).reshape(1, m)
     stat_shape = (*lead,) + (1,) * len(normalized_shape)
     return (
         out.reshape(x.shape).astype(dtype, copy=False),
@@ -542,14 +537,14 @@ def layer_norm_backward(
     """``native_layer_norm_backward``."""
     dtype = x.dtype
     m = math.prod(normalized_shape)
-    go = _opmath(grad_out).reshape(-1, m)
-    xf = _opmath(x).reshape(-1, m)
-    mu = _opmath(mean).reshape(-1, 1)
-    rs = _opmath(rstd).reshape(-1, 1)
+    go = opmath(grad_out).reshape(-1, m)
+    xf = opmath(x).reshape(-1, m)
+    mu = opmath(mean).reshape(-1, 1)
+    rs = opmath(rstd).reshape(-1, 1)
     xhat = (xf - mu) * rs
     gi = gw = gb = None
     if output_mask[0]:
-        g = go if weight is None else go * _opmath(weight).reshape(1, m)
+        g = go if weight is None else go * opmath(weight).reshape(1, m)
         a = g.mean(axis=1, keepdims=True)
         b = np.einsum("ij,ij->i", g, xhat)[:, None] / max(m, 1)
         gi = ((g - a - xhat * b) * rs).reshape(x.shape).astype(dtype, copy=False)
@@ -574,7 +569,7 @@ def group_norm(
     if groups <= 0:
         raise RuntimeError(f"Expected num groups to be greater than 0, got {groups}")
     dtype = x.dtype
-    xg = _opmath(x).reshape(n, groups, -1)
+    xg = opmath(x).reshape(n, groups, -1)
     d = max(xg.shape[2], 1)
     mean = np.einsum("ngd->ng", xg) / d
     out = xg - mean[..., None]
@@ -583,9 +578,9 @@ def group_norm(
     out *= rstd[..., None]
     out = out.reshape(n, c, hw)
     if weight is not None:
-        out *= _opmath(weight).reshape(1, c, 1)
+        out *= opmath(weight).reshape(1, c, 1)
     if bias is not None:
-        out += _opmath(bias).reshape(1, c, 1)
+        out += opmath(bias).reshape(1, c, 1)
     return out.reshape(x.shape).astype(dtype, copy=False), mean.astype(dtype), rstd.astype(dtype)
 
 
@@ -610,12 +605,12 @@ def group_norm_backward(
             zeros.copy() if output_mask[1] and weight is not None else None,
             zeros if output_mask[2] else None,
         )
-    go = _opmath(grad_out).reshape(n, c, hw)
-    mu, rs = _opmath(mean).reshape(n, groups, 1), _opmath(rstd).reshape(n, groups, 1)
-    xhat = ((_opmath(x).reshape(n, groups, -1) - mu) * rs).reshape(n, c, hw)
+    go = opmath(grad_out).reshape(n, c, hw)
+    mu, rs = opmath(mean).reshape(n, groups, 1), opmath(rstd).reshape(n, groups, 1)
+    xhat = ((opmath(x).reshape(n, groups, -1) - mu) * rs).reshape(n, c, hw)
     gi = gw = gb = None
     if output_mask[0]:
-        g = go if weight is None else go * _opmath(weight).reshape(1, c, 1)
+        g = go if weight is None else go * opmath(weight).reshape(1, c, 1)
         gg, xg = g.reshape(n, groups, -1), xhat.reshape(n, groups, -1)
         d = max(gg.shape[2], 1)
         a = np.einsum("ngd->ng", gg)[..., None] / d
@@ -699,12 +694,13 @@ def _spatial_grid(parts: Sequence[np.ndarray]) -> np.ndarray:
 
 def max_pool_with_indices(
     x: np.ndarray,
-    nd: int,
     kernel_size: Ints,
     stride: Ints,
     padding: Ints,
     dilation: Ints,
     ceil_mode: bool,
+    *,
+    nd: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``max_pool{2,3}d_with_indices``: values and flat indices into each input plane/volume.
 
@@ -769,19 +765,20 @@ def max_pool_with_indices(
 def max_pool_with_indices_backward(
     grad_out: np.ndarray,
     x: np.ndarray,
-    nd: int,
     kernel_size: Ints,
     stride: Ints,
     padding: Ints,
     dilation: Ints,
     ceil_mode: bool,
     indices: np.ndarray,
+    *,
+    nd: int,
 ) -> np.ndarray:
     """Scatter-add ``grad_out`` into the input positions named by ``indices``."""
     k, s, _, d, _ = _pool_params(x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     volume = math.prod(x.shape[-nd:])
     planes = math.prod(x.shape[:-nd])
-    go = _opmath(grad_out).reshape(planes, -1)
+    go = opmath(grad_out).reshape(planes, -1)
     flat = indices.reshape(planes, -1) + (np.arange(planes) * volume)[:, None]
     gx = np.zeros(planes * volume, dtype=go.dtype)
     if all(s[i] >= d[i] * (k[i] - 1) + 1 for i in range(nd)):
@@ -796,7 +793,7 @@ def max_pool2d_with_indices(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``max_pool2d_with_indices``: values and flat ``h * W + w`` indices (see
     :func:`max_pool_with_indices`)."""
-    return max_pool_with_indices(x, 2, kernel_size, stride, padding, dilation, ceil_mode)
+    return max_pool_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode, nd=2)
 
 
 def max_pool2d_with_indices_backward(
@@ -810,7 +807,7 @@ def max_pool2d_with_indices_backward(
     indices: np.ndarray,
 ) -> np.ndarray:
     return max_pool_with_indices_backward(
-        grad_out, x, 2, kernel_size, stride, padding, dilation, ceil_mode, indices
+        grad_out, x, kernel_size, stride, padding, dilation, ceil_mode, indices, nd=2
     )
 
 
@@ -849,13 +846,14 @@ def _divide_like_c(a: np.ndarray, div: np.ndarray | int) -> np.ndarray:
 
 def avg_pool(
     x: np.ndarray,
-    nd: int,
     kernel_size: Ints,
     stride: Ints,
     padding: Ints,
     ceil_mode: bool,
     count_include_pad: bool,
     divisor_override: int | None,
+    *,
+    nd: int,
 ) -> np.ndarray:
     """``avg_pool{2,3}d`` with ATen's divisor rules (padding and ceil-mode windows); the window
     sum is separable, one axis after the other."""
@@ -864,7 +862,7 @@ def avg_pool(
     _avg_pool_dims(x, nd)
     k, s, p, _, out = _pool_params(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
     dtype = x.dtype
-    xf = _opmath(x)
+    xf = opmath(x)
     return _avg_pool_sum(xf, x, nd, k, s, p, out, count_include_pad, divisor_override, dtype)
 
 
@@ -899,19 +897,20 @@ def _avg_pool_sum(
 def avg_pool_backward(
     grad_out: np.ndarray,
     x: np.ndarray,
-    nd: int,
     kernel_size: Ints,
     stride: Ints,
     padding: Ints,
     ceil_mode: bool,
     count_include_pad: bool,
     divisor_override: int | None,
+    *,
+    nd: int,
 ) -> np.ndarray:
     """Gradient of :func:`avg_pool`: each output spreads ``grad / divisor`` over its window
     (separably, the last axis first)."""
     _avg_pool_dims(x, nd)
     k, s, p, _, out = _pool_params(x, nd, kernel_size, stride, padding, (1,) * nd, ceil_mode)
-    go = _opmath(grad_out)
+    go = opmath(grad_out)
     g = _divide_like_c(
         go, _avg_divisors(x, nd, k, s, p, out, count_include_pad, divisor_override, go.dtype)
     )
@@ -941,7 +940,7 @@ def avg_pool2d(
     divisor_override: int | None,
 ) -> np.ndarray:
     return avg_pool(
-        x, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+        x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd=2
     )
 
 
@@ -956,8 +955,8 @@ def avg_pool2d_backward(
     divisor_override: int | None,
 ) -> np.ndarray:
     return avg_pool_backward(
-        grad_out, x, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
-        divisor_override,
+        grad_out, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+        divisor_override, nd=2,
     )
 
 
@@ -1029,7 +1028,7 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
             f"dimensions, but input has sizes {list(x.shape)}"
         )
     dtype = x.dtype
-    y = _opmath(x)
+    y = opmath(x)
     div = np.ones((1,) * nd, dtype=y.dtype)
     for i, o in enumerate(output_size):
         axis = x.ndim - nd + i
@@ -1041,8 +1040,8 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
     return y.astype(dtype, copy=False)
 
 
-def adaptive_avg_pool_backward(grad_out: np.ndarray, x: np.ndarray, nd: int) -> np.ndarray:
-    g = _opmath(grad_out)
+def adaptive_avg_pool_backward(grad_out: np.ndarray, x: np.ndarray, *, nd: int) -> np.ndarray:
+    g = opmath(grad_out)
     all_taps = []
     div = np.ones((1,) * nd, dtype=g.dtype)
     for i in range(nd):
@@ -1066,7 +1065,7 @@ def adaptive_avg_pool2d(x: np.ndarray, output_size: Ints) -> np.ndarray:
 
 def adaptive_avg_pool2d_backward(grad_out: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``_adaptive_avg_pool2d_backward``."""
-    return adaptive_avg_pool_backward(grad_out, x, 2)
+    return adaptive_avg_pool_backward(grad_out, x, nd=2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1103,7 +1102,7 @@ def _shift(xf: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
 def softmax(x: np.ndarray, dim: int) -> np.ndarray:
     """``exp(x - max) * (1 / sum)``, the order of ATen's vectorized CPU softmax."""
     dtype = x.dtype
-    xf = _opmath(x)
+    xf = opmath(x)
     if xf.ndim == 0:  # one element: the same formula (NaN for +-inf and NaN, as CPU)
         return softmax(x.reshape(1), 0).reshape(())
     if xf.size:
@@ -1123,7 +1122,7 @@ def softmax(x: np.ndarray, dim: int) -> np.ndarray:
 
 def log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     dtype = x.dtype
-    xf = _opmath(x)
+    xf = opmath(x)
     if xf.ndim == 0:
         return log_softmax(x.reshape(1), 0).reshape(())
     shifted, _ = _shift(xf, dim)
@@ -1134,7 +1133,7 @@ def log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
 def softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.ndarray:
     """``_softmax_backward_data``: ``y * (g - sum(g * y))``."""
     dtype = out.dtype
-    g, y = _opmath(grad_out), _opmath(out)
+    g, y = opmath(grad_out), opmath(out)
     if y.ndim == 0:  # one element: the same formula
         return softmax_backward(grad_out.reshape(1), out.reshape(1), 0).reshape(())
     gy = g * y
@@ -1145,7 +1144,7 @@ def softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.ndar
 def log_softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.ndarray:
     """``_log_softmax_backward_data``: ``g - exp(y) * sum(g)``."""
     dtype = out.dtype
-    g, y = _opmath(grad_out), _opmath(out)
+    g, y = opmath(grad_out), opmath(out)
     if y.ndim == 0:  # one element: the same formula
         return log_softmax_backward(grad_out.reshape(1), out.reshape(1), 0).reshape(())
     e = np.exp(y)
@@ -1172,7 +1171,7 @@ def _nll_picked(
     if bad.any():
         raise IndexError(f"Target {int(target[bad][0])} is out of bounds.")
     t = np.where(valid, target, 0)
-    w = np.ones(t.shape, dtype=dtype) if weight is None else _opmath(weight)[t].astype(dtype)
+    w = np.ones(t.shape, dtype=dtype) if weight is None else opmath(weight)[t].astype(dtype)
     w[~valid] = 0
     return t, w
 
@@ -1186,7 +1185,7 @@ def nll_loss_forward(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``nll_loss_forward`` / ``nll_loss2d_forward``: ``(output, total_weight)``."""
     dtype = x.dtype
-    rows, tgt, tshape = _nll_rows(_opmath(x), target)
+    rows, tgt, tshape = _nll_rows(opmath(x), target)
     t, w = _nll_picked(tgt, rows.shape[1], weight, ignore_index, rows.dtype)
     losses = -np.take_along_axis(rows, t[:, None], axis=1)[:, 0] * w
     if reduction == _REDUCTION_NONE:
@@ -1210,13 +1209,13 @@ def nll_loss_backward(
 ) -> np.ndarray:
     """``nll_loss_backward`` / ``nll_loss2d_backward``."""
     dtype = x.dtype
-    rows, tgt, _ = _nll_rows(_opmath(x), target)
+    rows, tgt, _ = _nll_rows(opmath(x), target)
     t, w = _nll_picked(tgt, rows.shape[1], weight, ignore_index, rows.dtype)
-    g = _opmath(grad_out)
+    g = opmath(grad_out)
     if reduction == _REDUCTION_NONE:
         scale = -w * g.reshape(-1)
     elif reduction == _REDUCTION_MEAN:
-        scale = -w * (g.reshape(()) / _opmath(total_weight).reshape(()))
+        scale = -w * (g.reshape(()) / opmath(total_weight).reshape(()))
     else:
         scale = -w * g.reshape(())
     gr = np.zeros_like(rows)
@@ -1242,7 +1241,7 @@ def embedding_dense_backward(
     dtype = grad_out.dtype
     idx = indices.reshape(-1).astype(np.intp, copy=False)
     width = grad_out.shape[-1] if grad_out.ndim else 1
-    g = _opmath(grad_out).reshape(idx.size, width)
+    g = opmath(grad_out).reshape(idx.size, width)
     # CPU does not check the index range; out-of-range rows contribute nothing here
     keep = (idx >= 0) & (idx < num_weights)
     if not keep.all():
@@ -1294,7 +1293,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     dtype = x.dtype
-    xf = _opmath(x)
+    xf = opmath(x)
     if approximate == "tanh":
         inner = np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_C * xf * xf * xf))
         y = 0.5 * xf * (1.0 + inner)
@@ -1309,7 +1308,7 @@ def gelu_backward(
     grad_out: np.ndarray, x: np.ndarray, approximate: str = "none", dtype: np.dtype | None = None
 ) -> np.ndarray:
     dtype = np.result_type(grad_out, x) if dtype is None else dtype
-    g, xf = _opmath(grad_out), _opmath(x)
+    g, xf = opmath(grad_out), opmath(x)
     if approximate == "tanh":
         x2 = xf * xf
         t = np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_C * x2 * xf))
@@ -1338,14 +1337,14 @@ def native_dropout(
     keep = 1.0 - p
     mask = rng.random(x.shape, dtype=np.float32) < keep if keep < 1 else np.ones(x.shape, bool)
     scale = 0.0 if keep == 0 else 1.0 / keep
-    xf = _opmath(x)
+    xf = opmath(x)
     out = xf * mask
     out *= np.asarray(scale, dtype=out.dtype)
     return out.astype(x.dtype, copy=False), mask
 
 
 def native_dropout_backward(grad_out: np.ndarray, mask: np.ndarray, scale: float) -> np.ndarray:
-    g = _opmath(grad_out)
+    g = opmath(grad_out)
     out = g * mask
     out *= np.asarray(scale, dtype=out.dtype)
     return out.astype(grad_out.dtype, copy=False)

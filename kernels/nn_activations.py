@@ -16,20 +16,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from kernels._semantics import scalar_type_name, write_inplace
-from kernels._tensor import NP_DTYPE, to_numpy
-from kernels.nn import _opmath
-from kernels.nn_ops import (
-    COMPLEX,
-    FLOATING,
-    REAL,
+from kernels._define import (
     ScalarConversionError,
-    check_dtype,
     check_same_shape_or_broadcast,
     define,
     plain,
     real_scalars,
 )
+from kernels._semantics import (
+    COMPLEX,
+    FLOATING,
+    REAL,
+    check_dtype,
+    opmath,
+    scalar_type_name,
+    write_inplace,
+)
+from kernels._tensor import NP_DTYPE, to_numpy
 from kernels.registry import register, resolve_overload
 
 __all__ = ["ACTIVATIONS", "Activation"]
@@ -176,18 +179,18 @@ def _make(act: Activation) -> None:
 
     def forward_arrays(self: torch.Tensor, *scalars: Any) -> Arr:
         if act.name == "hardtanh":  # CPU's hardtanh is clamp: dtype checks before anything
-            check_dtype(self, act.dtypes, act.name)
+            check_dtype(act.name, self.dtype, allowed=act.dtypes)
         scalars = real_scalars(scalars + defaults[len(scalars):], self.dtype)
         x = to_numpy(self)
         if act.name == "hardtanh":
             _hardtanh_check(self, *scalars)
-        return act.forward(_opmath(x), *scalars).astype(x.dtype, copy=False)
+        return act.forward(opmath(x), *scalars).astype(x.dtype, copy=False)
 
     forward_arrays.__name__ = act.name
     define(act.name, f"{act.name}.out", dtypes=act.dtypes)(forward_arrays)
     if act.inplace:
         def inplace(self: torch.Tensor, *scalars: Any) -> torch.Tensor:
-            check_dtype(self, act.dtypes, act.name)
+            check_dtype(act.name, self.dtype, allowed=act.dtypes)
             with np.errstate(all="ignore"):
                 try:
                     value = forward_arrays(self, *scalars)
@@ -207,7 +210,7 @@ def _make(act: Activation) -> None:
         promoted = torch.result_type(grad_output, self)
         dtype = NP_DTYPE[promoted]
         rest = real_scalars(rest, promoted)
-        return bwd_fn(_opmath(g), _opmath(x), *rest).astype(dtype, copy=False)
+        return bwd_fn(opmath(g), opmath(x), *rest).astype(dtype, copy=False)
 
     backward_arrays.__name__ = act.name + "_backward"
     names = act.backward_names or (f"{act.name}_backward", f"{act.name}_backward.grad_input")
@@ -229,7 +232,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale:
     promoted = torch.result_type(grad_output, self_or_result)
     dtype = NP_DTYPE[promoted]
     alpha, scale, input_scale = real_scalars((alpha, scale, input_scale), promoted)
-    return _elu_bwd(_opmath(g), _opmath(x), alpha, scale, input_scale, is_result).astype(dtype)
+    return _elu_bwd(opmath(g), opmath(x), alpha, scale, input_scale, is_result).astype(dtype)
 
 
 @define("sigmoid_backward", "sigmoid_backward.grad_input", ("grad_input",),
@@ -239,7 +242,7 @@ def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
     check_same_shape_or_broadcast(grad_output, output)
     g, y = to_numpy(grad_output), to_numpy(output)
     dtype = NP_DTYPE[torch.result_type(grad_output, output)]
-    gf, yf = _opmath(g), _opmath(y)
+    gf, yf = opmath(g), opmath(y)
     return (gf * np.conj((1.0 - yf) * yf)).astype(dtype, copy=False)
 
 
@@ -250,7 +253,7 @@ def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
     check_same_shape_or_broadcast(grad_output, output)
     g, y = to_numpy(grad_output), to_numpy(output)
     dtype = NP_DTYPE[torch.result_type(grad_output, output)]
-    gf, yf = _opmath(g), _opmath(y)
+    gf, yf = opmath(g), opmath(y)
     return (gf * np.conj(1.0 - yf * yf)).astype(dtype, copy=False)
 
 
@@ -258,7 +261,7 @@ def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
         dtypes=FLOATING)
 def log_sigmoid_forward(self: torch.Tensor) -> tuple[Arr, Arr]:
     x = to_numpy(self)
-    xf = _opmath(x)
+    xf = opmath(x)
     z = np.exp(-np.abs(xf))
     out = np.minimum(xf, 0.0) - np.log1p(z)
     return out.astype(x.dtype, copy=False), z.astype(x.dtype, copy=False)
@@ -269,7 +272,7 @@ def log_sigmoid_forward(self: torch.Tensor) -> tuple[Arr, Arr]:
 def log_sigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor, buffer: torch.Tensor
                          ) -> Arr:
     _same_dtype(grad_output, self, buffer)
-    g, x, z = (_opmath(to_numpy(t)) for t in (grad_output, self, buffer))
+    g, x, z = (opmath(to_numpy(t)) for t in (grad_output, self, buffer))
     neg = x < 0
     res = g * (np.where(neg, 1.0, 0.0) - np.where(neg, 1.0, -1.0) * (z / (1.0 + z)))
     return res.astype(to_numpy(self).dtype, copy=False)
@@ -290,15 +293,15 @@ def _glu_halves(x: Arr, dim: int) -> tuple[Arr, Arr]:
 @define("glu", "glu.out", dtypes=FLOATING, kernel_name="glu_cpu", castable_out=True)
 def glu(self: torch.Tensor, dim: int = -1) -> Arr:
     x = to_numpy(self)
-    a, b = _glu_halves(_opmath(x), dim)
+    a, b = _glu_halves(opmath(x), dim)
     return (a * _sigmoid(b)).astype(x.dtype, copy=False)
 
 
 @define("glu_backward", "glu_backward.grad_input", ("grad_input",), dtypes=FLOATING)
 def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int) -> Arr:
     x = to_numpy(self)
-    g = _opmath(to_numpy(grad_output))
-    a, b = _glu_halves(_opmath(x), dim)
+    g = opmath(to_numpy(grad_output))
+    a, b = _glu_halves(opmath(x), dim)
     s = _sigmoid(b)
     ga = g * s
     gb = g * a * s * (1.0 - s)
@@ -318,15 +321,15 @@ def _same_dtype(expected: torch.Tensor, *others: torch.Tensor) -> None:
 def prelu_kernel(self: torch.Tensor, weight: torch.Tensor) -> Arr:
     _same_dtype(self, weight)
     x, w = to_numpy(self), to_numpy(weight)
-    xf = _opmath(x)
-    return np.where(xf > 0, xf, _opmath(w) * xf).astype(np.result_type(x, w), copy=False)
+    xf = opmath(x)
+    return np.where(xf > 0, xf, opmath(w) * xf).astype(np.result_type(x, w), copy=False)
 
 
 @define("_prelu_kernel_backward", dtypes=FLOATING, kernel_name="prelu_backward_cpu")
 def prelu_kernel_backward(grad_output: torch.Tensor, self: torch.Tensor, weight: torch.Tensor
                           ) -> tuple[Arr, Arr]:
     _same_dtype(grad_output, self, weight)
-    g, x, w = (_opmath(to_numpy(t)) for t in (grad_output, self, weight))
+    g, x, w = (opmath(to_numpy(t)) for t in (grad_output, self, weight))
     dtype = np.result_type(to_numpy(self), to_numpy(weight))
     pos = x > 0
     gi = np.where(pos, g, w * g)

@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 from kernels._tensor import to_numpy
-from kernels.nn import Tap, _opmath, gather_taps, scatter_taps
-from kernels.nn_ops import COMPLEX, FLOATING, REAL, define
+from kernels._define import define
+from kernels._semantics import COMPLEX, FLOATING, REAL, opmath
+from kernels.nn import Tap, gather_taps, scatter_taps
 
 __all__: list[str] = []
 
@@ -117,7 +118,7 @@ def upsample_nearest2d_backward(grad_output: torch.Tensor, output_size: list[int
                                 scales_w: float | None = None) -> np.ndarray:
     _check_sizes(output_size, input_size)
     g = to_numpy(grad_output)
-    gf = _opmath(g)
+    gf = opmath(g)
     taps = [[(_nearest_index(input_size[2], output_size[0], scales_h), None, None)],
             [(_nearest_index(input_size[3], output_size[1], scales_w), None, None)]]
     return _scatter(gf, taps, input_size[2:]).astype(g.dtype, copy=False)
@@ -130,7 +131,7 @@ def upsample_bilinear2d(self: torch.Tensor, output_size: list[int], align_corner
                         ) -> np.ndarray:
     x = to_numpy(self)
     _check_4d(x, "upsample_bilinear2d", output_size)
-    xf = x.astype(np.float32) if x.dtype == np.uint8 else _opmath(x)
+    xf = x.astype(np.float32) if x.dtype == np.uint8 else opmath(x)
     y = _gather(xf, [_linear_taps(x.shape[2], output_size[0], align_corners, scales_h, xf.dtype),
                      _linear_taps(x.shape[3], output_size[1], align_corners, scales_w, xf.dtype)])
     if x.dtype == np.uint8:  # CPU's uint8 kernel rounds to nearest and saturates
@@ -146,7 +147,7 @@ def upsample_bilinear2d_backward(grad_output: torch.Tensor, output_size: list[in
                                  ) -> np.ndarray:
     _check_sizes(output_size, input_size)
     g = to_numpy(grad_output)
-    gf = _opmath(g)
+    gf = opmath(g)
     taps = [_linear_taps(input_size[2], output_size[0], align_corners, scales_h, gf.dtype),
             _linear_taps(input_size[3], output_size[1], align_corners, scales_w, gf.dtype)]
     return _scatter(gf, taps, input_size[2:]).astype(g.dtype, copy=False)
@@ -193,7 +194,7 @@ def _pad_forward(self: torch.Tensor, padding: list[int], mode: str) -> np.ndarra
 def _pad_backward(grad_output: torch.Tensor, self: torch.Tensor, padding: list[int], mode: str
                   ) -> np.ndarray:
     g, x = to_numpy(grad_output), to_numpy(self)
-    gf = _opmath(g)
+    gf = opmath(g)
     idx = _pad_indices(x.shape, padding, mode)
     spatial = x.shape[x.ndim - len(idx):]
     return _scatter(gf, [[(i, None, None)] for i in idx], spatial).astype(g.dtype, copy=False)

@@ -13,8 +13,9 @@ import numpy as np
 import torch
 
 from kernels._tensor import to_numpy
-from kernels.nn import _adaptive_taps, _opmath
-from kernels.nn_ops import FLOATING, define
+from kernels._define import define
+from kernels._semantics import FLOATING, opmath
+from kernels.nn import _adaptive_taps
 
 __all__: list[str] = []
 
@@ -24,7 +25,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _arrays(*tensors: torch.Tensor | None) -> list[np.ndarray | None]:
-    return [None if t is None else _opmath(to_numpy(t)) for t in tensors]
+    return [None if t is None else opmath(to_numpy(t)) for t in tensors]
 
 
 def _gates(input_gates: torch.Tensor, hidden_gates: torch.Tensor,
@@ -50,7 +51,7 @@ def fused_lstm_cell(input_gates: torch.Tensor, hidden_gates: torch.Tensor, cx: t
     ig, hg = _gates(input_gates, hidden_gates, input_bias, hidden_bias)
     i, f, g, o = np.split(ig + hg, 4, axis=1)
     i, f, g, o = _sigmoid(i), _sigmoid(f), np.tanh(g), _sigmoid(o)
-    c = _opmath(to_numpy(cx))
+    c = opmath(to_numpy(cx))
     cy = f * c + i * g
     hy = o * np.tanh(cy)
     workspace = np.concatenate([i, f, g, o], axis=1)
@@ -93,7 +94,7 @@ def fused_gru_cell(input_gates: torch.Tensor, hidden_gates: torch.Tensor, hx: to
     ig, hg = _gates(input_gates, hidden_gates, input_bias, hidden_bias)
     ir, iz, inn = np.split(ig, 3, axis=1)
     hr, hz, hn = np.split(hg, 3, axis=1)
-    h = _opmath(to_numpy(hx))
+    h = opmath(to_numpy(hx))
     r = _sigmoid(ir + hr)
     z = _sigmoid(iz + hz)
     n = np.tanh(inn + r * hn)
@@ -180,7 +181,7 @@ def adaptive_max_pool2d(self: torch.Tensor, output_size: list[int]
 def adaptive_max_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor,
                                  indices: torch.Tensor) -> np.ndarray:
     x = to_numpy(self)
-    go = _opmath(to_numpy(grad_output))
+    go = opmath(to_numpy(grad_output))
     hw = x.shape[-1] * x.shape[-2]
     planes = go.size // max(go.shape[-1] * go.shape[-2], 1) if go.size else 0
     flat = to_numpy(indices).reshape(planes, -1) + (np.arange(planes) * hw)[:, None]

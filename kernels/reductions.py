@@ -9,24 +9,29 @@ accumulate in float32; ``dtype=`` casts the input first. NaN propagates through 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, overload
 
 import numpy as np
 import torch
 
 from kernels._semantics import (
-    category,
+    BOOL,
+    COMPLEX,
+    FLOATING,
+    LOW_PRECISION,
+    check_dtype,
     check_out_exact,
     check_result_fits,
     cpp_type_name,
+    emit,
     quiet,
     scalar_type_name,
     write_out,
 )
 from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
-from kernels.registry import register
+from kernels.registry import register, register_rows
 
-_LOW = (torch.float16, torch.bfloat16)
 _EINSUM_MAX = 4096
 
 
@@ -73,7 +78,7 @@ def _keep(value: Any, x: np.ndarray, axes: tuple[int, ...] | None, keepdim: bool
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
-    if dtype in _LOW:
+    if dtype in LOW_PRECISION:
         return torch.float32
     return dtype
 
@@ -108,13 +113,14 @@ def _check_dtype_arg(out: torch.Tensor | None, dtype: torch.dtype | None) -> Non
 def _sum_dtype(self: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype:
     if dtype is not None:
         return dtype
-    if category(self.dtype) in ("bool", "integral"):
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
         return torch.int64
     return self.dtype
 
 
-def _sum(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
-         out: torch.Tensor | None, nan: bool = False) -> torch.Tensor:
+def _sum(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
+         dtype: torch.dtype | None = None, out: torch.Tensor | None = None, nan: bool = False
+         ) -> torch.Tensor:
     _check_dtype_arg(out, dtype)
     result = _sum_dtype(self, dtype) if out is None or dtype is not None else out.dtype
     if nan and self.dtype.is_complex:
@@ -135,40 +141,21 @@ def _sum(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 
-@register("sum")
-def sum_(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _sum(self, None, False, dtype, None)
 
 
-@register("sum.dim_IntList")
-def sum_dim(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
-            dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _sum(self, dim, keepdim, dtype, None)
 
 
-@register("sum.IntList_out")
-def sum_out(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
-            dtype: torch.dtype | None = None, out: torch.Tensor) -> torch.Tensor:
-    return _sum(self, dim, keepdim, dtype, out)
 
 
-@register("nansum")
-def nansum(self: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
-           dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _sum(self, dim, keepdim, dtype, None, nan=True)
 
 
-@register("nansum.out")
-def nansum_out(self: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
-               dtype: torch.dtype | None = None, out: torch.Tensor) -> torch.Tensor:
-    return _sum(self, dim, keepdim, dtype, out, nan=True)
 
 
-def _mean(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
-          out: torch.Tensor | None) -> torch.Tensor:
+def _mean(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
+          dtype: torch.dtype | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
     _check_dtype_arg(out, dtype)
     checked = dtype if dtype is not None else self.dtype
-    if category(checked) not in ("floating", "complex"):
+    if not (checked.is_floating_point or checked.is_complex):
         raise RuntimeError(
             "mean(): could not infer output dtype. "
             + ("Optional dtype" if dtype is not None else "Input dtype")
@@ -185,25 +172,14 @@ def _mean(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 
-@register("mean")
-def mean(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _mean(self, None, False, dtype, None)
 
 
-@register("mean.dim")
-def mean_dim(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
-             dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _mean(self, dim, keepdim, dtype, None)
 
 
-@register("mean.out")
-def mean_out(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
-             dtype: torch.dtype | None = None, out: torch.Tensor) -> torch.Tensor:
-    return _mean(self, dim, keepdim, dtype, out)
 
 
-def _prod(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None,
-          out: torch.Tensor | None) -> torch.Tensor:
+def _prod(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
+          dtype: torch.dtype | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
     _check_dtype_arg(out, dtype)
     result = _sum_dtype(self, dtype) if out is None or dtype is not None else out.dtype
     x, _ = _input(self, result)
@@ -213,21 +189,10 @@ def _prod(self: torch.Tensor, dim: Any, keepdim: bool, dtype: torch.dtype | None
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 
-@register("prod")
-def prod(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _prod(self, None, False, dtype, None)
 
 
-@register("prod.dim_int")
-def prod_dim(self: torch.Tensor, dim: int, keepdim: bool = False, *,
-             dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _prod(self, dim, keepdim, dtype, None)
 
 
-@register("prod.int_out")
-def prod_out(self: torch.Tensor, dim: int, keepdim: bool = False, *,
-             dtype: torch.dtype | None = None, out: torch.Tensor) -> torch.Tensor:
-    return _prod(self, dim, keepdim, dtype, out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,8 +201,7 @@ def prod_out(self: torch.Tensor, dim: int, keepdim: bool = False, *,
 
 
 def _no_complex(self: torch.Tensor, op: str) -> None:
-    if self.dtype.is_complex:
-        raise NotImplementedError(f'"{op}" not implemented for \'{scalar_type_name(self.dtype)}\'')
+    check_dtype(op, self.dtype, refused=COMPLEX)
 
 
 def _check_nonempty(x: np.ndarray, axes: tuple[int, ...] | None, op: str) -> None:
@@ -253,7 +217,7 @@ def _check_nonempty(x: np.ndarray, axes: tuple[int, ...] | None, op: str) -> Non
             raise IndexError(f"{op}(): Expected reduction dim {a} to have non-zero size.")
 
 
-def _amax(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None,
+def _amax(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None = None, *,
           fn: Any, op: str) -> torch.Tensor:
     x = to_numpy(self)
     axes = reduce_axes(dim, x.ndim)
@@ -270,29 +234,15 @@ def _amax(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None,
     return _emit(_keep(v, x, axes, keepdim), self.dtype, out)
 
 
-@register("amax")
-def amax(self: torch.Tensor, dim: Sequence[int] = (), keepdim: bool = False) -> torch.Tensor:
-    return _amax(self, dim, keepdim, None, np.max, "amax")
 
 
-@register("amax.out")
-def amax_out(self: torch.Tensor, dim: Sequence[int] = (), keepdim: bool = False, *,
-             out: torch.Tensor) -> torch.Tensor:
-    return _amax(self, dim, keepdim, out, np.max, "amax")
 
 
-@register("amin")
-def amin(self: torch.Tensor, dim: Sequence[int] = (), keepdim: bool = False) -> torch.Tensor:
-    return _amax(self, dim, keepdim, None, np.min, "amin")
 
 
-@register("amin.out")
-def amin_out(self: torch.Tensor, dim: Sequence[int] = (), keepdim: bool = False, *,
-             out: torch.Tensor) -> torch.Tensor:
-    return _amax(self, dim, keepdim, out, np.min, "amin")
 
 
-def _full_minmax(self: torch.Tensor, fn: Any, op: str, out: torch.Tensor | None
+def _full_minmax(self: torch.Tensor, out: torch.Tensor | None = None, *, fn: Any, op: str
                  ) -> torch.Tensor:
     x = to_numpy(self)
     if x.size == 0:
@@ -304,24 +254,12 @@ def _full_minmax(self: torch.Tensor, fn: Any, op: str, out: torch.Tensor | None
     return _emit(fn(x), self.dtype, out)
 
 
-@register("max")
-def max_(self: torch.Tensor) -> torch.Tensor:
-    return _full_minmax(self, np.max, "max", None)
 
 
-@register("max.unary_out")
-def max_unary_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return _full_minmax(self, np.max, "max", out)
 
 
-@register("min")
-def min_(self: torch.Tensor) -> torch.Tensor:
-    return _full_minmax(self, np.min, "min", None)
 
 
-@register("min.unary_out")
-def min_unary_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return _full_minmax(self, np.min, "min", out)
 
 
 @overload
@@ -346,8 +284,8 @@ def _arg_best(x: np.ndarray, axis: int | None, largest: bool) -> np.ndarray | np
     return (np.argmax if largest else np.argmin)(x, axis=axis)
 
 
-def _minmax_dim(self: torch.Tensor, dim: int, keepdim: bool, largest: bool, op: str,
-                out: tuple[torch.Tensor, torch.Tensor] | None = None
+def _minmax_dim(self: torch.Tensor, dim: int, keepdim: bool,
+                out: tuple[torch.Tensor, torch.Tensor] | None = None, *, largest: bool, op: str
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
@@ -368,30 +306,16 @@ def _minmax_dim(self: torch.Tensor, dim: int, keepdim: bool, largest: bool, op: 
     return from_numpy(values, self.dtype), from_numpy(idx, torch.int64)
 
 
-@register("max.dim")
-def max_dim(self: torch.Tensor, dim: int, keepdim: bool = False) -> tuple[torch.Tensor, ...]:
-    return _minmax_dim(self, dim, keepdim, True, "max")
 
 
-@register("max.dim_max")
-def max_dim_max(self: torch.Tensor, dim: int, keepdim: bool = False, *, max: torch.Tensor,
-                max_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    return _minmax_dim(self, dim, keepdim, True, "max", (max, max_values))
 
 
-@register("min.dim")
-def min_dim(self: torch.Tensor, dim: int, keepdim: bool = False) -> tuple[torch.Tensor, ...]:
-    return _minmax_dim(self, dim, keepdim, False, "min")
 
 
-@register("min.dim_min")
-def min_dim_min(self: torch.Tensor, dim: int, keepdim: bool = False, *, min: torch.Tensor,
-                min_indices: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    return _minmax_dim(self, dim, keepdim, False, "min", (min, min_indices))
 
 
-def _argbest(self: torch.Tensor, dim: int | None, keepdim: bool, largest: bool, op: str,
-             out: torch.Tensor | None = None) -> torch.Tensor:
+def _argbest(self: torch.Tensor, dim: int | None, keepdim: bool,
+             out: torch.Tensor | None = None, *, largest: bool, op: str) -> torch.Tensor:
     x = to_numpy(self)
     if self.dtype.is_complex:
         raise RuntimeError(f"{op}(): does not support complex input")
@@ -417,42 +341,28 @@ def _argbest(self: torch.Tensor, dim: int | None, keepdim: bool, largest: bool, 
     return _emit(idx.astype(np.int64), torch.int64, out, exact=True)
 
 
-@register("argmax")
-def argmax(self: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
-    return _argbest(self, dim, keepdim, True, "argmax")
 
 
-@register("argmax.out")
-def argmax_out(self: torch.Tensor, dim: int | None = None, keepdim: bool = False, *,
-               out: torch.Tensor) -> torch.Tensor:
-    return _argbest(self, dim, keepdim, True, "argmax", out)
 
 
-@register("argmin")
-def argmin(self: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
-    return _argbest(self, dim, keepdim, False, "argmin")
 
 
-@register("argmin.out")
-def argmin_out(self: torch.Tensor, dim: int | None = None, keepdim: bool = False, *,
-               out: torch.Tensor) -> torch.Tensor:
-    return _argbest(self, dim, keepdim, False, "argmin", out)
 
 
 @register("aminmax")
 def aminmax(self: torch.Tensor, *, dim: int | None = None, keepdim: bool = False
             ) -> tuple[torch.Tensor, torch.Tensor]:
     d = None if dim is None else [dim]
-    return (_amax(self, d, keepdim, None, np.min, "aminmax"),
-            _amax(self, d, keepdim, None, np.max, "aminmax"))
+    return (_amax(self, d, keepdim, fn=np.min, op="aminmax"),
+            _amax(self, d, keepdim, fn=np.max, op="aminmax"))
 
 
 @register("aminmax.out")
 def aminmax_out(self: torch.Tensor, *, dim: int | None = None, keepdim: bool = False,
                 min: torch.Tensor, max: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     d = None if dim is None else [dim]
-    return (_amax(self, d, keepdim, min, np.min, "aminmax"),
-            _amax(self, d, keepdim, max, np.max, "aminmax"))
+    return (_amax(self, d, keepdim, min, fn=np.min, op="aminmax"),
+            _amax(self, d, keepdim, max, fn=np.max, op="aminmax"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -464,9 +374,15 @@ def _real_dtype(dtype: torch.dtype) -> torch.dtype:
     return {torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
 
 
+def _var_std(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
+             keepdim: bool = False, out: torch.Tensor | None = None, op: str) -> torch.Tensor:
+    v, _, dt = _var(self, dim, correction, keepdim, op)
+    return emit(np.sqrt(v) if op == "std" else v, _real_dtype(dt), out)
+
+
 def _var(self: torch.Tensor, dim: Any, correction: Any, keepdim: bool, op: str
          ) -> tuple[np.ndarray, np.ndarray, torch.dtype]:
-    if category(self.dtype) not in ("floating", "complex"):
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError("std and var only support floating point and complex dtypes")
     x = to_numpy(self)
     axes = reduce_axes(dim, x.ndim)
@@ -486,32 +402,12 @@ def _var(self: torch.Tensor, dim: Any, correction: Any, keepdim: bool, op: str
     return _keep(v, x, axes, keepdim), _keep(mean_v, x, axes, keepdim), self.dtype
 
 
-@register("var.correction")
-def var_correction(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
-                   keepdim: bool = False) -> torch.Tensor:
-    v, _, dt = _var(self, dim, correction, keepdim, "var")
-    return from_numpy(v, _real_dtype(dt))
 
 
-@register("var.correction_out")
-def var_correction_out(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
-                       keepdim: bool = False, out: torch.Tensor) -> torch.Tensor:
-    v, _, dt = _var(self, dim, correction, keepdim, "var")
-    return write_out(out, v, _real_dtype(dt))
 
 
-@register("std.correction")
-def std_correction(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
-                   keepdim: bool = False) -> torch.Tensor:
-    v, _, dt = _var(self, dim, correction, keepdim, "std")
-    return from_numpy(np.sqrt(v), _real_dtype(dt))
 
 
-@register("std.correction_out")
-def std_correction_out(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
-                       keepdim: bool = False, out: torch.Tensor) -> torch.Tensor:
-    v, _, dt = _var(self, dim, correction, keepdim, "std")
-    return write_out(out, np.sqrt(v), _real_dtype(dt))
 
 
 @register("var_mean.correction")
@@ -549,8 +445,9 @@ def vector_norm(x: np.ndarray, ord: float, axes: tuple[int, ...] | None) -> np.n
 
 
 def _vector_norm(self: torch.Tensor, ord: Any, dim: Any, keepdim: bool,
-                 dtype: torch.dtype | None, out: torch.Tensor | None) -> torch.Tensor:
-    if category(self.dtype) not in ("floating", "complex"):
+                 dtype: torch.dtype | None = None, out: torch.Tensor | None = None
+                 ) -> torch.Tensor:
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. "
             f"Got {scalar_type_name(self.dtype)}"
@@ -571,29 +468,12 @@ def _vector_norm(self: torch.Tensor, ord: Any, dim: Any, keepdim: bool,
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 
-@register("linalg_vector_norm")
-def linalg_vector_norm(self: torch.Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
-                       *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _vector_norm(self, ord, dim, keepdim, dtype, None)
 
 
-@register("linalg_vector_norm.out")
-def linalg_vector_norm_out(self: torch.Tensor, ord: Any = 2, dim: Any = None,
-                           keepdim: bool = False, *, dtype: torch.dtype | None = None,
-                           out: torch.Tensor) -> torch.Tensor:
-    return _vector_norm(self, ord, dim, keepdim, dtype, out)
 
 
-@register("norm.out")
-def norm_out(self: torch.Tensor, p: Any, dim: Sequence[int], keepdim: bool = False, *,
-             out: torch.Tensor) -> torch.Tensor:
-    return _vector_norm(self, 2 if p is None else p, dim, keepdim, None, out)
 
 
-@register("norm.dtype_out")
-def norm_dtype_out(self: torch.Tensor, p: Any, dim: Sequence[int], keepdim: bool, *,
-                   dtype: torch.dtype, out: torch.Tensor) -> torch.Tensor:
-    return _vector_norm(self, 2 if p is None else p, dim, keepdim, dtype, out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -601,8 +481,9 @@ def norm_dtype_out(self: torch.Tensor, p: Any, dim: Sequence[int], keepdim: bool
 # --------------------------------------------------------------------------------------------
 
 
-def _anyall(self: torch.Tensor, dim: Any, keepdim: bool, fn: Any,
-            out: torch.Tensor | None, no_dims_is_identity: bool = False) -> torch.Tensor:
+def _anyall(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
+            out: torch.Tensor | None = None, *, fn: Any, no_dims_is_identity: bool = False
+            ) -> torch.Tensor:
     if out is not None and out.dtype not in (torch.bool, torch.uint8):
         name = "all" if fn is np.all else "any"
         raise RuntimeError(
@@ -619,46 +500,13 @@ def _anyall(self: torch.Tensor, dim: Any, keepdim: bool, fn: Any,
     return _emit(v, dtype, out)
 
 
-_np: Any  # the loops below bind it to NumPy functions of different (overloaded) types
-for _fn, _np in (("any", np.any), ("all", np.all)):
-
-    def _make(fn: Any, name: str) -> None:
-        @register(name)
-        def full(self: torch.Tensor) -> torch.Tensor:
-            return _anyall(self, None, False, fn, None)
-
-        @register(f"{name}.all_out")
-        def full_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-            return _anyall(self, None, False, fn, out)
-
-        @register(f"{name}.dim")
-        def dim1(self: torch.Tensor, dim: int, keepdim: bool = False) -> torch.Tensor:
-            return _anyall(self, [dim], keepdim, fn, None)
-
-        @register(f"{name}.out")
-        def dim1_out(self: torch.Tensor, dim: int, keepdim: bool = False, *,
-                     out: torch.Tensor) -> torch.Tensor:
-            return _anyall(self, [dim], keepdim, fn, out)
-
-        @register(f"{name}.dims")
-        def dims(self: torch.Tensor, dim: Any = None, keepdim: bool = False) -> torch.Tensor:
-            return _anyall(self, dim, keepdim, fn, None, no_dims_is_identity=True)
-
-        @register(f"{name}.dims_out")
-        def dims_out(self: torch.Tensor, dim: Any = None, keepdim: bool = False, *,
-                     out: torch.Tensor) -> torch.Tensor:
-            return _anyall(self, dim, keepdim, fn, out, no_dims_is_identity=True)
-
-    _make(_np, _fn)
-
-
 # --------------------------------------------------------------------------------------------
 # cumulative, logsumexp, count_nonzero
 # --------------------------------------------------------------------------------------------
 
 
-def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None, fn: Any,
-         out: torch.Tensor | None = None, inplace: bool = False) -> torch.Tensor:
+def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None = None,
+         out: torch.Tensor | None = None, *, fn: Any, inplace: bool = False) -> torch.Tensor:
     if inplace:
         if dtype is not None and dtype != self.dtype:
             raise RuntimeError(
@@ -671,8 +519,8 @@ def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None, fn: Any,
     else:
         _check_dtype_arg(out, dtype)
         result = _sum_dtype(self, dtype)
-    if result == torch.bool and self.dim() > 0 and self.numel() > 0:
-        raise NotImplementedError(f"\"{fn.__name__}_out_cpu\" not implemented for 'Bool'")
+    if self.dim() > 0 and self.numel() > 0:
+        check_dtype(f"{fn.__name__}_out_cpu", result, refused=BOOL)
     x, _ = _input(self, result)
     d = wrap_dim(dim, x.ndim)
     with quiet():
@@ -683,29 +531,9 @@ def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None, fn: Any,
     return _emit(v, result, out)
 
 
-for _fn, _np in (("cumsum", np.cumsum), ("cumprod", np.cumprod)):
-
-    def _make_cum(fn: Any, name: str) -> None:
-        @register(name)
-        def f(self: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-            return _cum(self, dim, dtype, fn)
-
-        @register(f"{name}.out")
-        def f_out(self: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None,
-                  out: torch.Tensor) -> torch.Tensor:
-            return _cum(self, dim, dtype, fn, out)
-
-        @register(f"{name}_")
-        def f_(self: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None
+def _logsumexp(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None = None
                ) -> torch.Tensor:
-            return _cum(self, dim, dtype, fn, inplace=True)
-
-    _make_cum(_np, _fn)
-
-
-def _logsumexp(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None
-               ) -> torch.Tensor:
-    result = self.dtype if category(self.dtype) in ("floating", "complex") else (
+    result = self.dtype if (self.dtype.is_floating_point or self.dtype.is_complex) else (
         torch.get_default_dtype())
     x = to_numpy(self).astype(NP_DTYPE[_acc_dtype(result)], copy=False)
     axes = reduce_axes(dim, x.ndim)
@@ -721,15 +549,8 @@ def _logsumexp(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | 
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 
-@register("logsumexp")
-def logsumexp(self: torch.Tensor, dim: Sequence[int], keepdim: bool = False) -> torch.Tensor:
-    return _logsumexp(self, dim, keepdim, None)
 
 
-@register("logsumexp.out")
-def logsumexp_out(self: torch.Tensor, dim: Sequence[int], keepdim: bool = False, *,
-                  out: torch.Tensor) -> torch.Tensor:
-    return _logsumexp(self, dim, keepdim, out)
 
 
 @register("count_nonzero.dim_IntList")
@@ -749,10 +570,9 @@ def _sortable(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32) if x.dtype == NP_DTYPE[torch.bfloat16] else x
 
 
-def _median_all(self: torch.Tensor, ignore_nan: bool) -> torch.Tensor:
+def _median_all(self: torch.Tensor, *, ignore_nan: bool) -> torch.Tensor:
     _no_complex(self, "median")
-    if self.dtype == torch.bool:
-        raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
+    check_dtype("median_cpu", self.dtype, refused=BOOL)
     x = to_numpy(self).reshape(-1)
     if x.size == 0:
         return from_numpy(np.asarray(np.nan).astype(x.dtype) if x.dtype.kind in "fV" else
@@ -770,26 +590,20 @@ def _median_all(self: torch.Tensor, ignore_nan: bool) -> torch.Tensor:
     return from_numpy(x[order[(n - 1) // 2]], self.dtype)
 
 
-@register("median")
-def median(self: torch.Tensor) -> torch.Tensor:
-    return _median_all(self, False)
 
 
-@register("nanmedian")
-def nanmedian(self: torch.Tensor) -> torch.Tensor:
-    return _median_all(self, True)
 
 
-def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool,
-                values: torch.Tensor, indices: torch.Tensor, op: str
+def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, *,
+                out: tuple[torch.Tensor, torch.Tensor], ignore_nan: bool, op: str
                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    values, indices = out
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     if x.ndim:
         _check_nonempty(x, (d,), "median")
     _no_complex(self, op)
-    if self.dtype == torch.bool:
-        raise NotImplementedError("\"median_out\" not implemented for 'Bool'")
+    check_dtype("median_out", self.dtype, refused=BOOL)
     if x.ndim == 0:
         write_out(values, x.copy(), self.dtype, exact=True)
         write_out(indices, np.zeros((), np.int64), torch.int64, exact=True)
@@ -817,18 +631,8 @@ def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool,
     return values, indices
 
 
-@register("median.dim_values")
-def median_dim_values(self: torch.Tensor, dim: int, keepdim: bool = False, *,
-                      values: torch.Tensor, indices: torch.Tensor
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
-    return _median_dim(self, dim, keepdim, False, values, indices, "median")
 
 
-@register("nanmedian.dim_values")
-def nanmedian_dim_values(self: torch.Tensor, dim: int, keepdim: bool = False, *,
-                         values: torch.Tensor, indices: torch.Tensor
-                         ) -> tuple[torch.Tensor, torch.Tensor]:
-    return _median_dim(self, dim, keepdim, True, values, indices, "nanmedian")
 
 
 @register("mode")
@@ -861,7 +665,7 @@ def mode(self: torch.Tensor, dim: int = -1, keepdim: bool = False
     return from_numpy(vals, self.dtype), from_numpy(idx, torch.int64)
 
 
-def _cum_extreme(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, dim: int,
+def _cum_extreme(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, dim: int, *,
                  largest: bool) -> None:
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
@@ -891,23 +695,12 @@ def _cum_extreme(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor
     np.copyto(to_numpy(indices), np.moveaxis(idx, -1, d), casting="unsafe")
 
 
-@register("_cummax_helper")
-def _cummax_helper(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor,
-                   dim: int) -> None:
-    _cum_extreme(self, values, indices, dim, True)
 
 
-@register("_cummin_helper")
-def _cummin_helper(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor,
-                   dim: int) -> None:
-    _cum_extreme(self, values, indices, dim, False)
 
 
 def _logcumsumexp(self: torch.Tensor, dim: int) -> np.ndarray:
-    if not (self.dtype.is_floating_point or self.dtype.is_complex):
-        raise NotImplementedError(
-            f"\"logcumsumexp_out_cpu\" not implemented for '{scalar_type_name(self.dtype)}'"
-        )
+    check_dtype("logcumsumexp_out_cpu", self.dtype, allowed=FLOATING | COMPLEX)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     acc = NP_DTYPE[_acc_dtype(self.dtype)] if self.dtype.is_floating_point or \
@@ -921,18 +714,18 @@ def _logcumsumexp(self: torch.Tensor, dim: int) -> np.ndarray:
         return np.logaddexp.accumulate(xa, axis=d)
 
 
-@register("logcumsumexp")
-def logcumsumexp(self: torch.Tensor, dim: int) -> torch.Tensor:
-    return from_numpy(_logcumsumexp(self, dim), self.dtype)
 
 
-def _histc(self: torch.Tensor, bins: int, min: Any, max: Any) -> np.ndarray:
+def _histc(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0,
+           out: torch.Tensor | None = None) -> torch.Tensor:
+    if out is not None and out.dtype != self.dtype:
+        raise RuntimeError(
+            "torch.histogram: input tensor and hist tensor should have the same dtype, but got "
+            f"input {cpp_type_name(self.dtype)} and hist {cpp_type_name(out.dtype)}"
+        )
     if bins <= 0:
         raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")
-    if not self.dtype.is_floating_point:
-        raise NotImplementedError(
-            f"\"histogram_cpu\" not implemented for '{scalar_type_name(self.dtype)}'"
-        )
+    check_dtype("histogram_cpu", self.dtype, allowed=FLOATING)
     x = to_numpy(self).reshape(-1).astype(np.float64)
     lo, hi = float(min), float(max)
     if lo == hi and x.size:
@@ -944,32 +737,17 @@ def _histc(self: torch.Tensor, bins: int, min: Any, max: Any) -> np.ndarray:
     inside = (x >= lo) & (x <= hi)
     pos = np.floor((x[inside] - lo) * bins / (hi - lo)).astype(np.int64)
     pos = np.minimum(pos, bins - 1)
-    return np.bincount(pos, minlength=bins)[:bins]
+    return emit(np.bincount(pos, minlength=bins)[:bins], self.dtype, out)
 
 
-@register("histc")
-def histc(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> torch.Tensor:
-    return from_numpy(_histc(self, bins, min, max), self.dtype)
 
 
-@register("histc.out")
-def histc_out(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
-              out: torch.Tensor) -> torch.Tensor:
-    if out.dtype != self.dtype:
-        raise RuntimeError(
-            "torch.histogram: input tensor and hist tensor should have the same dtype, but got "
-            f"input {cpp_type_name(self.dtype)} and hist {cpp_type_name(out.dtype)}"
-        )
-    return write_out(out, _histc(self, bins, min, max), self.dtype)
 
 
 @register("bincount")
 def bincount(self: torch.Tensor, weights: torch.Tensor | None = None, minlength: int = 0
              ) -> torch.Tensor:
-    if self.dtype == torch.bool or self.dtype.is_floating_point or self.dtype.is_complex:
-        raise NotImplementedError(
-            f"\"bincount_cpu\" not implemented for '{scalar_type_name(self.dtype)}'"
-        )
+    check_dtype("bincount_cpu", self.dtype, refused=BOOL | FLOATING | COMPLEX)
     if self.dim() != 1 or self.dtype.is_floating_point or self.dtype.is_complex:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     x = to_numpy(self).astype(np.int64)
@@ -990,8 +768,7 @@ def bincount(self: torch.Tensor, weights: torch.Tensor | None = None, minlength:
 
 @register("trace")
 def trace(self: torch.Tensor) -> torch.Tensor:
-    if self.dtype == torch.bool:
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    check_dtype("trace", self.dtype, refused=BOOL)
     if self.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.dim()}")
     x = to_numpy(self)
@@ -1041,32 +818,71 @@ def _aminmax_check(self: torch.Tensor, dim: int | None = None) -> None:
         _check_nonempty(to_numpy(self), (wrap_dim(dim, self.dim()),), "aminmax")
     if self.dtype.is_complex:
         if dim is None:
-            raise NotImplementedError(
-                f"\"aminmax_cpu\" not implemented for '{scalar_type_name(self.dtype)}'"
-            )
+            check_dtype("aminmax_cpu", self.dtype, refused=COMPLEX)
         raise RuntimeError(f"aminmax not implemented for {scalar_type_name(self.dtype)}")
 
 
 @register("_aminmax")
 def _aminmax(self: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     _aminmax_check(self)
-    return (_amax(self, None, False, None, np.min, "aminmax"),
-            _amax(self, None, False, None, np.max, "aminmax"))
+    return (_amax(self, None, False, fn=np.min, op="aminmax"),
+            _amax(self, None, False, fn=np.max, op="aminmax"))
 
 
 @register("_aminmax.dim")
 def _aminmax_dim(self: torch.Tensor, dim: int, keepdim: bool = False
                  ) -> tuple[torch.Tensor, torch.Tensor]:
     _aminmax_check(self, dim)
-    return (_amax(self, [dim], keepdim, None, np.min, "aminmax"),
-            _amax(self, [dim], keepdim, None, np.max, "aminmax"))
+    return (_amax(self, [dim], keepdim, fn=np.min, op="aminmax"),
+            _amax(self, [dim], keepdim, fn=np.max, op="aminmax"))
 
 
-@register("_logcumsumexp")
-def _logcumsumexp_kernel(self: torch.Tensor, dim: int) -> torch.Tensor:
-    return from_numpy(_logcumsumexp(self, dim), self.dtype)
 
 
-@register("_logcumsumexp.out")
-def _logcumsumexp_out(self: torch.Tensor, dim: int, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _logcumsumexp(self, dim), self.dtype)
+
+def _norm(self: torch.Tensor, p: Any, dim: Sequence[int], keepdim: bool = False, *,
+          dtype: torch.dtype | None = None, out: torch.Tensor) -> torch.Tensor:
+    """``norm.out``/``norm.dtype_out``: ``linalg_vector_norm`` with ``p`` (``None``: 2)."""
+    return _vector_norm(self, 2 if p is None else p, dim, keepdim, dtype, out)
+
+
+def _logcumsumexp_kernel(self: torch.Tensor, dim: int, out: torch.Tensor | None = None
+                         ) -> torch.Tensor:
+    return emit(_logcumsumexp(self, dim), self.dtype, out)
+
+
+register_rows({
+    ("sum", "sum.dim_IntList", "sum.IntList_out"): _sum,
+    ("nansum", "nansum.out"): partial(_sum, nan=True),
+    ("mean", "mean.dim", "mean.out"): _mean,
+    ("prod", "prod.dim_int", "prod.int_out"): _prod,
+    ("amax", "amax.out"): partial(_amax, fn=np.max, op="amax"),
+    ("amin", "amin.out"): partial(_amax, fn=np.min, op="amin"),
+    ("max", "max.unary_out"): partial(_full_minmax, fn=np.max, op="max"),
+    ("min", "min.unary_out"): partial(_full_minmax, fn=np.min, op="min"),
+    ("max.dim", "max.dim_max"): partial(_minmax_dim, largest=True, op="max"),
+    ("min.dim", "min.dim_min"): partial(_minmax_dim, largest=False, op="min"),
+    ("argmax", "argmax.out"): partial(_argbest, largest=True, op="argmax"),
+    ("argmin", "argmin.out"): partial(_argbest, largest=False, op="argmin"),
+    ("var.correction", "var.correction_out"): partial(_var_std, op="var"),
+    ("std.correction", "std.correction_out"): partial(_var_std, op="std"),
+    ("linalg_vector_norm", "linalg_vector_norm.out"): _vector_norm,
+    ("norm.out", "norm.dtype_out"): _norm,
+    ("any", "any.all_out", "any.dim", "any.out"): partial(_anyall, fn=np.any),
+    ("any.dims", "any.dims_out"): partial(_anyall, fn=np.any, no_dims_is_identity=True),
+    ("all", "all.all_out", "all.dim", "all.out"): partial(_anyall, fn=np.all),
+    ("all.dims", "all.dims_out"): partial(_anyall, fn=np.all, no_dims_is_identity=True),
+    ("cumsum", "cumsum.out"): partial(_cum, fn=np.cumsum),
+    "cumsum_": partial(_cum, fn=np.cumsum, inplace=True),
+    ("cumprod", "cumprod.out"): partial(_cum, fn=np.cumprod),
+    "cumprod_": partial(_cum, fn=np.cumprod, inplace=True),
+    ("logsumexp", "logsumexp.out"): _logsumexp,
+    "median": partial(_median_all, ignore_nan=False),
+    "nanmedian": partial(_median_all, ignore_nan=True),
+    "median.dim_values": partial(_median_dim, ignore_nan=False, op="median"),
+    "nanmedian.dim_values": partial(_median_dim, ignore_nan=True, op="nanmedian"),
+    "_cummax_helper": partial(_cum_extreme, largest=True),
+    "_cummin_helper": partial(_cum_extreme, largest=False),
+    ("logcumsumexp", "_logcumsumexp", "_logcumsumexp.out"): _logcumsumexp_kernel,
+    ("histc", "histc.out"): _histc,
+})

@@ -16,6 +16,8 @@ left out, as it would for a real backend lacking it.)
 from __future__ import annotations
 
 import importlib
+import inspect
+import keyword
 import pkgutil
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -23,7 +25,8 @@ from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["install", "implemented", "register", "registered", "kernel", "resolve_overload"]
+__all__ = ["bind", "install", "implemented", "register", "register_rows", "registered", "kernel",
+           "resolve_overload"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -72,6 +75,62 @@ def register(*names: str) -> Callable[[F], F]:
         return fn
 
     return deco
+
+
+def _py_name(name: str) -> str:
+    """A schema argument name as a Python parameter name (``from`` -> ``from_``)."""
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def bind(impl: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A kernel for overload ``name`` that calls ``impl`` with the overload's arguments by name.
+
+    The dispatcher passes leading positional arguments positionally (trailing defaults left out)
+    and keyword-only ones as keywords; here each reaches ``impl`` as a keyword named as in the
+    schema (a Python keyword gets a trailing ``_``), absent ones with the schema's default.
+    ``out=`` arguments arrive as ``out``: the tensor itself, or a tuple when the overload has
+    several (``max.dim_max``'s ``max, max_values``). ``impl`` must accept every name (checked
+    here, so a mismatch fails at import).
+    """
+    schema = resolve_overload(name)._schema
+    outs = tuple(a.name for a in schema.arguments if a.is_out)
+    positional = tuple(_py_name(a.name) for a in schema.arguments if not a.kwarg_only)
+    keywords = {a.name: _py_name(a.name) for a in schema.arguments
+                if a.kwarg_only and not a.is_out}
+    defaults = {_py_name(a.name): a.default_value for a in schema.arguments
+                if a.has_default_value() and not a.is_out}
+    params = inspect.signature(impl).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        wanted = set(positional) | set(keywords.values()) | ({"out"} if outs else set())
+        missing = sorted(wanted - set(params))
+        if missing:
+            raise TypeError(f"{impl!r} cannot serve {name!r}: no parameter {', '.join(missing)}")
+    renamed = any(k != v for k, v in keywords.items())
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        kw = dict(defaults)
+        kw.update(zip(positional, args))
+        if outs:
+            out = tuple(kwargs.pop(n) for n in outs)
+            kw["out"] = out[0] if len(out) == 1 else out
+        if renamed:
+            kwargs = {keywords.get(k, k): v for k, v in kwargs.items()}
+        kw.update(kwargs)
+        return impl(**kw)
+
+    target = getattr(impl, "func", impl)  # a functools.partial names its function
+    kernel.__name__ = name.replace(".", "_")
+    kernel.__qualname__ = f"{getattr(target, '__qualname__', kernel.__name__)}[{name}]"
+    kernel.__module__ = getattr(target, "__module__", __name__)
+    return kernel
+
+
+def register_rows(rows: Mapping[str | tuple[str, ...], Callable[..., Any]]) -> None:
+    """Register a table of rows ``{overload name(s): impl}``: each overload gets :func:`bind`\ 's
+    kernel for its row's impl (``functools.partial(impl, op="amax")`` fixes extra arguments)."""
+    for names, impl in rows.items():
+        for name in (names,) if isinstance(names, str) else names:
+            register(name)(bind(impl, name))
 
 
 def _load_kernel_modules() -> None:
