@@ -27,8 +27,8 @@ from torch._prims_common import (
     elementwise_dtypes,
 )
 
-from opdb import dtypes as _dtypes
 from kernels._tensor import DEVICE, NP_DTYPE, from_numpy, np_dtype, restride, to_numpy
+from opdb import dtypes as _dtypes
 
 __all__ = [
     "ALL",

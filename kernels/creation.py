@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 
 from kernels import _device
-from kernels._semantics import infer_size, scalar_type_name
+from kernels._semantics import BOOL, COMPLEX, FLOATING, check_dtype, infer_size, scalar_type_name
 from kernels._tensor import (
     NP_DTYPE,
     empty,
@@ -19,7 +20,7 @@ from kernels._tensor import (
     scalar_value,
     to_numpy,
 )
-from kernels.registry import register
+from kernels.registry import register, register_rows
 
 _strides_cache: dict[tuple[tuple[int, ...], torch.memory_format], tuple[int, ...]] = {}
 
@@ -217,13 +218,10 @@ def arange_start_out(start: Any, end: Any, step: Any = 1, *, out: torch.Tensor) 
     return _store(out, value)
 
 
-@register("eye.out")
-def eye_out(n: int, *, out: torch.Tensor) -> torch.Tensor:
-    return eye_m_out(n, n, out=out)
 
 
-@register("eye.m_out")
-def eye_m_out(n: int, m: int, *, out: torch.Tensor) -> torch.Tensor:
+def _eye(n: int, m: int | None = None, *, out: torch.Tensor) -> torch.Tensor:
+    m = n if m is None else m
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m < 0:
@@ -283,12 +281,6 @@ def _fill_random(self: torch.Tensor, value: np.ndarray) -> torch.Tensor:
     return self
 
 
-def _float_check(self: torch.Tensor, op: str) -> None:
-    if not (self.dtype.is_floating_point or self.dtype.is_complex):
-        raise NotImplementedError(
-            f'"{op}" not implemented for \'{scalar_type_name(self.dtype)}\''
-        )
-
 
 def _sample_dtype(self: torch.Tensor) -> np.dtype[Any]:
     return np.dtype(np.float64 if self.dtype == torch.float64 else np.float32)
@@ -298,11 +290,10 @@ def _sample_dtype(self: torch.Tensor) -> np.dtype[Any]:
 def uniform_(self: torch.Tensor, from_: float = 0.0, to: float = 1.0, *,
              generator: Any = None, **kw: Any) -> torch.Tensor:
     lo = kw.pop("from", from_)
-    if self.dtype == torch.bool:
-        raise NotImplementedError("\"check_uniform_bounds\" not implemented for 'Bool'")
+    check_dtype("check_uniform_bounds", self.dtype, refused=BOOL)
     if self.numel() == 0:
         return self
-    _float_check(self, "check_uniform_bounds")
+    check_dtype("check_uniform_bounds", self.dtype, allowed=FLOATING | COMPLEX)
     if lo > to:
         raise RuntimeError(
             f"uniform_ expects to return a [from, to) range, but found from={lo} > to={to}"
@@ -317,7 +308,7 @@ def normal_(self: torch.Tensor, mean: float = 0.0, std: float = 1.0, *,
             generator: Any = None) -> torch.Tensor:
     if self.numel() == 0:
         return self
-    _float_check(self, "normal_kernel_cpu")
+    check_dtype("normal_kernel_cpu", self.dtype, allowed=FLOATING | COMPLEX)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     rng = _rng(generator)
@@ -327,10 +318,8 @@ def normal_(self: torch.Tensor, mean: float = 0.0, std: float = 1.0, *,
 
 def _normal_out(mean: Any, std: Any, generator: Any) -> np.ndarray:
     for t in (mean, std):
-        if isinstance(t, torch.Tensor) and not t.dtype.is_floating_point:
-            raise NotImplementedError(
-                f"\"normal_kernel_cpu\" not implemented for '{scalar_type_name(t.dtype)}'"
-            )
+        if isinstance(t, torch.Tensor):
+            check_dtype("normal_kernel_cpu", t.dtype, allowed=FLOATING)
     m = to_numpy(mean) if isinstance(mean, torch.Tensor) else np.asarray(mean)
     s = to_numpy(std) if isinstance(std, torch.Tensor) else np.asarray(std)
     if (s < 0).any():
@@ -347,19 +336,11 @@ def _normal_dtype(mean: Any, std: Any) -> torch.dtype:
     return torch.get_default_dtype()
 
 
-for _name in ("normal.Tensor_float", "normal.float_Tensor", "normal.Tensor_Tensor"):
-
-    def _mk(name: str) -> None:
-        @register(name)
-        def normal(mean: Any, std: Any = 1.0, *, generator: Any = None) -> torch.Tensor:
-            return from_numpy(_normal_out(mean, std, generator), _normal_dtype(mean, std))
-
-        @register(name + "_out")
-        def normal_out(mean: Any, std: Any = 1.0, *, generator: Any = None,
-                       out: torch.Tensor) -> torch.Tensor:
-            return _store(out, _normal_out(mean, std, generator))
-
-    _mk(_name)
+def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None,
+            out: torch.Tensor | None = None) -> torch.Tensor:
+    if out is not None:
+        return _store(out, _normal_out(mean, std, generator))
+    return from_numpy(_normal_out(mean, std, generator), _normal_dtype(mean, std))
 
 
 @register("bernoulli_.float")
@@ -376,10 +357,7 @@ def bernoulli_tensor(self: torch.Tensor, p: torch.Tensor, *, generator: Any = No
                      ) -> torch.Tensor:
     if self.numel() == 0:
         return self
-    if not p.dtype.is_floating_point:
-        raise NotImplementedError(
-            f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_type_name(p.dtype)}'"
-        )
+    check_dtype("bernoulli_tensor_cpu_p_", p.dtype, allowed=FLOATING)
     pa = to_numpy(p)
     if ((pa < 0) | (pa > 1)).any():
         raise RuntimeError("bernoulli_ expects p to be in [0, 1]")
@@ -393,10 +371,7 @@ def bernoulli_out(self: torch.Tensor, *, generator: Any = None, out: torch.Tenso
     if self.numel() == 0:
         restride(out, self.shape)
         return out
-    if not (self.dtype.is_floating_point or self.dtype.is_complex):
-        raise NotImplementedError(
-            f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_type_name(self.dtype)}'"
-        )
+    check_dtype("bernoulli_tensor_cpu_p_", self.dtype, allowed=FLOATING | COMPLEX)
     pa = to_numpy(self)
     if tuple(out.shape) != pa.shape:
         restride(out, pa.shape)
@@ -404,7 +379,10 @@ def bernoulli_out(self: torch.Tensor, *, generator: Any = None, out: torch.Tenso
     return _fill_random(out, u < pa)
 
 
-def _random_range(self: torch.Tensor, lo: int, hi: int | None, generator: Any) -> torch.Tensor:
+def _random_range(self: torch.Tensor, from_: int = 0, to: int | None = None, *,
+                  generator: Any = None) -> torch.Tensor:
+    """``random_`` (``[0, 2**mantissa]`` or the dtype's range), ``random_.to``, ``random_.from``."""
+    lo, hi = from_, to
     if self.dtype.is_complex:
         raise RuntimeError(
             "random_from_to_impl handles only integral, floating-point and boolean types"
@@ -426,20 +404,10 @@ def _random_range(self: torch.Tensor, lo: int, hi: int | None, generator: Any) -
     return _fill_random(self, v)
 
 
-@register("random_")
-def random_(self: torch.Tensor, *, generator: Any = None) -> torch.Tensor:
-    return _random_range(self, 0, None, generator)
 
 
-@register("random_.to")
-def random_to(self: torch.Tensor, to: int, *, generator: Any = None) -> torch.Tensor:
-    return _random_range(self, 0, to, generator)
 
 
-@register("random_.from")
-def random_from(self: torch.Tensor, from_: int = 0, to: int | None = None, *,
-                generator: Any = None, **kw: Any) -> torch.Tensor:
-    return _random_range(self, kw.pop("from", from_), to, generator)
 
 
 @register("exponential_")
@@ -449,7 +417,7 @@ def exponential_(self: torch.Tensor, lambd: float = 1.0, *, generator: Any = Non
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     if self.numel() == 0:
         return self
-    _float_check(self, "exponential_cpu")
+    check_dtype("exponential_cpu", self.dtype, allowed=FLOATING | COMPLEX)
     return _fill_random(self, _rng(generator).exponential(1.0 / lambd, self.shape))
 
 
@@ -457,8 +425,7 @@ def exponential_(self: torch.Tensor, lambd: float = 1.0, *, generator: Any = Non
 def geometric_(self: torch.Tensor, p: float, *, generator: Any = None) -> torch.Tensor:
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    if self.dtype == torch.bool:
-        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
+    check_dtype("geometric_cpu", self.dtype, refused=BOOL)
     return _fill_random(self, _rng(generator).geometric(p, self.shape))
 
 
@@ -469,7 +436,7 @@ def cauchy_(self: torch.Tensor, median: float = 0.0, sigma: float = 1.0, *,
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
     if self.numel() == 0:
         return self
-    _float_check(self, "cauchy_cpu")
+    check_dtype("cauchy_cpu", self.dtype, allowed=FLOATING | COMPLEX)
     return _fill_random(self, median + sigma * _rng(generator).standard_cauchy(self.shape))
 
 
@@ -480,7 +447,7 @@ def log_normal_(self: torch.Tensor, mean: float = 1.0, std: float = 2.0, *,
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
     if self.numel() == 0:
         return self
-    _float_check(self, "log_normal_cpu")
+    check_dtype("log_normal_cpu", self.dtype, allowed=FLOATING | COMPLEX)
     return _fill_random(self, _rng(generator).lognormal(mean, std, self.shape))
 
 
@@ -539,26 +506,18 @@ def range_out(start: Any, end: Any, step: Any = 1, *, out: torch.Tensor) -> torc
     return _store(out, float(start) + float(step) * np.arange(max(n, 0), dtype=np.float64))
 
 
-def _tri_indices(row: int, col: int, offset: int, lower: bool) -> np.ndarray:
+def _tri_indices(row: int, col: int, offset: int = 0, *, dtype: torch.dtype | None = None,
+                 layout: Any = None, device: Any = None, pin_memory: bool | None = None,
+                 lower: bool) -> torch.Tensor:
     if row < 0 or col < 0:
         raise RuntimeError(f"row must be non-negative, got{row}" if row < 0 else
                            f"col must be non-negative, got{col}")
     r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
-    return np.stack([r, c]).astype(np.int64)
+    return from_numpy(np.stack([r, c]).astype(np.int64), dtype or torch.int64)
 
 
-@register("tril_indices")
-def tril_indices(row: int, col: int, offset: int = 0, *, dtype: torch.dtype | None = None,
-                 layout: Any = None, device: Any = None, pin_memory: bool | None = None
-                 ) -> torch.Tensor:
-    return from_numpy(_tri_indices(row, col, offset, True), dtype or torch.int64)
 
 
-@register("triu_indices")
-def triu_indices(row: int, col: int, offset: int = 0, *, dtype: torch.dtype | None = None,
-                 layout: Any = None, device: Any = None, pin_memory: bool | None = None
-                 ) -> torch.Tensor:
-    return from_numpy(_tri_indices(row, col, offset, False), dtype or torch.int64)
 
 
 @register("multinomial.out")
@@ -574,7 +533,12 @@ def _lazy_clone(self: torch.Tensor) -> torch.Tensor:
     return from_numpy(np.array(to_numpy(self), copy=True), self.dtype)
 
 
-def _kaiser(window_length: int, periodic: bool, beta: float, out: torch.Tensor) -> torch.Tensor:
+def _kaiser(window_length: int, periodic: bool = True, beta: float = 12.0, *,
+            dtype: torch.dtype | None = None, layout: Any = None, device: Any = None,
+            pin_memory: bool | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Every ``kaiser_window`` overload: a new tensor of ``dtype``, or ``out``."""
+    if out is None:
+        out = empty([0], _dtype(dtype))
     if window_length < 0:
         raise RuntimeError(f"kaiser_window requires non-negative window_length, got "
                            f"window_length={window_length}")
@@ -585,44 +549,13 @@ def _kaiser(window_length: int, periodic: bool, beta: float, out: torch.Tensor) 
     return _store(out, w[:-1] if periodic else w)
 
 
-@register("kaiser_window.beta_out")
-def kaiser_window_beta_out(window_length: int, periodic: bool, beta: float, *,
-                           out: torch.Tensor) -> torch.Tensor:
-    return _kaiser(window_length, periodic, beta, out)
-
-
-@register("kaiser_window.periodic_out")
-def kaiser_window_periodic_out(window_length: int, periodic: bool, *, out: torch.Tensor
-                               ) -> torch.Tensor:
-    return _kaiser(window_length, periodic, 12.0, out)
-
-
-@register("kaiser_window.out")
-def kaiser_window_out(window_length: int, *, out: torch.Tensor) -> torch.Tensor:
-    return _kaiser(window_length, True, 12.0, out)
-
-
-def _kaiser_new(window_length: int, periodic: bool, beta: float, dtype: torch.dtype | None
-                ) -> torch.Tensor:
-    out = empty([0], _dtype(dtype))
-    return _kaiser(window_length, periodic, beta, out)
-
-
-@register("kaiser_window.beta")
-def kaiser_window_beta(window_length: int, periodic: bool, beta: float, *,
-                       dtype: torch.dtype | None = None, layout: Any = None, device: Any = None,
-                       pin_memory: bool | None = None) -> torch.Tensor:
-    return _kaiser_new(window_length, periodic, beta, dtype)
-
-
-@register("kaiser_window.periodic")
-def kaiser_window_periodic(window_length: int, periodic: bool, *,
-                           dtype: torch.dtype | None = None, layout: Any = None,
-                           device: Any = None, pin_memory: bool | None = None) -> torch.Tensor:
-    return _kaiser_new(window_length, periodic, 12.0, dtype)
-
-
-@register("kaiser_window")
-def kaiser_window(window_length: int, *, dtype: torch.dtype | None = None, layout: Any = None,
-                  device: Any = None, pin_memory: bool | None = None) -> torch.Tensor:
-    return _kaiser_new(window_length, True, 12.0, dtype)
+register_rows({
+    ("eye.out", "eye.m_out"): _eye,
+    ("normal.Tensor_float", "normal.Tensor_float_out", "normal.float_Tensor",
+     "normal.float_Tensor_out", "normal.Tensor_Tensor", "normal.Tensor_Tensor_out"): _normal,
+    ("random_", "random_.to", "random_.from"): _random_range,
+    "tril_indices": partial(_tri_indices, lower=True),
+    "triu_indices": partial(_tri_indices, lower=False),
+    ("kaiser_window", "kaiser_window.periodic", "kaiser_window.beta", "kaiser_window.out",
+     "kaiser_window.periodic_out", "kaiser_window.beta_out"): _kaiser,
+})

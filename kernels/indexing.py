@@ -9,13 +9,18 @@ in-place overload that has no composite is implemented, plus a few hot functiona
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from kernels._semantics import (
+    BOOL,
+    COMPLEX,
+    check_dtype,
     check_result_fits,
+    emit,
     promote,
     quiet,
     scalar_type_name,
@@ -23,7 +28,7 @@ from kernels._semantics import (
 )
 from kernels._tensor import NP_DTYPE, from_numpy, scalar_value, to_numpy
 from kernels.reductions import wrap_dim
-from kernels.registry import register
+from kernels.registry import register, register_rows
 
 # --------------------------------------------------------------------------------------------
 # Advanced indexing
@@ -116,7 +121,8 @@ def _check_bounds(idx: np.ndarray, size: int, op: str) -> None:
         raise IndexError(f"index {bad} is out of bounds for dimension with size {size}")
 
 
-def _index_select(self: torch.Tensor, dim: int, index: torch.Tensor) -> np.ndarray:
+def _index_select(self: torch.Tensor, dim: int, index: torch.Tensor,
+                  out: torch.Tensor | None = None) -> torch.Tensor:
     if index.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     x = to_numpy(self)
@@ -124,20 +130,13 @@ def _index_select(self: torch.Tensor, dim: int, index: torch.Tensor) -> np.ndarr
     idx = _int_index(index, "index_select").reshape(-1)
     if x.ndim == 0:
         _check_bounds(idx, 1, "index_select")
-        return x.reshape(1)[idx].reshape(index.shape)
+        return emit(x.reshape(1)[idx].reshape(index.shape), self.dtype, out)
     _check_bounds(idx, x.shape[d], "index_select")
-    return np.take(x, idx, axis=d)
+    return emit(np.take(x, idx, axis=d), self.dtype, out)
 
 
-@register("index_select")
-def index_select(self: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
-    return from_numpy(_index_select(self, dim, index), self.dtype)
 
 
-@register("index_select.out")
-def index_select_out(self: torch.Tensor, dim: int, index: torch.Tensor, *,
-                     out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _index_select(self, dim, index), self.dtype)
 
 
 def _grid(index: np.ndarray, d: int) -> tuple[Any, ...]:
@@ -165,19 +164,12 @@ def _gather_checks(x: np.ndarray, d: int, idx: np.ndarray, op: str) -> None:
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
 
 
-@register("gather.out")
-def gather_out(self: torch.Tensor, dim: int, index: torch.Tensor, *, sparse_grad: bool = False,
-               out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _gather(self, dim, index), self.dtype, exact=True)
 
 
-@register("gather")
-def gather(self: torch.Tensor, dim: int, index: torch.Tensor, *, sparse_grad: bool = False
-           ) -> torch.Tensor:
-    return from_numpy(_gather(self, dim, index), self.dtype)
 
 
-def _gather(self: torch.Tensor, dim: int, index: torch.Tensor) -> np.ndarray:
+def _gather(self: torch.Tensor, dim: int, index: torch.Tensor, sparse_grad: bool = False,
+            out: torch.Tensor | None = None) -> torch.Tensor:
     if index.dtype != torch.int64 and index.numel() != 0:
         raise RuntimeError("gather(): Expected dtype int64 for index")
     x = to_numpy(self)
@@ -185,8 +177,9 @@ def _gather(self: torch.Tensor, dim: int, index: torch.Tensor) -> np.ndarray:
     idx = to_numpy(index).astype(np.intp, copy=False)
     _gather_checks(x, d, idx, "gather")
     if x.ndim == 0 or idx.ndim == 0:
-        return x.reshape(-1)[idx.reshape(-1)].reshape(idx.shape)
-    return x[_grid(idx, d)]
+        return emit(x.reshape(-1)[idx.reshape(-1)].reshape(idx.shape), self.dtype, out,
+                    exact=True)
+    return emit(x[_grid(idx, d)], self.dtype, out, exact=True)
 
 
 _REDUCE_UFUNC = {"add": np.add, "sum": np.add, "multiply": np.multiply, "prod": np.multiply,
@@ -227,8 +220,12 @@ def _scatter_into(base: np.ndarray, dim: int, index: torch.Tensor, src: Any,
     return base
 
 
-def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any, reduce: str | None,
-             out: torch.Tensor, op: str = "scatter") -> torch.Tensor:
+def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None,
+             value: Any = None, reduce: str | None = None, *, out: torch.Tensor,
+             op: str = "scatter") -> torch.Tensor:
+    """``scatter`` out= overloads: ``src`` (a tensor) or ``value`` (a Scalar) by overload."""
+    if src is None:
+        src = value
     if isinstance(src, torch.Tensor) and src.dtype != self.dtype:
         raise RuntimeError(
             f"{op}(): Expected self.dtype to be equal to src.dtype"
@@ -243,34 +240,14 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any, reduce
     return write_out(out, base, self.dtype, exact=True)
 
 
-@register("scatter.src_out")
-def scatter_src_out(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, *,
-                    out: torch.Tensor) -> torch.Tensor:
-    return _scatter(self, dim, index, src, None, out)
 
 
-@register("scatter.value_out")
-def scatter_value_out(self: torch.Tensor, dim: int, index: torch.Tensor, value: Any, *,
-                      out: torch.Tensor) -> torch.Tensor:
-    return _scatter(self, dim, index, value, None, out)
 
 
-@register("scatter.reduce_out")
-def scatter_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, *,
-                       reduce: str, out: torch.Tensor) -> torch.Tensor:
-    return _scatter(self, dim, index, src, reduce, out)
 
 
-@register("scatter.value_reduce_out")
-def scatter_value_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, value: Any, *,
-                             reduce: str, out: torch.Tensor) -> torch.Tensor:
-    return _scatter(self, dim, index, value, reduce, out)
 
 
-@register("scatter_add.out")
-def scatter_add_out(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, *,
-                    out: torch.Tensor) -> torch.Tensor:
-    return _scatter(self, dim, index, src, "add", out, "scatter_add")
 
 
 @register("scatter_reduce.two_out")
@@ -380,10 +357,6 @@ def _index_fill(self: torch.Tensor, dim: int, index: torch.Tensor, value: Any) -
     return self
 
 
-@register("index_fill_.int_Scalar")
-def index_fill_scalar(self: torch.Tensor, dim: int, index: torch.Tensor, value: Any
-                      ) -> torch.Tensor:
-    return _index_fill(self, dim, index, value)
 
 
 @register("index_fill_.int_Tensor")
@@ -397,7 +370,13 @@ def index_fill_tensor(self: torch.Tensor, dim: int, index: torch.Tensor, value: 
     return _index_fill(self, dim, index, scalar_value(value))
 
 
-def _take(self: torch.Tensor, index: torch.Tensor) -> np.ndarray:
+def _take(self: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None = None
+          ) -> torch.Tensor:
+    if out is not None and out.dtype != self.dtype:
+        raise RuntimeError(
+            "take(): self and out expected to have the same dtype, but got self.dtype = "
+            f"{scalar_type_name(self.dtype)} and out.dtype = {scalar_type_name(out.dtype)}"
+        )
     if index.dtype != torch.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype}")
     x = to_numpy(self).reshape(-1)
@@ -406,22 +385,11 @@ def _take(self: torch.Tensor, index: torch.Tensor) -> np.ndarray:
         bad = int(idx.max()) if idx.max() >= x.size else int(idx.min())
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {x.size} "
                          "elements.")
-    return x[idx]
+    return emit(x[idx], self.dtype, out)
 
 
-@register("take")
-def take(self: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    return from_numpy(_take(self, index), self.dtype)
 
 
-@register("take.out")
-def take_out(self: torch.Tensor, index: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    if out.dtype != self.dtype:
-        raise RuntimeError(
-            "take(): self and out expected to have the same dtype, but got self.dtype = "
-            f"{scalar_type_name(self.dtype)} and out.dtype = {scalar_type_name(out.dtype)}"
-        )
-    return write_out(out, _take(self, index), self.dtype)
 
 
 @register("put_")
@@ -475,9 +443,6 @@ def _masked_fill(self: torch.Tensor, mask: torch.Tensor, value: Any) -> torch.Te
     return self
 
 
-@register("masked_fill_.Scalar")
-def masked_fill_scalar(self: torch.Tensor, mask: torch.Tensor, value: Any) -> torch.Tensor:
-    return _masked_fill(self, mask, value)
 
 
 @register("masked_fill_.Tensor")
@@ -491,22 +456,20 @@ def masked_fill_tensor(self: torch.Tensor, mask: torch.Tensor, value: torch.Tens
     return _masked_fill(self, mask, scalar_value(value))
 
 
-def _masked_select(self: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
+def _masked_select(self: torch.Tensor, mask: torch.Tensor, out: torch.Tensor | None = None
+                   ) -> torch.Tensor:
     x = to_numpy(self)
     m = _mask(mask, "masked_select:")
     xb, mb = np.broadcast_arrays(x, m)
-    return xb[mb]
+    return emit(xb[mb], self.dtype, out)
 
 
-@register("masked_select")
-def masked_select(self: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    return from_numpy(_masked_select(self, mask), self.dtype)
+def _nonzero(self: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    return emit(np.argwhere(to_numpy(self)), torch.int64, out)
 
 
-@register("masked_select.out")
-def masked_select_out(self: torch.Tensor, mask: torch.Tensor, *, out: torch.Tensor
-                      ) -> torch.Tensor:
-    return write_out(out, _masked_select(self, mask), self.dtype)
+
+
 
 
 @register("masked_scatter_")
@@ -522,14 +485,8 @@ def masked_scatter_(self: torch.Tensor, mask: torch.Tensor, source: torch.Tensor
     return self
 
 
-@register("nonzero")
-def nonzero(self: torch.Tensor) -> torch.Tensor:
-    return from_numpy(np.argwhere(to_numpy(self)), torch.int64)
 
 
-@register("nonzero.out")
-def nonzero_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, np.argwhere(to_numpy(self)), torch.int64)
 
 
 @register("nonzero_static")
@@ -582,18 +539,15 @@ def cat_out(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: torch.Tensor
     return write_out(out, value, result)
 
 
-def _flip(self: torch.Tensor, dims: Sequence[int]) -> np.ndarray:
+def _flip(self: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
     x = to_numpy(self)
     axes = tuple(wrap_dim(int(d), x.ndim) for d in dims)
     if len(set(axes)) != len(axes):
         raise RuntimeError(f"dims has duplicates, original flip dims size={len(axes)}, "
                            f"but unique flip dims size={len(set(axes))}")
-    return np.flip(x, axes) if x.ndim else x.copy()
+    return from_numpy(np.flip(x, axes) if x.ndim else x.copy(), self.dtype)
 
 
-@register("flip")
-def flip(self: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
-    return from_numpy(_flip(self, dims), self.dtype)
 
 
 @register("roll")
@@ -612,30 +566,19 @@ def roll(self: torch.Tensor, shifts: Sequence[int], dims: Sequence[int] = ()) ->
     return from_numpy(np.roll(x, tuple(shifts), axes), self.dtype)
 
 
-def _tri(self: torch.Tensor, diagonal: int, fn: Any, op: str) -> np.ndarray:
+def _tri(self: torch.Tensor, diagonal: int = 0, out: torch.Tensor | None = None, *, fn: Any,
+         op: str) -> torch.Tensor:
     if self.dim() < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
-    return fn(to_numpy(self), diagonal)
+    return emit(fn(to_numpy(self), diagonal), self.dtype, out, exact=True)
 
 
-@register("tril.out")
-def tril_out(self: torch.Tensor, diagonal: int = 0, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _tri(self, diagonal, np.tril, "tril"), self.dtype, exact=True)
 
 
-@register("triu.out")
-def triu_out(self: torch.Tensor, diagonal: int = 0, *, out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, _tri(self, diagonal, np.triu, "triu"), self.dtype, exact=True)
 
 
-@register("tril")
-def tril(self: torch.Tensor, diagonal: int = 0) -> torch.Tensor:
-    return from_numpy(_tri(self, diagonal, np.tril, "tril"), self.dtype)
 
 
-@register("triu")
-def triu(self: torch.Tensor, diagonal: int = 0) -> torch.Tensor:
-    return from_numpy(_tri(self, diagonal, np.triu, "triu"), self.dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -762,9 +705,9 @@ def _search_out_check(out: torch.Tensor, out_int32: bool) -> None:
 
 
 def _search_checks(boundaries: torch.Tensor, values: Any) -> None:
-    if boundaries.dtype == torch.bool and boundaries.numel() and np.size(
+    if boundaries.numel() and np.size(
             to_numpy(values) if isinstance(values, torch.Tensor) else values):
-        raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
+        check_dtype("searchsorted_out_cpu", boundaries.dtype, refused=BOOL)
     vdim = values.dim() if isinstance(values, torch.Tensor) else 0
     if boundaries.dim() == 0 or (boundaries.dim() != 1 and vdim == 0):
         raise RuntimeError(
@@ -799,8 +742,8 @@ def bucketize_tensor(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32:
                      right: bool = False) -> torch.Tensor:
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
-    if boundaries.dtype == torch.bool and boundaries.numel() and self.numel():
-        raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
+    if boundaries.numel() and self.numel():
+        check_dtype("searchsorted_out_cpu", boundaries.dtype, refused=BOOL)
     r = np.searchsorted(to_numpy(boundaries), to_numpy(self), side="right" if right else "left")
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
@@ -843,10 +786,7 @@ def isin_st_out(element: Any, test_elements: torch.Tensor, *, assume_unique: boo
 @register("_unique2")
 def _unique2(self: torch.Tensor, sorted: bool = True, return_inverse: bool = False,
              return_counts: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    if self.dtype.is_complex:
-        raise NotImplementedError(
-            f"\"unique\" not implemented for '{scalar_type_name(self.dtype)}'"
-        )
+    check_dtype("unique", self.dtype, refused=COMPLEX)
     x = to_numpy(self)
     vals, inv, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True)
     inverse = inv.reshape(x.shape) if return_inverse else np.empty((0,), np.int64)
@@ -968,16 +908,10 @@ def narrow_copy_out(self: torch.Tensor, dim: int, start: int, length: int, *,
     return write_out(out, to_numpy(self.narrow(dim, start, length)), self.dtype)
 
 
-def _no_complex_unique(self: torch.Tensor) -> None:
-    if self.dtype.is_complex:
-        raise NotImplementedError(
-            f"\"unique_dim\" not implemented for '{scalar_type_name(self.dtype)}'"
-        )
-
 
 def _unique_consecutive_dim(self: torch.Tensor, return_inverse: bool, return_counts: bool,
                             dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    _no_complex_unique(self)
+    check_dtype("unique_dim", self.dtype, refused=COMPLEX)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
     if sum(1 for n in x.shape if n == 0) > 1:
@@ -1005,9 +939,10 @@ def _unique(self: torch.Tensor, sorted: bool = True, return_inverse: bool = Fals
     return vals, inverse
 
 
-def _unique_along(self: torch.Tensor, dim: int, return_inverse: bool, return_counts: bool
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    _no_complex_unique(self)
+def _unique_along(self: torch.Tensor, dim: int, sorted: bool = True, return_inverse: bool = False,
+                  return_counts: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``unique_dim`` (always sorted, as on CPU)."""
+    check_dtype("unique_dim", self.dtype, refused=COMPLEX)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
     if sum(1 for n in x.shape if n == 0) > 1:
@@ -1037,14 +972,20 @@ def _unique_along(self: torch.Tensor, dim: int, return_inverse: bool, return_cou
             from_numpy(counts if return_counts else np.empty((0,), np.int64), torch.int64))
 
 
-@register("unique_dim")
-def unique_dim(self: torch.Tensor, dim: int, sorted: bool = True, return_inverse: bool = False,
-               return_counts: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return _unique_along(self, dim, return_inverse, return_counts)
-
-
-@register("unique_dim_consecutive")
-def unique_dim_consecutive(self: torch.Tensor, dim: int, return_inverse: bool = False,
-                           return_counts: bool = False
-                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return _unique_consecutive_dim(self, return_inverse, return_counts, dim)
+register_rows({
+    ("index_select", "index_select.out"): _index_select,
+    ("gather", "gather.out"): _gather,
+    ("scatter.src_out", "scatter.value_out", "scatter.reduce_out", "scatter.value_reduce_out"):
+        _scatter,
+    "scatter_add.out": partial(_scatter, reduce="add", op="scatter_add"),
+    "index_fill_.int_Scalar": _index_fill,
+    ("take", "take.out"): _take,
+    "masked_fill_.Scalar": _masked_fill,
+    ("masked_select", "masked_select.out"): _masked_select,
+    ("nonzero", "nonzero.out"): _nonzero,
+    "flip": _flip,
+    ("tril", "tril.out"): partial(_tri, fn=np.tril, op="tril"),
+    ("triu", "triu.out"): partial(_tri, fn=np.triu, op="triu"),
+    "unique_dim": _unique_along,
+    "unique_dim_consecutive": _unique_consecutive_dim,
+})

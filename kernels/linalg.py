@@ -21,7 +21,6 @@ from kernels._semantics import (
     opmath,
     quiet,
     scalar_type_name,
-    write_inplace,
     write_out,
 )
 from kernels._tensor import NP_DTYPE, from_numpy, to_numpy

@@ -8,6 +8,10 @@ The maths is :func:`kernels.nn.nll_loss_forward` / :func:`kernels.nn.nll_loss_ba
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -60,7 +64,7 @@ def _check(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None
 
 
 def _forward(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
-             reduction: int, ignore_index: int, spatial: bool) -> tuple[np.ndarray, np.ndarray]:
+             reduction: int, ignore_index: int, *, spatial: bool) -> tuple[np.ndarray, np.ndarray]:
     _check(self, target, weight, spatial)
     return nn.nll_loss_forward(to_numpy(self), to_numpy(target),
                                None if weight is None else to_numpy(weight), reduction,
@@ -69,7 +73,7 @@ def _forward(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | No
 
 def _backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
               weight: torch.Tensor | None, reduction: int, ignore_index: int,
-              total_weight: torch.Tensor, spatial: bool) -> np.ndarray:
+              total_weight: torch.Tensor, *, spatial: bool) -> np.ndarray:
     if total_weight.numel() != 1:
         raise RuntimeError(
             f"expected total_weight to be a single element tensor, got: {list(total_weight.shape)}"
@@ -81,36 +85,20 @@ def _backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tenso
                                 ignore_index, to_numpy(total_weight))
 
 
-@define("nll_loss_forward", "nll_loss_forward.output", ("output", "total_weight"),
-        dtypes=FLOATING, kernel_name="nll_loss_out_frame")
-def nll_loss_forward(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
-                     reduction: int, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
-    return _forward(self, target, weight, reduction, ignore_index, spatial=False)
+#: (functional, out=) overloads -> (CPU's kernel name in its dtype refusal, impl)
+NLL_ROWS: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {
+    ("nll_loss_forward", "nll_loss_forward.output"):
+        ("nll_loss_out_frame", partial(_forward, spatial=False)),
+    ("nll_loss2d_forward", "nll_loss2d_forward.output"):
+        ("nll_loss2d_forward_out_frame", partial(_forward, spatial=True)),
+    ("nll_loss_backward", "nll_loss_backward.grad_input"):
+        ("nll_loss_backward_out_frame", partial(_backward, spatial=False)),
+    ("nll_loss2d_backward", "nll_loss2d_backward.grad_input"):
+        ("nll_loss2d_backward_out_frame", partial(_backward, spatial=True)),
+}
 
-
-@define("nll_loss2d_forward", "nll_loss2d_forward.output", ("output", "total_weight"),
-        dtypes=FLOATING, kernel_name="nll_loss2d_forward_out_frame")
-def nll_loss2d_forward(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
-                       reduction: int, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
-    return _forward(self, target, weight, reduction, ignore_index, spatial=True)
-
-
-@define("nll_loss_backward", "nll_loss_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING, kernel_name="nll_loss_backward_out_frame")
-def nll_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
-                      weight: torch.Tensor | None, reduction: int, ignore_index: int,
-                      total_weight: torch.Tensor) -> np.ndarray:
-    return _backward(grad_output, self, target, weight, reduction, ignore_index, total_weight,
-                     spatial=False)
-
-
-@define("nll_loss2d_backward", "nll_loss2d_backward.grad_input", ("grad_input",),
-        dtypes=FLOATING, kernel_name="nll_loss2d_backward_out_frame")
-def nll_loss2d_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
-                        weight: torch.Tensor | None, reduction: int, ignore_index: int,
-                        total_weight: torch.Tensor) -> np.ndarray:
-    return _backward(grad_output, self, target, weight, reduction, ignore_index, total_weight,
-                     spatial=True)
+for (_functional, _out), (_kernel_name, _impl) in NLL_ROWS.items():
+    define(_functional, _out, dtypes=FLOATING, kernel_name=_kernel_name)(_impl)
 
 
 # --------------------------------------------------------------------------------------------

@@ -42,7 +42,6 @@ from kernels._semantics import (
 from kernels._tensor import NP_DTYPE, to_numpy
 from kernels.registry import register
 
-
 # --------------------------------------------------------------------------------------------
 # convolution
 

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from kernels._tensor import to_numpy
 from kernels._define import define
 from kernels._semantics import COMPLEX, FLOATING, REAL, opmath
+from kernels._tensor import to_numpy
 from kernels.nn import Tap, gather_taps, scatter_taps
 
 __all__: list[str] = []

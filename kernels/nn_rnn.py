@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kernels._tensor import to_numpy
 from kernels._define import define
 from kernels._semantics import FLOATING, opmath
+from kernels._tensor import to_numpy
 from kernels.nn import _adaptive_taps
 
 __all__: list[str] = []
@@ -169,11 +169,8 @@ def _adaptive_max(x: np.ndarray, output_size: list[int]) -> tuple[np.ndarray, np
     return best, index
 
 
-@define("adaptive_max_pool2d", "adaptive_max_pool2d.out", ("out", "indices"),
-        dtypes=FLOATING, kernel_name="adaptive_max_pool2d")
-def adaptive_max_pool2d(self: torch.Tensor, output_size: list[int]
-                        ) -> tuple[np.ndarray, np.ndarray]:
-    return _adaptive_max(to_numpy(self), output_size)
+define("adaptive_max_pool2d", "adaptive_max_pool2d.out", dtypes=FLOATING,
+       kernel_name="adaptive_max_pool2d", arrays=True)(_adaptive_max)
 
 
 @define("adaptive_max_pool2d_backward", "adaptive_max_pool2d_backward.grad_input",

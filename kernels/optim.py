@@ -32,6 +32,7 @@ rarely used unary ones...) run on ATen's slow path, built from the per-tensor ke
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -416,14 +417,8 @@ def _fused_adam(adamw: bool, self: list[torch.Tensor], grads: list[torch.Tensor]
             param -= m / denom * np.asarray(lr / bias1, param.dtype)
 
 
-@register("_fused_adam_", "_fused_adam_.tensor_lr")
-def _fused_adam_(*args: Any, **kwargs: Any) -> None:
-    _fused_adam(False, *args, **kwargs)
-
-
-@register("_fused_adamw_", "_fused_adamw_.tensor_lr")
-def _fused_adamw_(*args: Any, **kwargs: Any) -> None:
-    _fused_adam(True, *args, **kwargs)
+register("_fused_adam_", "_fused_adam_.tensor_lr")(partial(_fused_adam, False))
+register("_fused_adamw_", "_fused_adamw_.tensor_lr")(partial(_fused_adam, True))
 
 
 @register("_fused_sgd_", "_fused_sgd_.tensor_lr")

@@ -200,9 +200,6 @@ def _prod(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
 # --------------------------------------------------------------------------------------------
 
 
-def _no_complex(self: torch.Tensor, op: str) -> None:
-    check_dtype(op, self.dtype, refused=COMPLEX)
-
 
 def _check_nonempty(x: np.ndarray, axes: tuple[int, ...] | None, op: str) -> None:
     if x.size != 0:
@@ -228,7 +225,7 @@ def _amax(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None 
             f"{scalar_type_name(out.dtype)} for out's dtype."
         )
     _check_nonempty(x, axes, op)
-    _no_complex(self, op)
+    check_dtype(op, self.dtype, refused=COMPLEX)
     with quiet():
         v = fn(x, axis=axes)
     return _emit(_keep(v, x, axes, keepdim), self.dtype, out)
@@ -250,7 +247,7 @@ def _full_minmax(self: torch.Tensor, out: torch.Tensor | None = None, *, fn: Any
             f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
             "Specify the reduction dim with the 'dim' parameter."
         )
-    _no_complex(self, op)
+    check_dtype(op, self.dtype, refused=COMPLEX)
     return _emit(fn(x), self.dtype, out)
 
 
@@ -289,7 +286,7 @@ def _minmax_dim(self: torch.Tensor, dim: int, keepdim: bool,
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
-    _no_complex(self, op)
+    check_dtype(op, self.dtype, refused=COMPLEX)
     if x.ndim == 0:
         values, idx = x.copy(), np.zeros((), np.int64)
     else:
@@ -571,7 +568,7 @@ def _sortable(x: np.ndarray) -> np.ndarray:
 
 
 def _median_all(self: torch.Tensor, *, ignore_nan: bool) -> torch.Tensor:
-    _no_complex(self, "median")
+    check_dtype("median", self.dtype, refused=COMPLEX)
     check_dtype("median_cpu", self.dtype, refused=BOOL)
     x = to_numpy(self).reshape(-1)
     if x.size == 0:
@@ -602,7 +599,7 @@ def _median_dim(self: torch.Tensor, dim: int, keepdim: bool, *,
     d = wrap_dim(dim, x.ndim)
     if x.ndim:
         _check_nonempty(x, (d,), "median")
-    _no_complex(self, op)
+    check_dtype(op, self.dtype, refused=COMPLEX)
     check_dtype("median_out", self.dtype, refused=BOOL)
     if x.ndim == 0:
         write_out(values, x.copy(), self.dtype, exact=True)

@@ -62,7 +62,8 @@ def register(*names: str) -> Callable[[F], F]:
         resolve_overload(name)
 
     def deco(fn: F) -> F:
-        origin = f"{fn.__module__}.{fn.__qualname__}"
+        target = getattr(fn, "func", fn)  # a functools.partial names its function
+        origin = f"{target.__module__}.{getattr(target, '__qualname__', repr(fn))}"
         with _lock:
             for name in names:
                 if name in _KERNELS:
@@ -109,7 +110,7 @@ def bind(impl: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         kw = dict(defaults)
-        kw.update(zip(positional, args))
+        kw.update(zip(positional, args, strict=False))
         if outs:
             out = tuple(kwargs.pop(n) for n in outs)
             kw["out"] = out[0] if len(out) == 1 else out
@@ -126,8 +127,9 @@ def bind(impl: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 def register_rows(rows: Mapping[str | tuple[str, ...], Callable[..., Any]]) -> None:
-    """Register a table of rows ``{overload name(s): impl}``: each overload gets :func:`bind`\ 's
-    kernel for its row's impl (``functools.partial(impl, op="amax")`` fixes extra arguments)."""
+    """Register a table of rows ``{overload name(s): impl}``: each overload gets the kernel
+    :func:`bind` makes of its row's impl (``functools.partial(impl, op="amax")`` fixes the
+    impl's own extra arguments)."""
     for names, impl in rows.items():
         for name in (names,) if isinstance(names, str) else names:
             register(name)(bind(impl, name))
