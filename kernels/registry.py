@@ -88,7 +88,8 @@ def bind(impl: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     The dispatcher passes leading positional arguments positionally (trailing defaults left out)
     and keyword-only ones as keywords; here each reaches ``impl`` as a keyword named as in the
-    schema (a Python keyword gets a trailing ``_``), absent ones with the schema's default.
+    schema (a Python keyword gets a trailing ``_``); absent positional ones get the schema's
+    default, absent keyword-only ones impl's own (``dtype=None``).
     ``out=`` arguments arrive as ``out``: the tensor itself, or a tuple when the overload has
     several (``max.dim_max``'s ``max, max_values``). ``impl`` must accept every name (checked
     here, so a mismatch fails at import).
@@ -98,14 +99,22 @@ def bind(impl: Callable[..., Any], name: str) -> Callable[..., Any]:
     positional = tuple(_py_name(a.name) for a in schema.arguments if not a.kwarg_only)
     keywords = {a.name: _py_name(a.name) for a in schema.arguments
                 if a.kwarg_only and not a.is_out}
+    # Keyword-only defaults are impl's own: the schema gives enum ones (``dtype=long``) as C++
+    # integers.
     defaults = {_py_name(a.name): a.default_value for a in schema.arguments
-                if a.has_default_value() and not a.is_out}
+                if a.has_default_value() and not a.kwarg_only}
     params = inspect.signature(impl).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         wanted = set(positional) | set(keywords.values()) | ({"out"} if outs else set())
         missing = sorted(wanted - set(params))
         if missing:
             raise TypeError(f"{impl!r} cannot serve {name!r}: no parameter {', '.join(missing)}")
+        undefaulted = sorted(v for k, v in keywords.items() if params[v].default is params[v].empty
+                             and next(a for a in schema.arguments if a.name == k)
+                             .has_default_value())
+        if undefaulted:
+            raise TypeError(f"{impl!r} cannot serve {name!r}: {', '.join(undefaulted)} needs a "
+                            "default (the dispatcher leaves defaulted keyword arguments out)")
     renamed = any(k != v for k, v in keywords.items())
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
