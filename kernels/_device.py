@@ -7,6 +7,8 @@ once per process, however often it is called or this module imported.
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 import threading
 import types
@@ -198,8 +200,70 @@ def setup() -> types.ModuleType:
         _setup_privateuseone_for_python_backend(DEVICE_NAME, backend_module=module)
         sys.modules[module.__name__] = module
         _route_storage_copies_through_tensors()
+        atexit.register(drain_autograd_thread)
         _done = True
         return module
+
+
+# ---------------------------------------------------------------------------------------------
+# Interpreter exit: let autograd's mlu thread finish with its last backward first.
+# ---------------------------------------------------------------------------------------------
+_DRAIN_TIMEOUT_S = 10.0
+
+
+def _autograd_thread_started() -> bool:
+    """Whether autograd's device thread (``pt_autograd_0``) runs in this process; True where
+    threads cannot be listed (anything but Linux)."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return True
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().startswith("pt_autograd"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def drain_autograd_thread(timeout: float = _DRAIN_TIMEOUT_S) -> bool:
+    """Wait until autograd's mlu device thread has dropped every finished backward (atexit).
+
+    Why: backward through mlu tensors runs on autograd's device thread ``pt_autograd_0`` (CPU
+    work runs on the caller's thread). That thread drops the last reference to a finished
+    ``GraphTask`` *after* ``backward()`` has returned in the caller; the task's captured
+    ``at::ThreadLocalState`` holds Python objects (``c10::SafePyObject``), whose release takes
+    the GIL. When the script ends right after a backward, that GIL request can come after the
+    interpreter started finalizing; CPython then ends the thread with ``pthread_exit``, whose
+    forced unwind through the engine's ``noexcept`` frames calls ``std::terminate``:
+    "terminate called without an active exception", SIGABRT, exit 134.
+
+    How: one more backward whose gradient lives on mlu (so it queues on the same thread, after
+    everything before it) with a saved-tensors hook installed: the task's ThreadLocalState
+    holds the hook functions, so they die exactly when that thread drops this last task. Wait
+    for that (releasing the GIL). Returns False if it did not happen within ``timeout``.
+    """
+    if not _autograd_thread_started():
+        return True
+    dropped = threading.Event()
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    def unpack(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    weakref.finalize(pack, dropped.set)
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            x = torch.zeros(1, device=DEVICE_NAME, requires_grad=True)
+            x.clone().backward(torch.zeros(1, device=DEVICE_NAME))
+    except Exception:  # a backend brought up without clone/zeros: nothing to wait for then
+        pass
+    del pack, unpack
+    return dropped.wait(timeout)
 
 
 def _route_storage_copies_through_tensors() -> None:

@@ -20,7 +20,7 @@ from kernels._tensor import (
     scalar_value,
     to_numpy,
 )
-from kernels.registry import register, register_rows
+from kernels.registry import register, register_rows, register_unsupported
 
 _strides_cache: dict[tuple[tuple[int, ...], torch.memory_format], tuple[int, ...]] = {}
 
@@ -559,3 +559,16 @@ register_rows({
     ("kaiser_window", "kaiser_window.periodic", "kaiser_window.beta", "kaiser_window.out",
      "kaiser_window.periodic_out", "kaiser_window.beta_out"): _kaiser,
 })
+
+#: Constructors whose result is a sparse tensor. They are composites in ATen that would wrap mlu
+#: components in a sparse tensor the backend cannot hold (it fails on first use); refused instead,
+#: as a backend without sparse kernels refuses them (COO and ``to_sparse*`` already are).
+SPARSE_CONSTRUCTORS = (
+    "sparse_csr_tensor.crow_col_value", "sparse_csr_tensor.crow_col_value_size",
+    "sparse_csc_tensor.ccol_row_value", "sparse_csc_tensor.ccol_row_value_size",
+    "sparse_bsr_tensor.crow_col_value", "sparse_bsr_tensor.crow_col_value_size",
+    "sparse_bsc_tensor.ccol_row_value", "sparse_bsc_tensor.ccol_row_value_size",
+    "_sparse_csr_tensor_unsafe", "_sparse_csc_tensor_unsafe", "_sparse_bsr_tensor_unsafe",
+    "_sparse_bsc_tensor_unsafe", "_sparse_compressed_tensor_unsafe",
+)
+register_unsupported(SPARSE_CONSTRUCTORS, "the mlu reference backend has no sparse layouts")

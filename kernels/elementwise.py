@@ -1139,7 +1139,7 @@ def frexp_out(self: torch.Tensor, *, mantissa: torch.Tensor, exponent: torch.Ten
 # Special functions: Bessel/Airy (float32/float64 only, as on CPU) and orthogonal polynomials
 # --------------------------------------------------------------------------------------------
 
-_FLOAT_ONLY = ("complex", *LOW_PRECISION)
+_FLOAT_ONLY: tuple[str | torch.dtype, ...] = ("complex", *LOW_PRECISION)
 
 
 def _sp_unary(fname: str) -> ArrayFn:

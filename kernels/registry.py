@@ -25,13 +25,14 @@ from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["bind", "install", "implemented", "register", "register_rows", "registered", "kernel",
-           "resolve_overload"]
+__all__ = ["bind", "install", "implemented", "register", "register_rows", "register_unsupported",
+           "registered", "kernel", "resolve_overload", "unsupported"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _KERNELS: dict[str, Callable[..., Any]] = {}
 _ORIGIN: dict[str, str] = {}
+_UNSUPPORTED: dict[str, str] = {}
 _lock = threading.RLock()
 _lib: torch.library.Library | None = None
 _state: tuple[frozenset[str], tuple[tuple[str, int], ...]] | None = None
@@ -142,6 +143,35 @@ def register_rows(rows: Mapping[str | tuple[str, ...], Callable[..., Any]]) -> N
     for names, impl in rows.items():
         for name in (names,) if isinstance(names, str) else names:
             register(name)(bind(impl, name))
+
+
+def register_unsupported(names: Iterable[str], reason: str) -> None:
+    """Refuse ``names`` as a missing kernel would, for a capability the backend lacks.
+
+    Some overloads would otherwise *succeed* with a result the backend cannot represent: the
+    sparse constructors are CompositeImplicitAutograd in ATen and build a sparse tensor around
+    mlu components, which then fails on first use. The kernel registered here raises the
+    dispatcher's own ``NotImplementedError: Could not run 'aten::X' with arguments from the
+    'mlu' backend`` (plus ``reason``), so callers and the engine see an unsupported overload.
+    :func:`unsupported` lists them.
+    """
+    for name in names:
+        def refuse(*args: Any, _name: str = name, **kwargs: Any) -> Any:
+            backend = torch._C._get_privateuse1_backend_name()
+            raise NotImplementedError(
+                f"Could not run 'aten::{_name}' with arguments from the '{backend}' backend: "
+                f"{reason}"
+            )
+
+        refuse.__name__ = refuse.__qualname__ = "unsupported_" + name.replace(".", "_")
+        register(name)(refuse)
+        _UNSUPPORTED[name] = reason
+
+
+def unsupported() -> dict[str, str]:
+    """Overloads registered only to refuse them (:func:`register_unsupported`) -> reason."""
+    _load_kernel_modules()
+    return dict(_UNSUPPORTED)
 
 
 def _load_kernel_modules() -> None:
