@@ -74,13 +74,30 @@ LOW_PRECISION = frozenset(_dtypes.torch_dtypes(_dtypes.LOW_PRECISION))
 #: Integral and floating: what ATen's ``AT_DISPATCH_ALL_TYPES`` covers.
 REAL = INTEGRAL | FLOATING
 
-_BY_CATEGORY = {"bool": BOOL, "integral": INTEGRAL, "floating": FLOATING, "complex": COMPLEX}
 _LOW_NP = frozenset(NP_DTYPE[d] for d in LOW_PRECISION)
+
+
+def _beyond_the_twelve(flag: str) -> frozenset[torch.dtype]:
+    """torch's other dtypes (complex32, uint16..., float8...) in a category, by torch's flags."""
+    others = {d for d in vars(torch).values() if isinstance(d, torch.dtype)} - ALL
+    if flag == "complex":
+        return frozenset(d for d in others if d.is_complex)
+    if flag == "floating":
+        return frozenset(d for d in others if d.is_floating_point)
+    return frozenset(d for d in others if not (d.is_complex or d.is_floating_point))
+
+
+#: A category refusal covers the dtypes promotion can reach beyond the twelve: ``float16`` with a
+#: complex Scalar computes in complex32, which CPU refuses as it refuses complex64.
+_BY_CATEGORY = {"bool": BOOL, "integral": INTEGRAL | _beyond_the_twelve("integral"),
+                "floating": FLOATING | _beyond_the_twelve("floating"),
+                "complex": COMPLEX | _beyond_the_twelve("complex")}
 
 
 def dtype_set(*specs: str | torch.dtype) -> frozenset[torch.dtype]:
     """The dtypes named by ``specs``: categories of :mod:`opdb.dtypes` (``"bool"``,
-    ``"integral"``, ``"floating"``, ``"complex"``) and single dtypes."""
+    ``"integral"``, ``"floating"``, ``"complex"``; with torch's dtypes beyond the twelve that
+    fall in them) and single dtypes."""
     out: set[torch.dtype] = set()
     for s in specs:
         if isinstance(s, str):

@@ -107,3 +107,13 @@ def test_sparse_results_are_refused_as_a_missing_kernel(name: str) -> None:
         registry.resolve_overload(name)(t(0, 1, 2), t(0, 1), values, [2, 2])
     assert missing_op_from(info.value) == (name, "mlu")
     assert name in registry.unsupported()
+
+
+@pytest.mark.parametrize("op", ["copysign.Scalar", "__lshift__.Scalar", "le.Scalar"])
+def test_a_category_refusal_covers_promotion_beyond_the_twelve(op: str) -> None:
+    # float16 with a complex Scalar computes in complex32: CPU refuses it as "complex"
+    x = torch.ones(2, dtype=torch.float16)
+    with pytest.raises(NotImplementedError, match="ComplexHalf"):
+        registry.resolve_overload(op)(x, 1.5 + 0.5j)
+    with pytest.raises(NotImplementedError, match="ComplexHalf"):
+        registry.resolve_overload(op)(x.to("mlu"), 1.5 + 0.5j)
