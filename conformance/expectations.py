@@ -31,33 +31,71 @@ EXPECTED_DIR: Traversable = resources.files("conformance") / "data" / "expected_
 
 @dataclass(frozen=True)
 class Expectation:
-    """One expected failure: a test id (``add.Tensor::promotion``; ``*`` globs allowed)."""
+    """One id pattern of an expected-failure entry (``add.Tensor::promotion``; ``*`` globs allowed).
+
+    An entry listing several ids (``ids: [digamma::forward, digamma.out::forward]``, or a glob
+    for a family sharing the cause) becomes one record per id, sharing reason and location.
+    ``category`` and ``message`` (a regular expression searched in the failure message) narrow
+    the entry to one failure fingerprint; without them it covers every failure of the item.
+    """
 
     id: str
     reason: str
     file: str
     line: int | None
+    category: str | None = None
+    message: re.Pattern[str] | None = None
+
+    @property
+    def whole_item(self) -> bool:
+        """True when the entry covers every failure of the matched items (no fingerprint)."""
+        return self.category is None and self.message is None
 
     def matches(self, test_id: str) -> bool:
         return fnmatch.fnmatchcase(test_id, self.id)
+
+    def matches_failure(self, test_id: str, category: str | None, message: str) -> bool:
+        """Whether this entry explains a failure of ``test_id`` with this category and message."""
+        if not self.matches(test_id):
+            return False
+        if self.category is not None and category != self.category:
+            return False
+        return self.message is None or self.message.search(message) is not None
 
 
 @dataclass(frozen=True)
 class Expectations:
     entries: tuple[Expectation, ...] = ()
 
-    def reason_for(self, test_id: str) -> str | None:
-        for e in self.entries:
-            if e.matches(test_id):
-                return e.reason
-        return None
+    def for_item(self, test_id: str) -> Expectation | None:
+        """The first entry covering the whole item (no fingerprint): its fails are expected, and
+        a pass while it stands means the entry is stale."""
+        return next((e for e in self.entries if e.whole_item and e.matches(test_id)), None)
+
+    def for_failure(self, test_id: str, category: str | None, message: str
+                    ) -> Expectation | None:
+        """The first entry explaining one failure (whole-item entries explain every failure)."""
+        return next((e for e in self.entries if e.matches_failure(test_id, category, message)),
+                    None)
+
+    def reason_for(self, test_id: str, category: str | None = None,
+                   message: str | None = None) -> str | None:
+        """The reason of :meth:`for_failure` when a failure is given (a category or message),
+        else of :meth:`for_item`."""
+        if category is None and message is None:
+            hit = self.for_item(test_id)
+        else:
+            hit = self.for_failure(test_id, category, message or "")
+        return hit.reason if hit else None
 
     def unmatched(self, test_ids: Iterable[str]) -> list[Expectation]:
+        """Id patterns that name no item among ``test_ids`` (each with its file and line)."""
         ids = list(test_ids)
         return [e for e in self.entries if not any(e.matches(i) for i in ids)]
 
 
 _ID = re.compile(r"^[\w.*?\[\]-]+::[\w*?\[\]]+$")
+_KEYS = {"id", "ids", "reason", "category", "message"}
 
 
 def expected_failures_path(backend_name: str) -> Traversable:
@@ -66,8 +104,20 @@ def expected_failures_path(backend_name: str) -> Traversable:
     return EXPECTED_DIR / f"{safe}.yaml"
 
 
+def _categories() -> frozenset[str]:
+    from opdb.outcomes import FAIL_CATEGORIES, LEGACY_ERROR_MISMATCH
+
+    return frozenset(FAIL_CATEGORIES) | {LEGACY_ERROR_MISMATCH}
+
+
 def load_expectations(path: str | Path | Traversable | None) -> Expectations:
-    """Expected failures from ``path`` (a missing default file means none)."""
+    """Expected failures from ``path`` (a missing default file means none).
+
+    Each entry: ``id`` (one test id) or ``ids`` (a list), ``*`` globs allowed; ``reason`` (what
+    is wrong and why, for a maintainer); optional ``category`` and ``message`` (a regular
+    expression) to match one failure fingerprint. Format: ``conformance/data/expected_failures/
+    README.md``.
+    """
     if path is None:
         return Expectations()
     src = Path(path) if isinstance(path, str) else path
@@ -76,19 +126,41 @@ def load_expectations(path: str | Path | Traversable | None) -> Expectations:
     file = str(src)
     data = read_yaml(src) or []
     if not isinstance(data, list):
-        raise InputError("expected a list of {id, reason} entries", file=file, line=1)
-    entries = []
+        raise InputError("expected a list of {ids, reason} entries", file=file, line=1)
+    entries: list[Expectation] = []
     for entry in data:
         if not isinstance(entry, Mapping):
-            raise InputError("each entry must be a mapping with 'id' and 'reason'", file=file)
-        take(entry, {"id", "reason"}, file, "expected failure")
+            raise InputError("each entry must be a mapping with 'ids' and 'reason'", file=file)
+        take(entry, _KEYS, file, "expected failure")
         line = entry.get(LINE)
-        test_id = entry.get("id")
-        if not isinstance(test_id, str) or not _ID.match(test_id):
-            raise InputError(f"'id' must look like 'add.Tensor::promotion', not {test_id!r}",
-                             file=file, line=line)
-        if not entry.get("reason"):
-            raise InputError(f"expected failure {test_id!r} needs a 'reason'", file=file,
+        if ("id" in entry) == ("ids" in entry):
+            raise InputError("an expected failure needs exactly one of 'id' or 'ids'", file=file,
                              line=line)
-        entries.append(Expectation(test_id, str(entry["reason"]), file, line))
+        ids = [entry["id"]] if "id" in entry else entry["ids"]
+        if not isinstance(ids, list) or not ids:
+            raise InputError("'ids' must be a non-empty list of test ids", file=file, line=line)
+        for test_id in ids:
+            if not isinstance(test_id, str) or not _ID.match(test_id):
+                raise InputError(f"an id must look like 'add.Tensor::promotion' (globs allowed), "
+                                 f"not {test_id!r}", file=file, line=line)
+        reason = entry.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError(f"expected failure {ids[0]!r} needs a 'reason'", file=file,
+                             line=line)
+        category = entry.get("category")
+        if category is not None and category not in _categories():
+            raise InputError(f"unknown category {category!r} (known: "
+                             f"{', '.join(sorted(_categories()))})", file=file, line=line)
+        message = entry.get("message")
+        pattern = None
+        if message is not None:
+            if not isinstance(message, str) or not message:
+                raise InputError("'message' must be a regular expression", file=file, line=line)
+            try:
+                pattern = re.compile(message)
+            except re.error as exc:
+                raise InputError(f"'message' is not a valid regular expression: {exc}",
+                                 file=file, line=line) from None
+        text = " ".join(reason.split())
+        entries.extend(Expectation(i, text, file, line, category, pattern) for i in ids)
     return Expectations(tuple(entries))

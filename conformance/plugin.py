@@ -459,7 +459,15 @@ class ConformanceItem(pytest.Item):
         assert state is not None
         backend = state.backend
         test_id = self.item.id
-        expected = state.expectations.reason_for(test_id)
+        # a whole-item entry makes every failure expected; otherwise each distinct failure is
+        # matched to the entries' category/message fingerprints by the engine
+        whole = state.expectations.for_item(test_id)
+        expectations = state.expectations
+
+        def by_fingerprint(category: str, message: str) -> str | None:
+            return expectations.reason_for(test_id, category, message)
+
+        expected = whole.reason if whole else by_fingerprint
         state.inflight.start(self.nodeid, self.item.sig.name, self.item.check.name)
         watchdog = _Watchdog(state, self, state.timeout) if state.timeout > 0 else None
         try:
@@ -474,6 +482,8 @@ class ConformanceItem(pytest.Item):
             state.inflight.finish()
         self.user_properties.append((_PROP, json.dumps(_json_safe(verdict.to_json()))))
         if verdict.verdict == "fail":
+            if verdict.expected and whole is None:  # a fingerprint entry matched this failure
+                pytest.xfail(verdict.expected)
             raise ConformanceFailure(verdict)
         if verdict.verdict in ("skip", "unsupported"):
             pytest.skip(f"{verdict.verdict} ({verdict.category}): {verdict.message}")
@@ -563,7 +573,8 @@ def _lost_record(state: State, marker: dict[str, Any] | None, verdict: str, mess
         backend=state.backend.name, verdict=verdict, category=None, message=message,
         examples=0, duration_s=round(time.time() - started, 3) if started else 0.0,
         seed=state.settings.seed, torch_version=torch.__version__, repro=marker.get("repro"),
-        expected=state.expectations.reason_for(f"{marker.get('overload')}::{marker.get('check')}"),
+        expected=state.expectations.reason_for(f"{marker.get('overload')}::{marker.get('check')}",
+                                               None, message),
     )
     return rec.to_json()
 
@@ -591,9 +602,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             continue
         item = Item(sig, CHECKS[check])
         node = ConformanceItem.from_parent(session, name=item.id, nodeid=item.id, item=item)
-        reason = state.expectations.reason_for(item.id)
-        if reason:
-            node.add_marker(pytest.mark.xfail(reason=reason,
+        whole = state.expectations.for_item(item.id)  # fingerprint entries: see runtest
+        if whole:
+            node.add_marker(pytest.mark.xfail(reason=whole.reason,
                                               strict=state.config.getoption(
                                                   "--strict-expectations")))
         new.append(node)
