@@ -218,7 +218,7 @@ def test_data_files_errors_name_file_and_line(tmp_path):
         load_hints(bad)
     xf = tmp_path / "x.yaml"
     xf.write_text("- id: add.Tensor::forward\n  reason: r\n- id: not an id\n  reason: r\n")
-    with pytest.raises(InputError, match=r"x.yaml:3: 'id' must look like"):
+    with pytest.raises(InputError, match=r"x.yaml:3: an id must look like"):
         load_expectations(xf)
     tol = tmp_path / "t.yaml"
     tol.write_text("- names: [add.Tensor]\n  rtol: 0.1\n")
