@@ -87,6 +87,7 @@ def _run(tmp_path: Path, xf: Path) -> tuple[subprocess.CompletedProcess[str], di
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(DATA), str(Path.cwd()), os.environ.get("PYTHONPATH", "")])}
     out = tmp_path / "r.jsonl"
+    out.unlink(missing_ok=True)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "conformance", "--backend",
          "privateuse1:buggy_zerosize", "--ops", "neg", "--checks", "forward", "--results",
