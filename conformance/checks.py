@@ -392,6 +392,190 @@ def verify_broadcast(ctx: Context, call: Call) -> None:
     compare_outputs(ctx, call, expected, actual, values=not seeded)
 
 
+# --------------------------------------------------------------------------- autograd
+
+
+def grad_args(sig: OpSignature) -> tuple[str, ...]:
+    """Tensor arguments autograd differentiates for ``sig``: those derivatives.yaml gives a
+    formula (``formula``), or every tensor argument (``decomposition``: differentiable through
+    the ops it calls); ``()`` when the overload is not differentiable (``db.autograd``)."""
+    from opdb import load
+
+    db = load()
+    if sig.name not in db:
+        return ()
+    how = db.autograd(sig.name)
+    tensors = tuple(a.name for a in sig.args if a.base == "Tensor" and not a.is_out)
+    if how == "decomposition":
+        return tensors
+    if how != "formula":
+        return ()
+    formula = set(db.derivatives[sig.name].inputs)
+    return tuple(n for n in tensors if n in formula)
+
+
+def grad_leaves(call: Call) -> list[tuple[str, str, torch.Tensor]]:
+    """``(argument, label, tensor)`` for every floating/complex tensor of ``call`` that the
+    autograd check differentiates, in schema order (a ``Tensor[]`` gives ``name[i]`` labels).
+    Arguments kept on CPU (0-dim CPU operands) are not differentiated."""
+    names = set(grad_args(call.sig))
+    out: list[tuple[str, str, torch.Tensor]] = []
+    for name, value in call.values:
+        if name not in names or name in call.on_cpu:
+            continue
+        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+        for i, t in items:
+            if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+                out.append((name, name if i is None else f"{name}[{i}]", t))
+    return out
+
+
+def upstream_grads(outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The upstream gradient for each differentiated output: standard-normal values from a
+    generator seeded 0, on CPU (drawn, not ones, so a sign or transpose error shows; the same
+    tensors go to CPU and, copied, to the backend)."""
+    gen = torch.Generator().manual_seed(0)
+    return [torch.randn(tuple(o.shape), dtype=o.dtype, generator=gen) for o in outputs]
+
+
+def _with_leaves(call: Call, leaves: dict[str, torch.Tensor], wrap: Callable[[torch.Tensor], Any]
+                 ) -> Call:
+    """``call`` with each differentiated tensor replaced by ``wrap(leaf)``."""
+    from dataclasses import replace
+
+    values = []
+    for name, value in call.values:
+        if isinstance(value, list):
+            value = [wrap(leaves[f"{name}[{i}]"]) if f"{name}[{i}]" in leaves else v
+                     for i, v in enumerate(value)]
+        elif name in leaves:
+            value = wrap(leaves[name])
+        values.append((name, value))
+    return replace(call, values=tuple(values))
+
+
+def _grad_outputs(out: Any) -> list[int]:
+    """Indices (among the flattened outputs) autograd differentiates: floating/complex tensors
+    that require grad (an integer ``indices`` output never does)."""
+    return [i for i, o in enumerate(_leaves(out)) if isinstance(o, torch.Tensor)
+            and o.requires_grad and (o.is_floating_point() or o.is_complex())]
+
+
+def _backward_name(sig: OpSignature, outs: list[torch.Tensor]) -> str:
+    """``AdaptiveAvgPool2DBackward0 (calls _adaptive_avg_pool2d_backward)`` for messages."""
+    from opdb import load
+
+    fns = sorted({o.grad_fn.name() for o in outs if o.grad_fn is not None})
+    d = load().derivatives.get(sig.name)
+    calls = f" (calls {', '.join(sorted(d.backward_bases))})" if d and d.backward_bases else ""
+    return f"the backward of {sig.name}, {'/'.join(fns) or 'no grad_fn'}{calls}"
+
+
+def _autograd_applies(sig: OpSignature) -> str | None:
+    from opdb import load
+
+    db = load()
+    if sig.name not in db:
+        return "not in the op database: its derivatives are unknown"
+    how = db.autograd(sig.name)
+    if how not in ("formula", "decomposition"):
+        return f"not differentiable (autograd: {how})"
+    if not grad_args(sig):
+        return "no tensor argument has a derivative formula"
+    if "nondeterministic_seeded" in sig.tags:
+        return "seeded-random: CPU and the backend draw different values, so do their gradients"
+    return None
+
+
+def verify_autograd(ctx: Context, call: Call) -> None:
+    """Gradients of every differentiable output, for the same drawn upstream gradient, agree
+    with CPU's for every differentiated input; the backward's own failures are named as such."""
+    __tracebackhide__ = True
+    from conformance.verdicts import Abort, CpuRejected, error_line, missing_op_from
+    from opdb.outcomes import (
+        BACKWARD_RAISES,
+        ERROR_RAISES,
+        FORWARD_DIFFERS,
+        GRAD_META,
+        GRAD_PRESENCE,
+        GRAD_VALUE,
+    )
+
+    where = call.describe()
+    picked = grad_leaves(call)
+    if not picked:
+        exc = ValueError("no floating or complex tensor input to differentiate")
+        ctx.cpu_errors[error_line(exc)] += 1
+        raise CpuRejected(exc)
+    labels = [label for _, label, _ in picked]
+    cpu_leaves = {label: t.detach().clone().requires_grad_() for _, label, t in picked}
+    # CPU: the forward through ctx (counted, marked), then the backward
+    expected = ctx.run_cpu(_with_leaves(call, cpu_leaves, lambda t: t))
+    idx = _grad_outputs(expected)
+    if not idx:
+        exc = ValueError("no output of this example requires grad")
+        ctx.cpu_errors[error_line(exc)] += 1
+        raise CpuRejected(exc)
+    exp_outs = [_leaves(expected)[i] for i in idx]
+    ups = upstream_grads(exp_outs)
+    try:
+        exp_grads = torch.autograd.grad(exp_outs, list(cpu_leaves.values()), ups,
+                                        allow_unused=True)
+    except Exception as exc:  # noqa: BLE001 - CPU's errors are data here
+        if missing_op_from(exc) is not None:
+            raise Abort("skip", "cpu_unsupported", f"CPU (the oracle) has no backward kernel: "
+                                                   f"{error_line(exc)}") from None
+        ctx.cpu_errors[error_line(exc)] += 1
+        raise CpuRejected(exc) from None
+    # the backend: leaves on the device; the op sees clones (so in-place overloads work)
+    device = ctx.backend.device
+    ctx.inflight.call(call, ctx.repro_fn, side=device)
+    try:
+        dev_leaves = {k: t.detach().to(device).requires_grad_() for k, t in cpu_leaves.items()}
+    except Exception as exc:  # noqa: BLE001
+        ctx._unsupported(exc, call)
+        raise CheckFailure(ERROR_RAISES, f"copying an input to {device} raised "
+                                         f"{error_line(exc)} [{where}]") from None
+    actual = ctx.run_backend(_with_leaves(call, dev_leaves, torch.Tensor.clone))
+    try:
+        compare_outputs(ctx, call, expected, actual, values=True)
+    except CheckFailure as exc:
+        raise CheckFailure(FORWARD_DIFFERS, f"forward already differs from CPU, gradients not "
+                                            f"compared: {exc.message}") from None
+    act_all = _leaves(actual)
+    missing = [i for i in idx if not getattr(act_all[i], "requires_grad", False)]
+    if missing:
+        raise CheckFailure(GRAD_PRESENCE, f"{_label(missing[0], len(act_all))} does not require "
+                                          f"grad, but CPU's does [{where}]")
+    act_outs = [act_all[i] for i in idx]
+    ctx.inflight.call(call, ctx.repro_fn, side=device)
+    try:
+        act_grads = torch.autograd.grad(act_outs, list(dev_leaves.values()),
+                                        [u.to(device) for u in ups], allow_unused=True)
+    except Exception as exc:  # noqa: BLE001
+        ctx._unsupported(exc, call)  # a missing backward kernel: unsupported, naming it
+        raise CheckFailure(BACKWARD_RAISES, f"{_backward_name(call.sig, act_outs)} raised "
+                                            f"{error_line(exc)}, but CPU's returned gradients "
+                                            f"[{where}]") from None
+    for label, e, a in zip(labels, exp_grads, act_grads, strict=True):
+        if (e is None) != (a is None):
+            has, lacks = ("CPU", device) if a is None else (device, "CPU")
+            raise CheckFailure(GRAD_PRESENCE, f"grad of {label} is None on {lacks}, but a "
+                                              f"tensor on {has} [{where}]")
+        if e is None:
+            continue
+        try:
+            # structure, device, dtype and shape as compare_outputs has them; values by the same
+            # tolerances (not through its CPU rerun, which re-runs the forward, not the backward)
+            compare_outputs(ctx, call, e, a, values=False)
+            if ctx.hints.values:
+                _assert_values(ctx, call, "out", where, ctx.to_host(a), e)
+        except CheckFailure as exc:
+            category = GRAD_VALUE if exc.category == "value" else GRAD_META
+            raise CheckFailure(category, f"grad of {label}{exc.message.removeprefix('out')}") \
+                from None
+
+
 CHECKS: dict[str, Check] = {
     c.name: c
     for c in (
@@ -401,6 +585,8 @@ CHECKS: dict[str, Check] = {
               _promotion_applies, verify_promotion, examples_factor=3),
         Check("broadcast", "broadcast", "shapes and values under broadcasting as CPU",
               _broadcast_applies, verify_broadcast),
+        Check("autograd", "autograd", "gradients of differentiable outputs as CPU's",
+              _autograd_applies, verify_autograd),
     )
 }
 

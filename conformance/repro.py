@@ -100,8 +100,76 @@ _SHOW = '''def show(device):
 '''
 
 
+_SHOW_GRADS = '''def show(device):
+    try:
+        out, inputs = call(device)
+    except Exception as exc:
+        print(f"{device}: forward raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out])
+            if isinstance(o, torch.Tensor) and o.requires_grad]
+    gen = torch.Generator().manual_seed(0)  # the upstream gradient: the same on every device
+    ups = [torch.randn(tuple(o.shape), dtype=o.dtype, generator=gen).to(device) for o in outs]
+    try:
+        grads = torch.autograd.grad(outs, list(inputs.values()), ups, allow_unused=True)
+    except Exception as exc:
+        print(f"{device}: backward raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return
+    for name, g in zip(inputs, grads):
+        print(f"{device}: grad of {name}:", None if g is None else g.cpu())
+'''
+
+
+def _autograd_snippet(call: Call, backend: Backend, note: str | None) -> str:
+    """The repro of an ``autograd`` example: leaves that require grad, the forward on clones
+    of them, and the backward of the same upstream gradient on CPU and on the device."""
+    from conformance.checks import grad_leaves
+
+    sig = call.sig
+    leaves = {label: t for _, label, t in grad_leaves(call)}
+    lines = ["import torch", *bringup_lines(backend), ""]
+    if note:
+        lines.append(f"# {note}")
+    lines.append(f"# autograd of {sig.name}: {sig.schema_str}")
+    lines.append("def call(device):")
+    lines.append("    inputs = {")
+    for label, t in leaves.items():
+        lines.append(f"        {label!r}: {tensor_literal(t)}.to(device).requires_grad_(),")
+    lines.append("    }")
+    given = dict(call.values)
+    args, kwargs = [], []
+    positional = True
+    for spec in sig.args:
+        if spec.name not in given:
+            positional = False
+            continue
+        value = given[spec.name]
+        if isinstance(value, list):
+            text = "[" + ", ".join(
+                f"inputs[{f'{spec.name}[{i}]'!r}].clone()" if f"{spec.name}[{i}]" in leaves
+                else _value(v, True) for i, v in enumerate(value)) + "]"
+        elif spec.name in leaves:
+            text = f"inputs[{spec.name!r}].clone()"
+        else:
+            text = _value(value, spec.name not in call.on_cpu)
+        if positional and not spec.kwarg_only:
+            args.append(text)
+        else:
+            positional = False
+            kwargs.append(f"{spec.name}={text}")
+    packet = f"torch.ops.aten.{sig.base}.{sig.overload_name or 'default'}"
+    joined = ",\n        ".join(args + kwargs)
+    lines.append(f"    out = {packet}(\n        {joined},\n    )")
+    lines.append("    return out, inputs")
+    lines += ["", _SHOW_GRADS, 'show("cpu")', f"show({backend.device!r})"]
+    return "\n".join(lines) + "\n"
+
+
 def snippet(call: Call, backend: Backend, *, note: str | None = None) -> str:
-    """The standalone repro for ``call`` on ``backend``."""
+    """The standalone repro for ``call`` on ``backend`` (an ``autograd`` example's repro
+    backpropagates too)."""
+    if "autograd" in call.notes:
+        return _autograd_snippet(call, backend, note)
     sig = call.sig
     lines = ["import torch"]
     lines += bringup_lines(backend)

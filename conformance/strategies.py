@@ -35,11 +35,11 @@ from conformance.values import (
     scalar_values,
     small_scalars,
 )
-from opdb.dtypes import DTYPE_NAMES, dtype_name, torch_dtype
+from opdb.dtypes import COMPLEX, DTYPE_NAMES, FLOATING, LOW_PRECISION, dtype_name, torch_dtype
 from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
 from opdb.opdata import ArgHint, OpHints
 
-MODES = ("forward", "broadcast", "promotion")
+MODES = ("forward", "broadcast", "promotion", "autograd")
 
 # Base types the strategies can draw; anything else is drawn only as its default / None.
 _DRAWABLE = {"Tensor", "int", "SymInt", "float", "bool", "Scalar", "ScalarType", "str"}
@@ -530,6 +530,24 @@ def forward_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     return _assemble(draw, sig, hints, plan)
 
 
+#: Dtypes the ``autograd`` check draws: those torch differentiates, less the low-precision ones
+#: (their gradients round at every step of a backward formula; the forward check covers them).
+AUTOGRAD_DTYPES: tuple[str, ...] = tuple(n for n in FLOATING + COMPLEX if n not in LOW_PRECISION)
+
+
+@st.composite
+def autograd_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
+    """Calls for the ``autograd`` check: as ``forward`` draws them, in differentiable dtypes
+    and finite values (noted ``autograd``, so the repro backpropagates too)."""
+    # no size-0 dimensions: an empty gradient shows nothing, and CPU's own backward of some ops
+    # (native_batch_norm) dies of SIGFPE on one, which would lose the whole item
+    shapes = {k: tuple(max(d, 1) for d in s)
+              for k, s in _shapes(draw, sig, hints, mode="forward").items()}
+    dtypes = _tensor_arg_dtypes(draw, sig, hints, AUTOGRAD_DTYPES)
+    plan = _Plan(shapes=shapes, dtypes=dtypes, notes=["autograd"])
+    return _assemble(draw, sig, hints, plan)
+
+
 @st.composite
 def broadcast_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """Calls for the ``broadcast`` check: broadcastable shapes, or (1 in 5) a conflicting set."""
@@ -609,5 +627,5 @@ def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[C
         if spec.base == "str" and not spec.has_default_value and hints.get(spec.name).choices is None:
             raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
     factory = {"forward": forward_calls, "broadcast": broadcast_calls,
-               "promotion": promotion_calls}[mode]
+               "promotion": promotion_calls, "autograd": autograd_calls}[mode]
     return factory(sig, hints)

@@ -48,6 +48,18 @@ CPU_DTYPE_GAP = "cpu_dtype_gap"
 #: was compared there.
 CPU_UNSTABLE = "cpu_unstable"
 
+# -- the autograd check's own kinds of disagreement (gradients, not forward values) ------------
+#: A gradient's values differ from CPU's beyond tolerance (a wrong backward kernel).
+GRAD_VALUE = "grad_value"
+#: A gradient's dtype, shape, device or structure differs from CPU's.
+GRAD_META = "grad_meta"
+#: A gradient (or an output's ``requires_grad``) is present on one side and absent on the other.
+GRAD_PRESENCE = "grad_presence"
+#: The backward raised where CPU's returned gradients (names the backward, not the forward).
+BACKWARD_RAISES = "backward_raises"
+#: The forward values already differ from CPU's, so gradients were not compared.
+FORWARD_DIFFERS = "forward_differs"
+
 #: Fail categories with one line each (what disagreed).
 FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "value": "values differ from CPU beyond tolerance",
@@ -60,6 +72,11 @@ FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     ERROR_ACCEPTS: "the backend accepts input CPU rejects (missing validation)",
     ERROR_TYPE: "both raise, but different exception types (cosmetic)",
     "flaky": "the failure did not reproduce on replay",
+    GRAD_VALUE: "a gradient's values differ from CPU's beyond tolerance (wrong backward)",
+    GRAD_META: "a gradient's dtype, shape, device or structure differs from CPU's",
+    GRAD_PRESENCE: "a gradient is None on one side and a tensor on the other",
+    BACKWARD_RAISES: "the backward raises where CPU's returns gradients",
+    FORWARD_DIFFERS: "forward values already differ from CPU's: gradients not compared",
 })
 
 #: Severity of a fail category, higher is worse: a wrong result or a missing capability (3),
@@ -69,6 +86,9 @@ FAIL_SEVERITY: Mapping[str, int] = MappingProxyType({
     ERROR_RAISES: 3, LEGACY_ERROR_MISMATCH: 3,
     ERROR_ACCEPTS: 2,
     ERROR_TYPE: 1, "flaky": 1,
+    GRAD_VALUE: 3, GRAD_META: 3, GRAD_PRESENCE: 3, BACKWARD_RAISES: 3,
+    # the forward check already fails for it; here it only explains why gradients went unchecked
+    FORWARD_DIFFERS: 2,
 })
 
 #: Skip categories: why nothing was checked.

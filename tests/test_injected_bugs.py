@@ -22,6 +22,10 @@ BUGS = {
     "buggy_accepts": [("sub.Tensor", "promotion", "error_accepts")],
     "buggy_errtype": [("sub.Tensor", "promotion", "error_type")],
     "buggy_zerosize": [("neg", "forward", "shape")],
+    # backward kernels (the autograd check): sign error, upstream gradient ignored, swapped
+    "buggy_grad_sign": [("tanh", "autograd", "grad_value")],
+    "buggy_grad_ones": [("relu", "autograd", "grad_value")],
+    "buggy_grad_swap": [("native_layer_norm", "autograd", "grad_value")],
 }
 
 

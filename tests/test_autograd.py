@@ -1,0 +1,148 @@
+"""The ``autograd`` check: gradients against CPU's, and honest verdicts for the backward's own
+failures (missing backward kernel, backward that raises, gradient present on one side only,
+forward that already differs). Backends with injected backward bugs live in tests/data/engine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from test_injected_bugs import DATA, _buggy, _run, reference  # noqa: F401 - the fixture
+
+
+def _mlu():
+    """The unmodified reference backend (the ``reference`` fixture installs and restores it)."""
+    from conformance.backends import resolve
+
+    return resolve("mlu", without=())
+
+
+#: What a CNN and a transformer train through: conv, pools, norms, activations, softmax,
+#: losses, matmul, embedding, views. The reference backend's gradients must agree on each.
+MODEL_FAMILIES = (
+    "convolution", "max_pool2d_with_indices", "avg_pool2d", "_adaptive_avg_pool2d",
+    "native_layer_norm", "relu", "gelu", "silu", "tanh", "sigmoid", "hardtanh", "_softmax",
+    "_log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
+    "mm", "bmm", "addmm", "linear", "embedding", "cat", "transpose.int", "view", "sum.dim_IntList",
+)
+
+
+@pytest.mark.parametrize("overload", MODEL_FAMILIES)
+@pytest.mark.usefixtures("reference")
+def test_reference_backend_passes_autograd_on_model_families(overload):
+    """Pass, or fail as its expected-failure entry (with the reason) says."""
+    from conformance.expectations import expected_failures_path, load_expectations
+
+    v = _run(_mlu(), overload, "autograd", max_examples=5)
+    if v.verdict == "fail":
+        reason = load_expectations(expected_failures_path("mlu")).reason_for(
+            v.id, v.category, v.message)
+        if reason is not None:
+            pytest.xfail(reason)
+    assert v.verdict == "pass", f"{v.id}: {v.verdict} {v.category}: {v.message}\n{v.repro}"
+    assert v.examples > 0
+
+
+@pytest.mark.usefixtures("reference")
+def test_missing_backward_kernel_is_unsupported_naming_the_backward_op():
+    import kernels
+    from conformance.backends import resolve
+
+    kernels.install(without=["_adaptive_avg_pool2d_backward"])
+    backend = resolve("mlu", without=("_adaptive_avg_pool2d_backward",))
+    assert _run(backend, "_adaptive_avg_pool2d", "forward").verdict == "pass"
+    v = _run(backend, "_adaptive_avg_pool2d", "autograd")
+    assert v.verdict == "unsupported", v.message
+    assert v.category == "missing_kernel"
+    assert v.missing_op == "_adaptive_avg_pool2d_backward", v.message
+    assert v.repro and "without=['_adaptive_avg_pool2d_backward']" in v.repro
+    assert "torch.autograd.grad" in v.repro
+
+
+@pytest.mark.usefixtures("reference")
+def test_autograd_repro_runs_standalone_and_shows_the_gradient_mismatch(tmp_path):
+    backend = _buggy("buggy_grad_sign")
+    v = _run(backend, "tanh", "autograd")
+    assert v.verdict == "fail" and v.category == "grad_value", v.message
+    script = tmp_path / "repro.py"
+    script.write_text(v.repro or "")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    grads = {ln.split(":", 1)[0]: ln.split(":", 2)[2] for ln in proc.stdout.splitlines()
+             if ": grad of " in ln}
+    assert set(grads) == {"cpu", "mlu"}, proc.stdout
+    assert grads["cpu"] != grads["mlu"], proc.stdout  # the sign error, printed
+
+
+@pytest.mark.usefixtures("reference")
+def test_backward_that_raises_is_a_fail_naming_the_backward():
+    import kernels
+
+    def tanh_backward(grad_output, output):
+        raise RuntimeError("tanh_backward: this vendor kernel is broken")
+
+    backend = _mlu()  # resolving re-installs the reference kernels: override after it
+    kernels.install(overrides={"tanh_backward": tanh_backward})
+    v = _run(backend, "tanh", "autograd")
+    assert v.verdict == "fail" and v.category == "backward_raises", v.message
+    assert "TanhBackward0" in v.message and "tanh_backward" in v.message
+
+
+@pytest.mark.usefixtures("reference")
+def test_gradient_missing_on_the_backend_is_grad_presence():
+    import kernels
+    from kernels.registry import kernel
+
+    real = kernel("native_layer_norm_backward")
+
+    def no_bias_grad(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+        gi, gw, _ = real(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+                         output_mask)
+        return gi, gw, None
+
+    backend = _mlu()  # resolving re-installs the reference kernels: override after it
+    kernels.install(overrides={"native_layer_norm_backward": no_bias_grad})
+    v = _run(backend, "native_layer_norm", "autograd", max_examples=30)
+    assert v.verdict == "fail" and v.category == "grad_presence", v.message
+    assert "grad of bias is None on mlu" in v.message
+
+
+@pytest.mark.usefixtures("reference")
+def test_forward_disagreement_is_reported_as_such_not_as_a_gradient():
+    v = _run(_buggy("buggy_alpha"), "add.Tensor", "autograd")
+    assert v.verdict == "fail" and v.category == "forward_differs", v.message
+    assert "gradients not compared" in v.message
+
+
+def test_applies_only_to_differentiable_overloads():
+    import opdb
+    from conformance.checks import CHECKS, grad_args
+    from conformance.strategies import OpSignature
+
+    db = opdb.load()
+    applies = CHECKS["autograd"].applies
+
+    def sig(name: str) -> OpSignature:
+        return OpSignature.of(db[name])
+
+    assert applies(sig("mul.Tensor")) is None
+    assert applies(sig("cat")) is None and grad_args(sig("cat")) == ("tensors",)
+    assert applies(sig("add_.Tensor")) is None  # in-place: through a clone of a leaf
+    assert "out_unsupported" in (applies(sig("mul.out")) or "")
+    assert "not differentiable" in (applies(sig("argmax")) or "")
+    assert "seeded-random" in (applies(sig("dropout")) or "")
+    # embedding differentiates its weight only; indices are not differentiable
+    assert grad_args(sig("embedding")) == ("weight",)
+
+
+def test_categories_have_one_home():
+    from opdb.outcomes import FAIL_CATEGORIES, FAIL_SEVERITY
+
+    for name in ("grad_value", "grad_meta", "grad_presence", "backward_raises",
+                 "forward_differs"):
+        assert name in FAIL_CATEGORIES and name in FAIL_SEVERITY
