@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "data" / "reports"))
-sys.path.insert(0, str(ROOT / "tests"))  # the headless-Chromium driver the browser tests use
+sys.path.insert(0, str(ROOT / "tests" / "reports"))  # the headless-Chromium driver the browser tests use
 
 import synth  # noqa: E402
 from chromium import CHROMIUM, Chromium, available  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 
 from conformance.cli import main
 
-MINI = Path(__file__).parent / "data" / "opdb" / "mini"
+MINI = Path(__file__).parent.parent / "data" / "opdb" / "mini"
 GOOD = "- func: relu(Tensor self) -> Tensor\n  variants: function, method\n"
 
 

@@ -11,7 +11,7 @@ import torch
 import opdb
 from opdb.derivatives import called_names
 
-MINI = Path(__file__).parent / "data" / "opdb" / "mini"
+MINI = Path(__file__).parent.parent / "data" / "opdb" / "mini"
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ OPS = r"abs|relu|add\.Tensor"
 # A vendor-like backend from the engine's test data whose add.Tensor ignores alpha: the run is
 # guaranteed a real, engine-earned failure (and its repro) without relying on a kernel bug in mlu.
 BACKEND = "privateuse1:buggy_alpha"
-ENGINE_DATA = Path(__file__).parent / "data" / "engine"
+ENGINE_DATA = Path(__file__).parent.parent / "data" / "engine"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def engine_run(tmp_path_factory):
     with open(d / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
-            root = Path(__file__).parent.parent
+            root = Path(__file__).parent.parent.parent
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                 [str(ENGINE_DATA), str(root), os.environ.get("PYTHONPATH", "")])}
             proc = subprocess.run(
@@ -112,7 +112,7 @@ def test_crash_mid_write_keeps_what_was_written(engine_run, tmp_path):
 @pytest.mark.skipif(not available(), reason=f"headless chromium not found at {CHROMIUM} (apt-get install chromium, or set OPCONFORM_CHROMIUM)")
 def test_real_report_in_browser(engine_run):
     _, html = engine_run
-    artifacts = Path(__file__).parent.parent / "test-artifacts"
+    artifacts = Path(__file__).parent.parent.parent / "test-artifacts"
     with Chromium() as browser:
         page = browser.open(html)
         page.wait_for("window.__report && window.__report.ready")

@@ -12,7 +12,7 @@ from reports.diff import classify, compare, render_html, render_text
 from reports.results import read
 from reports.tables import NOT_TESTED, frame
 
-DATA = Path(__file__).parent / "data" / "reports"
+DATA = Path(__file__).parent.parent / "data" / "reports"
 BEFORE = DATA / "small.jsonl"
 AFTER = DATA / "small-after.jsonl"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -50,7 +51,7 @@ def _expected_ids() -> set[str]:
 def test_sigkill_mid_run_then_resume(tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("xdist")
-    pytest.importorskip("kernels")
+    importlib.import_module("kernels")
     out = tmp_path / "r.jsonl"
     cmd = [sys.executable, "-m", "conformance", "run", "--backend", "mlu", "--ops", OPS,
            "--max-examples", "3", "-n", "1", "-o", str(out)]

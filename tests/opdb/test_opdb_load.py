@@ -11,7 +11,7 @@ import yaml
 
 import opdb
 
-MINI = Path(__file__).parent / "data" / "opdb" / "mini" / "native_functions.yaml"
+MINI = Path(__file__).parent.parent / "data" / "opdb" / "mini" / "native_functions.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ pytestmark = [
     ),
 ]
 
-DATA = Path(__file__).parent / "data" / "reports"
-ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+DATA = Path(__file__).parent.parent / "data" / "reports"
+ARTIFACTS = Path(__file__).parent.parent.parent / "test-artifacts"
 READY = "window.__report && window.__report.ready"
 DRAWER_OPEN = ("document.getElementById('drawer').classList.contains('open') && "
                "getComputedStyle(document.getElementById('drawer')).transform === 'none'")

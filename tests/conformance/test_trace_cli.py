@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import textwrap
 from pathlib import Path
@@ -10,14 +11,14 @@ import pytest
 
 from conformance.cli import main
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 POOL_BWD = "_adaptive_avg_pool2d_backward"
 
 
 @pytest.fixture()
 def reference():
     """The full reference backend again after each test (a test may leave ops out)."""
-    kernels = pytest.importorskip("kernels")
+    kernels = importlib.import_module("kernels")
     kernels.install(without=())
     yield
     kernels.install(without=())

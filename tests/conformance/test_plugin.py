@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -28,7 +29,7 @@ try:
 except ImportError:  # pragma: no cover
     pass
 
-DATA = Path(__file__).parent / "data" / "engine"
+DATA = Path(__file__).parent.parent / "data" / "engine"
 QUICK = ("--max-examples", "3", "--hypothesis-db", "none", "-p", "no:cacheprovider")
 
 
@@ -73,7 +74,7 @@ def test_items_ids_results_file_and_k(pytester):
 
 
 def test_fail_x_lf_junitxml_and_repro(pytester, monkeypatch):
-    pytest.importorskip("kernels")
+    importlib.import_module("kernels")
     monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
     res = pytester.path / "r.jsonl"
     junit = pytester.path / "junit.xml"
@@ -103,7 +104,7 @@ def test_fail_x_lf_junitxml_and_repro(pytester, monkeypatch):
 
 
 def test_expected_failures_file(pytester, monkeypatch):
-    pytest.importorskip("kernels")
+    importlib.import_module("kernels")
     monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
     xf = pytester.path / "xf.yaml"
     xf.write_text("- id: add.Tensor::forward\n  reason: alpha is ignored (known)\n"
@@ -125,7 +126,7 @@ def test_expected_failures_file(pytester, monkeypatch):
 def test_stale_expected_failure_is_xpass_and_strict_makes_it_an_error(pytester, monkeypatch):
     """An expected-failure entry whose item now passes: XPASS, listed with the entry to delete,
     recorded (pass + expected reason); an error under --strict-expectations."""
-    pytest.importorskip("kernels")
+    importlib.import_module("kernels")
     monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
     xf = pytester.path / "xf.yaml"
     xf.write_text("- id: add.Tensor::forward\n  reason: alpha is ignored (known)\n"
@@ -171,7 +172,7 @@ def test_xdist_results_complete_with_crash_and_timeout(tmp_path):
     """-n 2: the file holds one record per item; a segfaulting kernel and a hanging kernel
     each cost one item, recorded as crash / timeout with the call that was running."""
     pytest.importorskip("xdist")
-    pytest.importorskip("kernels")
+    importlib.import_module("kernels")
     res = tmp_path / "r.jsonl"
     cmd = [sys.executable, "-m", "pytest", "-p", "conformance", "--backend",
            "privateuse1:crashy_segfault", "--ops", "abs|neg|add", "--checks", "forward",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 
@@ -131,7 +132,7 @@ def test_skip_reasons_are_earned():
 
 
 def test_unsupported_names_the_missing_op():
-    kernels = pytest.importorskip("kernels")
+    kernels = importlib.import_module("kernels")
     gone = ("mul.Tensor", "mul.out", "pow.Tensor_Scalar", "pow.Tensor_Scalar_out")
     try:
         kernels.install(without=gone)

@@ -13,7 +13,7 @@ import pytest
 from conformance.expectations import EXPECTED_DIR, expected_failures_path, load_expectations
 from opdb.errors import InputError
 
-DATA = Path(__file__).parent / "data" / "engine"
+DATA = Path(__file__).parent.parent / "data" / "engine"
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -70,7 +70,7 @@ def test_bad_entries_name_file_and_line(tmp_path, text, message):
 
 def test_packaged_files_are_package_data():
     assert Path(str(expected_failures_path("mlu"))).parent == Path(str(EXPECTED_DIR))
-    assert Path(str(EXPECTED_DIR)).is_relative_to(Path(__file__).parent.parent / "conformance")
+    assert Path(str(EXPECTED_DIR)).is_relative_to(Path(__file__).parent.parent.parent / "conformance")
     assert load_expectations(expected_failures_path("no-such-backend")).entries == ()
 
 

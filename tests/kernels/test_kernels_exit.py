@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parent.parents[1]
 
 # The benchmark's CNN case in small: two threads, backward through mlu tensors, then exit.
 WORKLOAD = """

@@ -30,7 +30,7 @@ from reports.tables import (
     worst,
 )
 
-DATA = Path(__file__).parent / "data" / "reports"
+DATA = Path(__file__).parent.parent / "data" / "reports"
 SMALL = DATA / "small.jsonl"
 COVERAGE = DATA / "coverage-small.json"
 
