@@ -219,8 +219,12 @@ class State:
         if self.writer is not None:
             self.writer.write(obj)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Controller / lone process: write the record the item produced, or a crash/timeout."""
+        """Controller / lone process: write the record the item produced, or a crash/timeout.
+
+        Runs first so that a dead worker's report carries the verdict settled here (a crash the
+        replay pins on CPU is a ``cpu_crashed`` skip) when the progress display counts it."""
         state = self
         if state.is_worker:
             return
@@ -270,6 +274,7 @@ class State:
                     rec["replay"] = replayed
                     if rec["verdict"] != "crash":
                         rec["repro"] = None
+            report.user_properties.append((_PROP, json.dumps(rec)))
             state.record(rec)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

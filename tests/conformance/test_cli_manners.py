@@ -78,3 +78,24 @@ def test_run_refuses_bad_input_before_running(args: list[str], message: str, tmp
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_progress_counts_a_dead_worker_as_the_verdict_the_controller_settled() -> None:
+    """A worker death the replay pins on CPU is a ``cpu_crashed`` skip: the status line must not
+    count it as a crash (the controller hook runs first and attaches the settled record)."""
+    import io
+    import json
+    from types import SimpleNamespace
+
+    from conformance.progress import Progress
+
+    progress = Progress(io.StringIO(), tty=False)
+    rec = {"overload": "neg", "check": "forward", "verdict": "skip", "category": "cpu_crashed"}
+    dead = SimpleNamespace(when="???", nodeid="neg::forward", passed=False, failed=True,
+                           user_properties=[("conformance_verdict", json.dumps(rec))])
+    progress.pytest_runtest_logreport(dead)  # type: ignore[arg-type]
+    assert progress.counts == {"skip": 1}
+    unsettled = SimpleNamespace(when="???", nodeid="add::forward", passed=False, failed=True,
+                                user_properties=[])
+    progress.pytest_runtest_logreport(unsettled)  # type: ignore[arg-type]
+    assert progress.counts == {"skip": 1, "crash": 1}
