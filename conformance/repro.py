@@ -9,6 +9,7 @@ It needs only torch and the backend's module — not opconform.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -120,6 +121,29 @@ _SHOW_GRADS = '''def show(device):
 '''
 
 
+def _op_call(call: Call, text: Callable[[str, Any], str]) -> str:
+    """``torch.ops.aten.X.Y(...)`` with the call's arguments, each written by ``text(name,
+    value)``: positional until the first keyword-only or omitted argument, keywords after."""
+    sig = call.sig
+    given = dict(call.values)
+    args: list[str] = []
+    kwargs: list[str] = []
+    positional = True
+    for spec in sig.args:
+        if spec.name not in given:
+            positional = False
+            continue
+        written = text(spec.name, given[spec.name])
+        if positional and not spec.kwarg_only:
+            args.append(written)
+        else:
+            positional = False
+            kwargs.append(f"{spec.name}={written}")
+    packet = f"torch.ops.aten.{sig.base}.{sig.overload_name or 'default'}"
+    joined = ",\n        ".join(args + kwargs)
+    return f"{packet}(\n        {joined},\n    )" if joined else f"{packet}()"
+
+
 def _autograd_snippet(call: Call, backend: Backend, note: str | None) -> str:
     """The repro of an ``autograd`` example: leaves that require grad, the forward on clones
     of them, and the backward of the same upstream gradient on CPU and on the device."""
@@ -136,30 +160,17 @@ def _autograd_snippet(call: Call, backend: Backend, note: str | None) -> str:
     for label, t in leaves.items():
         lines.append(f"        {label!r}: {tensor_literal(t)}.to(device).requires_grad_(),")
     lines.append("    }")
-    given = dict(call.values)
-    args, kwargs = [], []
-    positional = True
-    for spec in sig.args:
-        if spec.name not in given:
-            positional = False
-            continue
-        value = given[spec.name]
+
+    def text(name: str, value: Any) -> str:
         if isinstance(value, list):
-            text = "[" + ", ".join(
-                f"inputs[{f'{spec.name}[{i}]'!r}].clone()" if f"{spec.name}[{i}]" in leaves
+            return "[" + ", ".join(
+                f"inputs[{f'{name}[{i}]'!r}].clone()" if f"{name}[{i}]" in leaves
                 else _value(v, True) for i, v in enumerate(value)) + "]"
-        elif spec.name in leaves:
-            text = f"inputs[{spec.name!r}].clone()"
-        else:
-            text = _value(value, spec.name not in call.on_cpu)
-        if positional and not spec.kwarg_only:
-            args.append(text)
-        else:
-            positional = False
-            kwargs.append(f"{spec.name}={text}")
-    packet = f"torch.ops.aten.{sig.base}.{sig.overload_name or 'default'}"
-    joined = ",\n        ".join(args + kwargs)
-    lines.append(f"    out = {packet}(\n        {joined},\n    )")
+        if name in leaves:
+            return f"inputs[{name!r}].clone()"
+        return _value(value, name not in call.on_cpu)
+
+    lines.append(f"    out = {_op_call(call, text)}")
     lines.append("    return out, inputs")
     lines += ["", _SHOW_GRADS, 'show("cpu")', f"show({backend.device!r})"]
     return "\n".join(lines) + "\n"
@@ -178,23 +189,7 @@ def snippet(call: Call, backend: Backend, *, note: str | None = None) -> str:
         lines.append(f"# {note}")
     lines.append(f"# {sig.name}: {sig.schema_str}")
     lines.append("def call(device):")
-    args, kwargs = [], []
-    given = dict(call.values)
-    positional = True
-    for spec in sig.args:
-        if spec.name not in given:
-            positional = False
-            continue
-        text = _value(given[spec.name], spec.name not in call.on_cpu)
-        if positional and not spec.kwarg_only:
-            args.append(text)
-        else:
-            positional = False
-            kwargs.append(f"{spec.name}={text}")
-    packet = f"torch.ops.aten.{sig.base}.{sig.overload_name or 'default'}"
-    joined = ",\n        ".join(args + kwargs)
-    lines.append(f"    return {packet}(\n        {joined},\n    )" if joined
-                 else f"    return {packet}()")
+    lines.append(f"    return {_op_call(call, lambda name, value: _value(value, name not in call.on_cpu))}")
     lines.append("")
     lines.append(_SHOW)
     lines.append('show("cpu")')
