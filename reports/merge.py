@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opdb.errors import InputError
-from reports.results import ResultsWarning
+from reports.results import ResultsWarning, read_raw
 
 #: Header fields that must agree across shards (unless --allow-mixed).
 MUST_AGREE = ("backend", "torch_version", "seed")
@@ -70,15 +70,7 @@ def shard_of(header: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def _read(path: str) -> list[tuple[int, str, dict[str, Any]]]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise InputError("results file not found", file=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a results file (JSONL)", file=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read results file: {exc.strerror}", file=path) from None
+    text = read_raw(path).decode("utf-8", errors="replace")
     out = []
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():

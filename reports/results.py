@@ -116,6 +116,20 @@ def normalize_verdict(obj: Mapping[str, Any]) -> dict[str, Any]:
     return rec
 
 
+def read_raw(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a results file; a missing or unreadable one is an :class:`InputError`."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise InputError("results file not found", file=name) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a results file (JSONL)", file=name) from None
+    except OSError as exc:
+        raise InputError(f"cannot read results file: {exc.strerror}", file=name) from None
+
+
 def read_one(path: str | os.PathLike[str], collected: list[str] | None = None) -> Results:
     """Read one results file. Damaged lines are skipped with a :class:`ResultsWarning`.
 
@@ -123,15 +137,7 @@ def read_one(path: str | os.PathLike[str], collected: list[str] | None = None) -
     """
     name = os.fspath(path)
     notes: list[str] = [] if collected is None else collected
-    try:
-        with open(name, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise InputError("results file not found", file=name) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a results file (JSONL)", file=name) from None
-    except OSError as exc:
-        raise InputError(f"cannot read results file: {exc.strerror}", file=name) from None
+    raw = read_raw(name)
 
     runs: list[dict[str, Any]] = []
     verdicts: list[dict[str, Any]] = []
