@@ -82,6 +82,11 @@ def register(subparsers: Any) -> None:
                    help="native_functions.yaml (default: the copy packaged with torch)")
     p.add_argument("--expected-failures", metavar="FILE",
                    help="expected failures YAML (default: the packaged one for the backend)")
+    p.add_argument("--hints", metavar="FILE",
+                   help="input hints YAML (default: the packaged opdb/data/hints.yaml)")
+    p.add_argument("--tolerances", metavar="FILE",
+                   help="per-overload tolerances YAML (default: the packaged "
+                        "opdb/data/tolerances.yaml)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                    help="per-item timeout; a hung item gets the verdict 'timeout' (default 120)")
     p.add_argument("--shard", metavar="K/N", help="run only shard K of N (0-based)")
@@ -139,10 +144,20 @@ def _validate(args: argparse.Namespace) -> Backend:
             and not args.overwrite):
         raise InputError(f"-o {args.output} exists (from an earlier run): continue it with "
                          f"--resume or replace it with --overwrite")
-    for opt in ("native_functions", "expected_failures"):
+    for opt in ("native_functions", "expected_failures", "hints", "tolerances"):
         path = getattr(args, opt)
         if path and not Path(path).is_file():
             raise InputError(f"--{opt.replace('_', '-')}: file not found", file=path)
+    if args.hints or args.tolerances:
+        # a malformed data file is a file:line error now, not after the workers start
+        import opdb
+        from opdb.opdata import load_hints, load_tolerances
+
+        db = opdb.load(args.native_functions)
+        if args.hints:
+            load_hints(args.hints, db=db)
+        if args.tolerances:
+            load_tolerances(args.tolerances, db=db)
     out_dir = Path(args.output).resolve().parent
     if not out_dir.is_dir():
         raise InputError(f"-o: directory {str(out_dir)!r} does not exist")
@@ -205,6 +220,7 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
                         ("--max-examples", args.max_examples), ("--without", args.without),
                         ("--native-functions", args.native_functions),
                         ("--expected-failures", args.expected_failures),
+                        ("--hints", args.hints), ("--tolerances", args.tolerances),
                         ("--shard", args.shard), ("--shard-durations", args.durations)):
         if value is not None:
             argv += [flag, str(value)]

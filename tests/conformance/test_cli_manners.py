@@ -99,3 +99,28 @@ def test_progress_counts_a_dead_worker_as_the_verdict_the_controller_settled() -
                                 user_properties=[])
     progress.pytest_runtest_logreport(unsettled)  # type: ignore[arg-type]
     assert progress.counts == {"skip": 1, "crash": 1}
+
+
+def test_run_takes_its_own_hints_and_tolerances_files(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``--hints``/``--tolerances`` are validated before the run (file:line) and passed on."""
+    bad = tmp_path / "hints.yaml"
+    bad.write_text("ops:\n  - names: [no_such_overload.Tensor]\n    max_side: 2\n")
+    argv = ["run", "--backend", "cpu", "-o", str(tmp_path / "r.jsonl"), "--hints", str(bad)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "hints.yaml:2" in err[0] and "no_such_overload" in err[0], err
+    assert main(["run", "--backend", "cpu", "-o", str(tmp_path / "r.jsonl"),
+                 "--tolerances", str(tmp_path / "missing.yaml")]) == 2
+    assert "--tolerances: file not found" in capsys.readouterr().err
+    tol = tmp_path / "tol.yaml"
+    tol.write_text("- names: [abs]\n  dtypes: [float32]\n  rtol: 0.5\n  atol: 0.5\n"
+                   "  reason: a test\n")
+    from conformance.cli import build_parser
+    from conformance.commands.run import pytest_argv
+
+    args = build_parser().parse_args(["run", "--backend", "cpu", "--hints", str(bad),
+                                      "--tolerances", str(tol)])
+    argv = pytest_argv(args, 0, str(tmp_path))
+    assert argv[argv.index("--hints") + 1] == str(bad)
+    assert argv[argv.index("--tolerances") + 1] == str(tol)
