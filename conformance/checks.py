@@ -333,7 +333,8 @@ class Check:
     doc: str
     applies: Callable[[OpSignature], str | None]  # reason it does not apply, or None
     verify: Callable[[Context, Call], None]
-    examples_factor: int = 1
+    examples_factor: float = 1  # examples drawn: round(--max-examples x this), at least 1
+    shrink: bool = True  # Hypothesis shrinks a failing example (off where one costs many calls)
 
 
 def _forward_applies(sig: OpSignature) -> str | None:
@@ -576,6 +577,20 @@ def verify_autograd(ctx: Context, call: Call) -> None:
                 from None
 
 
+def _dtypes_applies(sig: OpSignature) -> str | None:
+    from conformance.dtype_support import dtypes_applies
+
+    return dtypes_applies(sig)
+
+
+def verify_dtypes(ctx: Context, call: Call) -> None:
+    """Each of the twelve dtypes tried (conformance.dtype_support)."""
+    __tracebackhide__ = True
+    from conformance.dtype_support import verify_dtypes as verify
+
+    verify(ctx, call)  # type: ignore[arg-type]  # the dtypes mode draws a DtypeSweep
+
+
 CHECKS: dict[str, Check] = {
     c.name: c
     for c in (
@@ -587,6 +602,9 @@ CHECKS: dict[str, Check] = {
               _broadcast_applies, verify_broadcast),
         Check("autograd", "autograd", "gradients of differentiable outputs as CPU's",
               _autograd_applies, verify_autograd),
+        Check("dtypes", "dtypes", "each of the twelve dtypes: CPU supports it, the backend "
+              "supports it, values agree", _dtypes_applies, verify_dtypes, examples_factor=0.3,
+              shrink=False),
     )
 }
 

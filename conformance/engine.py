@@ -197,6 +197,7 @@ class Context:
     cpu_dtype_gaps: Counter[str] = field(default_factory=Counter)  # CPU-only dtype refusals
     cpu_unstable_calls: Counter[str] = field(default_factory=Counter)  # CPU unlike itself
     tallies: dict[str, _Tally] = field(default_factory=dict)
+    dtype_support: dict[str, str] = field(default_factory=dict)  # the dtypes check's outcomes
     _current: tuple[frozenset[str], list[bool]] | None = None
 
     # -- running --------------------------------------------------------------------------
@@ -418,6 +419,7 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
             duration_s=round(time.perf_counter() - t0, 4), seed=settings.seed,
             torch_version=torch.__version__, repro=repro, expected=reason,
             dtypes=ctx.dtype_tallies() if ctx else {}, failures=failures,
+            dtype_support=dict(ctx.dtype_support) if ctx else {},
         )
 
     reason = check.applies(sig)
@@ -431,7 +433,7 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     ctx = Context(backend=backend, sig=sig, hints=hints, tolerance_fn=tolerance_fn,
                   inflight=inflight,
                   repro_fn=repro_fn)
-    max_examples = settings.max_examples * check.examples_factor
+    max_examples = max(1, round(settings.max_examples * check.examples_factor))
     budget = settings.reject_budget or max(40, 8 * max_examples)
     state: dict[str, Any] = {"last": None, "rejected": 0}
     # fingerprint -> (last call that showed it, its CheckFailure); insertion order = discovery
@@ -464,6 +466,7 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         except CheckFailure as exc:
             ctx.end_example(counted=True, agreed=False)
             ctx.checked += 1
+            call = exc.call or call  # the call that showed it (one of a dtypes sweep)
             state["last"] = (call, exc)
             failure = exc
         except Exception as exc:
@@ -486,7 +489,8 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         database = DirectoryBasedExampleDatabase(settings.database)
     hs = hsettings(max_examples=max_examples, deadline=None, database=database,
                    suppress_health_check=list(HealthCheck), derandomize=False,
-                   phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+                   phases=(Phase.explicit, Phase.reuse, Phase.generate)
+                   + ((Phase.shrink,) if check.shrink else ()),
                    report_multiple_bugs=True, print_blob=False, verbosity=hsettings().verbosity)
     # seed first, settings last: @seed alone would switch the example database off
     test = hs(seed(settings.item_seed(sig.name, check.name))(given(strategy)(body)))

@@ -11,6 +11,8 @@ tensors stay on CPU when the call is moved to the device under test. Modes:
                 shapes, other ops one shape for all tensors (unless a shape hint says otherwise).
 * ``broadcast`` mutually broadcastable shapes up to rank 4 with size-0 and size-1 dims and 0-dim
                 tensors, or (sometimes) a deliberately non-broadcastable set.
+* ``dtypes``    a :class:`DtypeSweep`: one ``forward`` call per dtype of the twelve, that dtype
+                pinned (``forward_calls(..., dtype=NAME)``), so each is tried deliberately.
 * ``promotion`` each operand (Tensor / Scalar positional arguments) independently a tensor,
                 a 0-dim tensor, a 0-dim CPU tensor next to device tensors, or a Python scalar, with
                 its own dtype among the twelve.
@@ -39,7 +41,7 @@ from opdb.dtypes import COMPLEX, DTYPE_NAMES, FLOATING, LOW_PRECISION, dtype_nam
 from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
 from opdb.opdata import ArgHint, OpHints
 
-MODES = ("forward", "broadcast", "promotion", "autograd")
+MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes")
 
 # Base types the strategies can draw; anything else is drawn only as its default / None.
 _DRAWABLE = {"Tensor", "int", "SymInt", "float", "bool", "Scalar", "ScalarType", "str"}
@@ -522,12 +524,34 @@ def _tensor_arg_dtypes(draw: Any, sig: OpSignature, hints: OpHints, pool: Sequen
 
 
 @st.composite
-def forward_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
-    """Calls for the ``forward`` check."""
+def forward_calls(draw: Any, sig: OpSignature, hints: OpHints, dtype: str | None = None) -> Call:
+    """Calls for the ``forward`` check; ``dtype`` pins the tensor arguments' shared dtype
+    (arguments whose dtypes the hints fix keep those)."""
     shapes = _shapes(draw, sig, hints, mode="forward")
-    dtypes = _tensor_arg_dtypes(draw, sig, hints, DTYPE_NAMES)
+    dtypes = _tensor_arg_dtypes(draw, sig, hints, (dtype,) if dtype else DTYPE_NAMES)
     plan = _Plan(shapes=shapes, dtypes=dtypes, specials=True)
     return _assemble(draw, sig, hints, plan)
+
+
+@dataclass(frozen=True)
+class DtypeSweep:
+    """What the ``dtypes`` mode draws: one forward call per dtype, ``(dtype, call)`` in the
+    order of :data:`~opdb.dtypes.DTYPE_NAMES`, each drawn with that dtype pinned."""
+
+    calls: tuple[tuple[str, Call], ...]
+
+    @property
+    def tensor_dtypes(self) -> frozenset[str]:
+        return frozenset().union(*(c.tensor_dtypes for _, c in self.calls))
+
+    def describe(self) -> str:
+        return "; ".join(c.describe() for _, c in self.calls)
+
+
+def dtype_sweeps(sig: OpSignature, hints: OpHints) -> st.SearchStrategy[DtypeSweep]:
+    """Sweeps for the ``dtypes`` check: the forward strategy once per dtype, dtype pinned."""
+    return st.builds(lambda *cs: DtypeSweep(tuple(zip(DTYPE_NAMES, cs, strict=True))),
+                     *(forward_calls(sig, hints, dtype=d) for d in DTYPE_NAMES))
 
 
 #: Dtypes the ``autograd`` check draws: those torch differentiates, less the low-precision ones
@@ -612,7 +636,7 @@ def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     return _assemble(draw, sig, hints, plan)
 
 
-def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[Call]:
+def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[Any]:
     """The strategy for ``mode`` (one of :data:`MODES`); raises :class:`NoStrategy` up front."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -627,5 +651,6 @@ def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[C
         if spec.base == "str" and not spec.has_default_value and hints.get(spec.name).choices is None:
             raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
     factory = {"forward": forward_calls, "broadcast": broadcast_calls,
-               "promotion": promotion_calls, "autograd": autograd_calls}[mode]
+               "promotion": promotion_calls, "autograd": autograd_calls,
+               "dtypes": dtype_sweeps}[mode]
     return factory(sig, hints)

@@ -58,10 +58,11 @@ class CpuRejected(Exception):
 class CheckFailure(AssertionError):
     """The backend disagreed with CPU. ``category`` is one of :data:`FAIL_CATEGORIES`."""
 
-    def __init__(self, category: str, message: str) -> None:
+    def __init__(self, category: str, message: str, call: Any = None) -> None:
         assert category in FAIL_CATEGORIES, category
         self.category = category
         self.message = message
+        self.call = call  # the call that showed it, when not the example drawn (a sweep's part)
         super().__init__(message)
 
 
@@ -137,6 +138,9 @@ class Verdict:
     dtypes: Mapping[str, DtypeTally] = field(default_factory=dict)
     #: every distinct failure found (the primary one first); empty unless ``verdict == "fail"``
     failures: tuple[Failure, ...] = ()
+    #: the ``dtypes`` check's outcome per dtype name (:data:`opdb.outcomes.DTYPE_OUTCOMES`);
+    #: empty for other checks
+    dtype_support: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -151,6 +155,7 @@ class Verdict:
         out["dtypes"] = {k: asdict(v) if isinstance(v, DtypeTally) else dict(v)
                          for k, v in self.dtypes.items()}
         out["failures"] = [f.to_json() for f in self.failures]
+        out["dtype_support"] = dict(self.dtype_support)
         return out
 
     @classmethod
@@ -159,4 +164,5 @@ class Verdict:
         kw = {k: v for k, v in obj.items() if k in known}
         kw["dtypes"] = {k: DtypeTally(**v) for k, v in (obj.get("dtypes") or {}).items()}
         kw["failures"] = tuple(Failure.from_json(f) for f in obj.get("failures") or ())
+        kw["dtype_support"] = {str(k): str(v) for k, v in (obj.get("dtype_support") or {}).items()}
         return cls(**kw)

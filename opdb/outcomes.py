@@ -60,6 +60,39 @@ BACKWARD_RAISES = "backward_raises"
 #: The forward values already differ from CPU's, so gradients were not compared.
 FORWARD_DIFFERS = "forward_differs"
 
+# -- the dtypes check: per-dtype support (``Verdict.dtype_support``) -------------------------
+#: Fail category: the backend refuses a dtype CPU supports (missing kernel or dtype error).
+DTYPE_UNSUPPORTED = "dtype_unsupported"
+
+#: Per-dtype outcomes of the ``dtypes`` check, one line each, worst first (across the examples
+#: of one dtype the worst outcome stands). A dtype the check never reached has no entry.
+DTYPE_DIFFERS = "differs"
+DTYPE_REFUSED = "refused"
+DTYPE_RAISES = "raises"
+DTYPE_UNCOMPARED = "uncompared"
+DTYPE_OK = "ok"
+DTYPE_CPU_REJECTS = "cpu_rejects"
+DTYPE_OUTCOMES: Mapping[str, str] = MappingProxyType({
+    DTYPE_DIFFERS: "CPU and the backend computed; the results disagree (values, dtype, shape)",
+    DTYPE_REFUSED: "CPU computes it; the backend refuses it (missing kernel or dtype error)",
+    DTYPE_RAISES: "CPU computes it; the backend raised another error (not about the dtype)",
+    DTYPE_UNCOMPARED: "CPU and the backend computed; values not comparable (meta)",
+    DTYPE_OK: "CPU and the backend computed, and agree",
+    DTYPE_CPU_REJECTS: "CPU refused every example drawn at this dtype (CPU does not support it)",
+})
+#: Outcomes that fail the ``dtypes`` check.
+DTYPE_BAD_OUTCOMES: frozenset[str] = frozenset({DTYPE_DIFFERS, DTYPE_REFUSED, DTYPE_RAISES})
+
+
+def worse_dtype_outcome(a: str | None, b: str) -> str:
+    """The worse of two per-dtype outcomes (:data:`DTYPE_OUTCOMES` order; ``a`` may be None)."""
+    if a is None:
+        return b
+    order = list(DTYPE_OUTCOMES)
+    rank = {o: i for i, o in enumerate(order)}
+    return a if rank.get(a, len(order)) <= rank.get(b, len(order)) else b
+
+
 #: Fail categories with one line each (what disagreed).
 FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "value": "values differ from CPU beyond tolerance",
@@ -77,6 +110,7 @@ FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     GRAD_PRESENCE: "a gradient is None on one side and a tensor on the other",
     BACKWARD_RAISES: "the backward raises where CPU's returns gradients",
     FORWARD_DIFFERS: "forward values already differ from CPU's: gradients not compared",
+    DTYPE_UNSUPPORTED: "the backend refuses a dtype CPU supports (missing kernel or dtype error)",
 })
 
 #: Severity of a fail category, higher is worse: a wrong result or a missing capability (3),
@@ -89,6 +123,7 @@ FAIL_SEVERITY: Mapping[str, int] = MappingProxyType({
     GRAD_VALUE: 3, GRAD_META: 3, GRAD_PRESENCE: 3, BACKWARD_RAISES: 3,
     # the forward check already fails for it; here it only explains why gradients went unchecked
     FORWARD_DIFFERS: 2,
+    DTYPE_UNSUPPORTED: 3,
 })
 
 #: Skip categories: why nothing was checked.

@@ -1,0 +1,92 @@
+"""The ``dtypes`` check: every dtype tried on purpose, with its outcome per dtype in the verdict.
+
+Proven by the bugs it catches (tests/data/engine): a kernel that refuses int16 although CPU
+supports it, a kernel that computes float64 inputs in float32. The forward check, which draws
+one dtype per example at random, may or may not meet either at its default depth."""
+
+from __future__ import annotations
+
+import pytest
+from test_injected_bugs import _buggy, _run, reference  # noqa: F401 - the fixture
+
+from conformance.verdicts import Verdict
+from opdb import outcomes
+from opdb.dtypes import DTYPE_NAMES
+
+pytestmark = pytest.mark.usefixtures("reference")
+
+#: A few examples per dtype, as `conformance run` draws them at its default depth.
+DEPTH = 10
+
+
+def test_kernel_refusing_int16_fails_listing_int16():
+    v = _run(_buggy("buggy_no_int16"), "neg", "dtypes", max_examples=DEPTH)
+    assert v.verdict == "fail", v.message
+    assert v.category == outcomes.DTYPE_UNSUPPORTED, v.message
+    assert v.message.startswith("refuses int16, which CPU supports"), v.message
+    assert "Short" in v.message and "neg" in v.message
+    assert v.dtype_support["int16"] == outcomes.DTYPE_REFUSED
+    others = {d: o for d, o in v.dtype_support.items() if d != "int16"}
+    assert set(others.values()) <= {outcomes.DTYPE_OK, outcomes.DTYPE_CPU_REJECTS}, others
+    assert v.repro and "import buggy_no_int16" in v.repro and "torch.int16" in v.repro
+
+
+def test_kernel_computing_float64_in_float32_is_caught_at_float64():
+    v = _run(_buggy("buggy_f64_as_f32"), "exp", "dtypes", max_examples=DEPTH)
+    assert v.verdict == "fail", v.message
+    assert v.category == "value", v.message
+    assert v.message.startswith("at float64: "), v.message
+    assert v.dtype_support["float64"] == outcomes.DTYPE_DIFFERS
+    assert v.dtype_support["float32"] == outcomes.DTYPE_OK
+    assert v.repro and "torch.float64" in v.repro
+
+
+@pytest.mark.parametrize("overload", ["neg", "exp", "bitwise_and.Tensor", "add.Tensor"])
+def test_reference_backend_passes_and_tries_every_dtype(overload):
+    from conformance.backends import resolve
+
+    v = _run(resolve("mlu", without=()), overload, "dtypes", max_examples=DEPTH)
+    assert v.verdict == "pass", f"{v.message}\n{v.repro}"
+    assert tuple(v.dtype_support) == DTYPE_NAMES  # every dtype reached, in order
+    assert set(v.dtype_support.values()) <= {outcomes.DTYPE_OK, outcomes.DTYPE_CPU_REJECTS}
+
+
+def test_cpu_support_is_cpus_own():
+    """bitwise_and has no floating kernel on CPU: those dtypes are cpu_rejects, not failures."""
+    from conformance.backends import resolve
+
+    v = _run(resolve("mlu", without=()), "bitwise_and.Tensor", "dtypes", max_examples=DEPTH)
+    assert v.dtype_support["float32"] == outcomes.DTYPE_CPU_REJECTS
+    assert v.dtype_support["int16"] == outcomes.DTYPE_OK
+
+
+def test_missing_kernel_at_every_dtype_is_unsupported():
+    import kernels
+    from conformance.backends import resolve
+
+    kernels.install(without=["neg", "neg.out"])
+    v = _run(resolve("mlu", without=("neg", "neg.out")), "neg", "dtypes", max_examples=DEPTH)
+    assert v.verdict == "unsupported", v.message
+    assert v.missing_op == "neg.out"
+
+
+def test_dtype_support_round_trips_and_old_records_read():
+    v = Verdict(overload="neg", check="dtypes", backend="mlu", verdict="fail",
+                category=outcomes.DTYPE_UNSUPPORTED, message="refuses int16", examples=3,
+                duration_s=0.1, seed=0, torch_version="x",
+                dtype_support={"int16": outcomes.DTYPE_REFUSED, "int32": outcomes.DTYPE_OK})
+    back = Verdict.from_json(v.to_json())
+    assert back == v
+    old = v.to_json()
+    del old["dtype_support"]
+    assert Verdict.from_json(old).dtype_support == {}
+
+
+def test_dtype_error_recognised_by_name():
+    from conformance.dtype_support import is_dtype_error
+
+    assert is_dtype_error("NotImplementedError: \"neg_mlu\" not implemented for 'Short'", "int16")
+    assert is_dtype_error("TypeError: MPS does not support int16 tensors", "int16")
+    assert is_dtype_error("RuntimeError: unsupported dtype", "int16")
+    assert not is_dtype_error("RuntimeError: shapes cannot be multiplied (2x3 and 4x5)", "int16")
+    assert not is_dtype_error("RuntimeError: index 16 out of range", "int16")
