@@ -31,7 +31,7 @@ class Mutant:
     """One injected bug: which kernel, how it is wrong, and an input that shows it."""
 
     name: str
-    cls: str  # edge, exactness, rounding, relations, masking, promotion, broadcast, variants, autograd
+    cls: str  # edge, exactness, rounding, relations, masking, promotion, broadcast, variants, autograd, dtypes
     overload: str
     bug: str
     make: Callable[[Kernel], Kernel]  # reference kernel -> buggy kernel
@@ -633,6 +633,16 @@ def _out_kernel(fn: Callable[..., Any]) -> Callable[[Kernel], Kernel]:
 
 
 
+def _abs_no_int16(x: torch.Tensor) -> torch.Tensor:
+    if x.dtype == torch.int16:
+        raise NotImplementedError("\"abs_mlu\" not implemented for 'Short'")
+    return torch.abs(x)
+
+
+def _sin_f32(x: torch.Tensor) -> torch.Tensor:
+    return torch.sin(x.float()).double() if x.dtype == F64 else torch.sin(x)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # -- edge values ------------------------------------------------------------------------
     Mutant("maximum_nan", "edge", "maximum", "NaN not propagated (fmax semantics)",
@@ -816,6 +826,12 @@ MUTANTS: tuple[Mutant, ...] = (
            on_cpu(_maxpool_backward_no_accumulate),
            w(t([[[[1.0, 1.0]]]]), t([[[[0.0, 5.0, 0.0]]]]), [1, 2], [1, 1], [0, 0], [1, 1],
              False, t([[[[1, 1]]]], I64)), needs="autograd check (issue 10)"),
+    # -- dtypes: a dtype CPU supports refused, a wide dtype computed narrow ------------------
+    Mutant("abs_no_int16", "dtypes", "abs", "int16 refused (kernel not compiled for Short) "
+           "although CPU computes it", on_cpu(_abs_no_int16), w(t([-3], torch.int16))),
+    Mutant("sin_f64_in_f32", "dtypes", "sin", "float64 computed in float32 (within float64's "
+           "default tolerance, rtol 1e-7, for most inputs)", on_cpu(_sin_f32),
+           w(t([0.3], F64))),
 )
 
 

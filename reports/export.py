@@ -2,9 +2,10 @@
 
 * ``csv`` and ``parquet``: the verdict table of :func:`reports.load` (one row per verdict
   record, latest record per (backend, overload, check)), with ``family kind tags status``;
-  ``dtypes`` is a JSON string (``json.loads`` it back), ``tags`` a comma-separated string.
+  ``dtypes`` and ``dtype_support`` are JSON strings (``json.loads`` them back), ``tags`` and
+  ``dtype_gaps`` (dtypes CPU supports that the backend refuses) comma-separated strings.
 * ``json``: one object ``{"format", "version", "runs", "sources", "warnings", "universe",
-  "summary", "overloads", "verdicts"}`` — strict JSON (no NaN: missing values are ``null``).
+  "summary", "dtype_gaps", "overloads", "verdicts"}`` — strict JSON (no NaN: missing values are ``null``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from opdb.errors import InputError
+from opdb.outcomes import DTYPE_REFUSED
 from reports.files import write_text
 
 if TYPE_CHECKING:
@@ -31,6 +33,10 @@ def flat_table(df: pd.DataFrame) -> pd.DataFrame:
 
     out = latest(df).drop(columns=["run"]).reset_index(drop=True)
     out["dtypes"] = [json.dumps(d, sort_keys=False) for d in out["dtypes"]]
+    # the dtypes check: outcome per dtype, and the dtypes CPU supports that the backend refuses
+    out["dtype_gaps"] = [",".join(d for d, o in (s or {}).items() if o == DTYPE_REFUSED)
+                         for s in out["dtype_support"]]
+    out["dtype_support"] = [json.dumps(s, sort_keys=False) for s in out["dtype_support"]]
     if "tags" in out:
         out["tags"] = [",".join(t) for t in out["tags"]]
     return out
@@ -81,6 +87,7 @@ def json_document(df: pd.DataFrame, ann: Annotations) -> dict[str, Any]:
         "universe": data["universe"],
         "columns": data["columns"],
         "summary": data["summary"],
+        "dtype_gaps": data["dtype_gaps"],
         "overloads": table.to_dict(orient="records"),
         "verdicts": verdicts,
     })

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any
 from opdb import outcomes
 from reports.ops import STATUSES, Annotations, scope
 from reports.results import DTYPES, VERDICTS
-from reports.tables import NOT_TESTED, column_keys, column_of, count, latest, worst
+from reports.tables import (
+    NOT_TESTED,
+    column_keys,
+    column_of,
+    count,
+    dtype_gaps,
+    latest,
+    worst,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -101,6 +109,7 @@ def page_data(
             verdict_names.append(v)
     vcode = {v: i for i, v in enumerate(verdict_names)}
     dtype_index = {d: i for i, d in enumerate(DTYPES)}
+    outcome_index = {o: i for i, o in enumerate(outcomes.DTYPE_OUTCOMES)}
     strings = _Interner()
     sources = list(dict.fromkeys(cur["source"]))
     src_index = {s: i for i, s in enumerate(sources)}
@@ -109,20 +118,23 @@ def page_data(
     cells: dict[str, list[int]] = {}
     ncol = len(keys)
     records = cur[["overload", "verdict", "category", "message", "missing_op", "repro",
-                   "expected", "examples", "duration_s", "seed", "dtypes", "source", "line"]]
+                   "expected", "examples", "duration_s", "seed", "dtypes", "source", "line",
+                   "dtype_support"]]
     for rec, col in zip(records.itertuples(index=False), cols, strict=True):
         dts: list[list[int]] = []
         for name, c in (rec.dtypes or {}).items():
             if name in dtype_index:
                 dts.append([dtype_index[name], c["examples"], c["cpu_ok"], c["backend_ok"],
                             c["agree"]])
+        support = [[dtype_index[n], outcome_index[o]] for n, o in (rec.dtype_support or {}).items()
+                   if n in dtype_index and o in outcome_index]
         dur = rec.duration_s
         details.append([
             vcode[rec.verdict], strings(rec.category), strings(rec.message),
             strings(rec.missing_op), strings(rec.repro), strings(rec.expected),
             int(rec.examples), None if dur is None or not math.isfinite(dur) else round(dur, 4),
             _int_or_none(rec.seed),
-            dts, src_index[rec.source], int(rec.line),
+            dts, src_index[rec.source], int(rec.line), support,
         ])
         row = cells.get(rec.overload)
         if row is None:
@@ -185,6 +197,9 @@ def page_data(
         "verdicts": verdict_names,
         "statuses": list(STATUSES),
         "dtypes": list(DTYPES),
+        # the dtypes check's per-dtype outcomes (details[i][12] holds [dtype, outcome] codes)
+        "dtype_outcomes": [[o, what] for o, what in outcomes.DTYPE_OUTCOMES.items()],
+        "dtype_gaps": gaps_by_backend(cur),
         "families": families.items,
         "tags": tags.items,
         "strings": strings.items,  # packed by render(): see pack_strings()
@@ -200,6 +215,16 @@ def page_data(
         "missing_variants": [dict(x) for x in ann.missing_variants],
         "missing_backward": [dict(x) for x in ann.missing_backward],
     }
+
+
+def gaps_by_backend(cur: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per backend, the overloads with dtypes CPU supports and the backend refuses:
+    ``[{"backend", "overload", "dtypes": [...]}]`` (:func:`reports.tables.dtype_gaps`)."""
+    out: list[dict[str, Any]] = []
+    for (backend, overload), grp in dtype_gaps(cur).groupby(["backend", "overload"], sort=False):
+        out.append({"backend": backend or "", "overload": overload,
+                    "dtypes": list(grp["dtype"])})
+    return out
 
 
 def _fail_kinds(cur: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:

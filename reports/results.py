@@ -30,6 +30,7 @@ BAD_VERDICTS: frozenset[str] = outcomes.BAD_VERDICTS
 VERDICT_FIELDS: tuple[str, ...] = (
     "overload", "check", "backend", "verdict", "category", "message", "missing_op",
     "examples", "duration_s", "seed", "torch_version", "repro", "expected", "dtypes",
+    "dtype_support",
 )
 
 _REQUIRED = ("overload", "check", "verdict")
@@ -93,6 +94,13 @@ def _dtype_counts(value: Any) -> dict[str, dict[str, int]]:
     return out
 
 
+def _dtype_support(value: Any) -> dict[str, str]:
+    """The ``dtypes`` check's outcome per dtype (``{}`` for other checks and older files)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in value.items() if isinstance(v, str)}
+
+
 def normalize_verdict(obj: Mapping[str, Any]) -> dict[str, Any]:
     """One verdict record with every field of :data:`VERDICT_FIELDS` present and typed."""
     rec: dict[str, Any] = {
@@ -110,6 +118,7 @@ def normalize_verdict(obj: Mapping[str, Any]) -> dict[str, Any]:
         "repro": _text(obj.get("repro")),
         "expected": _text(obj.get("expected")),
         "dtypes": _dtype_counts(obj.get("dtypes")),
+        "dtype_support": _dtype_support(obj.get("dtype_support")),
     }
     if isinstance(obj.get("dtype"), str):  # a check that records one verdict per dtype
         rec["dtype"] = obj["dtype"]

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from opdb import outcomes
 from reports.ops import Annotations, annotate
 from reports.results import DTYPES, TESTED_VERDICTS, VERDICT_FIELDS, Results, read
 
@@ -248,6 +249,22 @@ def dtype_table(df: pd.DataFrame) -> pd.DataFrame:
     order = {d: i for i, d in enumerate(DTYPES)}
     out["_o"] = out["dtype"].map(lambda d: order.get(d, len(order)))
     return out.sort_values(["overload", "check", "_o"], kind="stable").drop(columns="_o")
+
+
+def dtype_gaps(df: pd.DataFrame) -> pd.DataFrame:
+    """Dtypes CPU supports but the backend refuses, from the ``dtypes`` check's per-dtype
+    outcomes (latest record per (backend, overload, check)): ``backend overload dtype`` —
+    one row per pair, in backend, overload, dtype order."""
+    import pandas as pd
+
+    cur = latest(df)
+    order = {d: i for i, d in enumerate(DTYPES)}
+    rows = sorted(
+        ((b, ov, dt) for b, ov, sup in zip(cur["backend"], cur["overload"],
+                                          cur["dtype_support"], strict=True)
+         for dt, outcome in (sup or {}).items() if outcome == outcomes.DTYPE_REFUSED),
+        key=lambda r: (r[0], r[1], order.get(r[2], len(order))))
+    return pd.DataFrame(rows, columns=["backend", "overload", "dtype"])
 
 
 def dtype_cell(examples: int, cpu_ok: int, backend_ok: int, agree: int) -> str:

@@ -115,7 +115,11 @@
       if (s === "status") return row.status < 0 ? 99 : row.status;
       if (s === "overall") return SEVRANK[row.overall];
       if (s.indexOf("col:") === 0) return SEVRANK[cellVerdict(row, +s.slice(4))];
-      if (s.indexOf("dt:") === 0) { var a = dtypeAgg(row), k = +s.slice(3) * 4; return a[k] ? a[k + 3] / a[k] : 2; }
+      if (s.indexOf("dt:") === 0) {
+        var o = dtypeSupport(row)[+s.slice(3)];
+        if (o >= 0) return o - DOUT.length;  /* dtypes-check outcomes first, worst first */
+        var a = dtypeAgg(row), k = +s.slice(3) * 4; return a[k] ? a[k + 3] / a[k] : 2;
+      }
       return row.i; /* family order as built */
     }
 
@@ -211,6 +215,32 @@
       AGG[key] = a;
       return a;
     }
+    /* the dtypes check's per-dtype outcome (details[d][12]); the worst over the row's records */
+    var DOUT = D.dtype_outcomes.map(function (x) { return x[0]; });
+    var DOUT_TEXT = D.dtype_outcomes.map(function (x) { return x[1]; });
+    var DOUT_CLS = { ok: "agree", differs: "disagree", refused: "backend_rejects", raises: "backend_rejects",
+                     cpu_rejects: "both_reject", uncompared: "none" };
+    var DOUT_SHORT = { ok: "ok", differs: "differs", refused: "refused", raises: "raises",
+                       cpu_rejects: "CPU ✗", uncompared: "ran" };
+    var SUP = {};
+    function dtypeSupport(row) {
+      var key = state.dcheck + ":" + row.i;
+      var s = SUP[key];
+      if (s) return s;
+      s = new Int8Array(D.dtypes.length).fill(-1);
+      for (var j = 0; j < NCOL; j++) {
+        if (state.dcheck >= 0 && j !== state.dcheck) continue;
+        var d = row.cells[j];
+        if (d < 0) continue;
+        var sup = D.details[d][12] || [];
+        for (var k = 0; k < sup.length; k++) {
+          var t = sup[k][0], o = sup[k][1];
+          if (s[t] < 0 || o < s[t]) s[t] = o;
+        }
+      }
+      SUP[key] = s;
+      return s;
+    }
     function dclass(n, cpu, be, agree) {
       if (n <= 0) return "none";
       if (agree >= n) return cpu > 0 ? "agree" : "both_reject";
@@ -241,6 +271,11 @@
           var st = item.status < 0 ? null : D.statuses[item.status];
           e = el("div", "stat s-" + (st || "unknown"), st || "?");
           e.title = st ? "static status: " + st : "static status unknown (no --coverage)";
+        } else if (spec.dt !== undefined && dtypeSupport(item)[spec.dt] >= 0) {
+          var out = DOUT[dtypeSupport(item)[spec.dt]];
+          e = el("div", "cell d-" + (DOUT_CLS[out] || "none"), DOUT_SHORT[out] || out);
+          e.title = D.dtypes[spec.dt] + ": " + out + " — " + DOUT_TEXT[DOUT.indexOf(out)] + " (dtypes check)";
+          e._row = item.i; e._dt = spec.dt;
         } else if (spec.dt !== undefined) {
           var a = dtypeAgg(item), b = spec.dt * 4, cls = dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
           e = el("div", "cell d-" + cls, a[b] ? a[b + 3] + "/" + a[b] : "\u2014");
@@ -388,9 +423,13 @@
     }
     function showDtype(row, k) {
       var a = dtypeAgg(row), b = k * 4, cls = dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
+      var so = dtypeSupport(row)[k], sname = so >= 0 ? DOUT[so] : null;
+      if (sname) cls = DOUT_CLS[sname] || "none";
       openDrawer(row.name + " \u00b7 " + D.dtypes[k], cls);
       opened = row.name + "/dtype:" + D.dtypes[k]; writeHash();
-      dbody.appendChild(dl([["dtype", D.dtypes[k]], ["outcome", DCLS[cls]], ["examples", a[b]],
+      dbody.appendChild(dl([["dtype", D.dtypes[k]],
+        ["dtypes check", sname ? sname + " \u2014 " + DOUT_TEXT[so] : null],
+        ["outcome", DCLS[cls]], ["examples", a[b]],
         ["CPU ok", a[b + 1]], ["backend ok", a[b + 2]], ["agree", a[b + 3]],
         ["counted over", state.dcheck < 0 ? "all checks" : COLS[state.dcheck]]]));
       var t = el("table", "plain"), tr = el("tr");
@@ -459,6 +498,12 @@
         n = D.missing_variants.length;
         list.appendChild(el("p", "defs", "Families where the backend has some variants (functional / in-place / out) but not others. From the static coverage."));
         list.appendChild(rows.length ? table(["family", "present", "missing"], rows) : el("div", "empty", n ? "no family matches the search" : "none listed (needs --coverage)"));
+      } else if (state.tab === "gaps") {
+        rows = D.dtype_gaps.filter(function (x) { return textMatch(String(x.overload)); })
+          .map(function (x) { return [x.overload, x.backend, x.dtypes.join(", ")]; });
+        n = D.dtype_gaps.length;
+        list.appendChild(el("p", "defs", "Dtypes CPU supports that the backend refuses (missing kernel or dtype error), per overload and backend. From the dtypes check."));
+        list.appendChild(rows.length ? table(["overload", "backend", "dtypes refused"], rows) : el("div", "empty", n ? "no overload matches the search" : "none (or no dtypes check in the results)"));
       } else if (state.tab === "backward") {
         rows = D.missing_backward.filter(function (x) { return textMatch(String(x.forward)); })
           .map(function (x) { return [x.forward, (x.missing || []).join(", ")]; });
@@ -566,7 +611,7 @@
       });
       readControls();
       var tab = p.get("tab");
-      setTab(["matrix", "dtypes", "variants", "backward", "runs"].indexOf(tab) >= 0 ? tab : "matrix");
+      setTab(["matrix", "dtypes", "variants", "backward", "gaps", "runs"].indexOf(tab) >= 0 ? tab : "matrix");
       var open = p.get("open");
       if (open) {
         var cut = open.indexOf("/"), name = cut < 0 ? open : open.slice(0, cut), col = cut < 0 ? null : open.slice(cut + 1);
