@@ -19,6 +19,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from conformance.strategies import Call, OpSignature
+from conformance.variants_inplace import inplace_applies, verify_inplace
 from conformance.verdicts import CheckFailure, CpuRejected
 from opdb.dtypes import default_tolerance
 
@@ -605,6 +606,9 @@ CHECKS: dict[str, Check] = {
         Check("dtypes", "dtypes", "each of the twelve dtypes: CPU supports it, the backend "
               "supports it, values agree", _dtypes_applies, verify_dtypes, examples_factor=0.3,
               shrink=False),
+        Check("inplace", "inplace", "in-place overloads: self returned and written, inputs and "
+              "view bases as CPU's, refusals, version counters", inplace_applies, verify_inplace,
+              examples_factor=2),
     )
 }
 

@@ -181,6 +181,10 @@ def snippet(call: Call, backend: Backend, *, note: str | None = None) -> str:
     backpropagates too)."""
     if "autograd" in call.notes:
         return _autograd_snippet(call, backend, note)
+    if any(n.startswith("inplace:") for n in call.notes):  # the in-place check's own snippet
+        from conformance.variants_inplace import snippet as inplace_snippet
+
+        return inplace_snippet(call, backend, note)
     sig = call.sig
     lines = ["import torch"]
     lines += bringup_lines(backend)

@@ -41,7 +41,7 @@ from opdb.dtypes import COMPLEX, DTYPE_NAMES, FLOATING, LOW_PRECISION, dtype_nam
 from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
 from opdb.opdata import ArgHint, OpHints
 
-MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes")
+MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes", "inplace")
 
 # Base types the strategies can draw; anything else is drawn only as its default / None.
 _DRAWABLE = {"Tensor", "int", "SymInt", "float", "bool", "Scalar", "ScalarType", "str"}
@@ -650,6 +650,10 @@ def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[A
                              f"in opdb/data/hints.yaml")
         if spec.base == "str" and not spec.has_default_value and hints.get(spec.name).choices is None:
             raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
+    if mode == "inplace":  # the in-place check's variants of forward calls (its own module)
+        from conformance.variants_inplace import inplace_calls
+
+        return inplace_calls(sig, hints)
     factory = {"forward": forward_calls, "broadcast": broadcast_calls,
                "promotion": promotion_calls, "autograd": autograd_calls,
                "dtypes": dtype_sweeps}[mode]

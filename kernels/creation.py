@@ -157,7 +157,10 @@ def fill_tensor(self: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
             "fill_ only supports 0-dimension value tensor but got tensor with "
             f"{value.dim()} dimensions."
         )
-    return fill_scalar(self, scalar_value(value))
+    v = scalar_value(value)
+    if isinstance(v, complex) and not self.is_complex():
+        v = v.real  # a complex value *tensor* is copied as copy_ copies it: its real part
+    return fill_scalar(self, v)
 
 
 @register("zero_")

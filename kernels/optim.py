@@ -70,6 +70,12 @@ def _real(*scalars: Any) -> bool:
     return all(isinstance(s, _REAL) for s in scalars)
 
 
+def _written(tensors: Sequence[torch.Tensor]) -> None:
+    """Tensors the fast path wrote through NumPy: their version counters move, as ATen's foreach
+    kernels move them (``increment_version``), so autograd sees the in-place update."""
+    torch.autograd.graph.increment_version(list(tensors))
+
+
 def _check_lengths(name: str, *lists: Sequence[Any]) -> None:
     n = len(lists[0])
     if n == 0:
@@ -132,6 +138,8 @@ def _make_binary(name: str, ufunc: np.ufunc, has_alpha: bool) -> None:
                     ufunc(a, b, out=a)
                 else:
                     results.append(from_numpy(ufunc(a, b), t.dtype))
+            if inplace:
+                _written(self)
             return None if inplace else results
         out = [per_tensor(inplace, t, o, alpha) for t, o in zip(self, others, strict=True)]
         return None if inplace else out
@@ -207,6 +215,8 @@ def _make_pointwise(name: str, combine: Callable[[np.ndarray, np.ndarray, Any], 
                         np.add(a, term, out=a)
                     else:
                         results.append(from_numpy(a + term, t.dtype))
+            if inplace:
+                _written(self)
             return None if inplace else results
         fn = op_ if inplace else op
         out = [fn(t, a1, a2, value=v) for t, a1, a2, v in zip(self, t1, t2, values, strict=True)]
@@ -279,6 +289,8 @@ def _lerp_run(inplace: bool, self: list[torch.Tensor], ends: list[torch.Tensor],
                     np.copyto(a, value)
                 else:
                     results.append(from_numpy(value, t.dtype))
+        if inplace:
+            _written(self)
         return None if inplace else results
     fn = aten.lerp_ if inplace else aten.lerp
     out = [(fn.Tensor if tensor_weights else fn.Scalar)(t, e, w)
@@ -337,6 +349,7 @@ def _make_unary(name: str, ufunc: np.ufunc) -> None:
                 for t in self:
                     a = to_numpy(t)
                     ufunc(a, out=a)
+            _written(self)
             return
         for t in self:
             op_(t)
@@ -356,6 +369,7 @@ def _foreach_zero_(self: list[torch.Tensor]) -> None:
     for t in self:
         if t.device.type == DEVICE:
             to_numpy(t)[...] = 0
+            _written([t])
         else:
             t.zero_()
 

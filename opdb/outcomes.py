@@ -93,6 +93,23 @@ def worse_dtype_outcome(a: str | None, b: str) -> str:
     return a if rank.get(a, len(order)) <= rank.get(b, len(order)) else b
 
 
+# -- the inplace check's own kinds of disagreement (the semantics of an in-place overload) -----
+#: The in-place overload returned another tensor, not its ``self`` argument (CPU returns ``self``).
+INPLACE_IDENTITY = "inplace_identity"
+#: ``self`` still holds its input values after the call, where CPU's holds the result.
+INPLACE_NOT_WRITTEN = "inplace_not_written"
+#: A tensor argument the schema does not mark written (``other``) was changed by the call.
+INPLACE_INPUT_CHANGED = "inplace_input_changed"
+#: The backend wrote into ``self`` where CPU refuses (the result dtype cannot be cast to
+#: ``self``'s, or ``self`` would have to broadcast).
+INPLACE_REFUSAL = "inplace_refusal"
+#: Writing in place through a view (a transpose, a strided slice, an offset) left the base
+#: other than CPU's, although the same call on a plain ``self`` agrees.
+INPLACE_VIEW = "inplace_view"
+#: A version counter (``t._version``) moved otherwise than CPU's: autograd would not see the
+#: mutation, or would see one that did not happen.
+INPLACE_VERSION = "inplace_version"
+
 #: Fail categories with one line each (what disagreed).
 FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "value": "values differ from CPU beyond tolerance",
@@ -111,6 +128,12 @@ FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     BACKWARD_RAISES: "the backward raises where CPU's returns gradients",
     FORWARD_DIFFERS: "forward values already differ from CPU's: gradients not compared",
     DTYPE_UNSUPPORTED: "the backend refuses a dtype CPU supports (missing kernel or dtype error)",
+    INPLACE_IDENTITY: "an in-place overload returned another tensor, not self",
+    INPLACE_NOT_WRITTEN: "an in-place overload left self unchanged where CPU's holds the result",
+    INPLACE_INPUT_CHANGED: "an in-place overload changed an input it must only read",
+    INPLACE_REFUSAL: "an in-place overload wrote into self where CPU refuses (cast, broadcast)",
+    INPLACE_VIEW: "in-place through a view left the base other than CPU's",
+    INPLACE_VERSION: "an in-place overload moved the version counter otherwise than CPU",
 })
 
 #: Severity of a fail category, higher is worse: a wrong result or a missing capability (3),
@@ -124,6 +147,10 @@ FAIL_SEVERITY: Mapping[str, int] = MappingProxyType({
     # the forward check already fails for it; here it only explains why gradients went unchecked
     FORWARD_DIFFERS: 2,
     DTYPE_UNSUPPORTED: 3,
+    # a wrong result where the caller looks for it (an optimizer step that never lands)
+    INPLACE_IDENTITY: 3, INPLACE_NOT_WRITTEN: 3, INPLACE_INPUT_CHANGED: 3, INPLACE_VIEW: 3,
+    # missing validation, as error_accepts; autograd's bookkeeping, not the values
+    INPLACE_REFUSAL: 2, INPLACE_VERSION: 2,
 })
 
 #: Skip categories: why nothing was checked.
