@@ -615,6 +615,28 @@ def _mul_inplace_fresh(self: torch.Tensor, other: Any) -> torch.Tensor:
 
 
 
+def _contiguous_only(ref: Kernel) -> Kernel:
+    """An in-place kernel right only for contiguous ``self``: a strided one is copied to a
+    contiguous buffer, the buffer updated, and nothing written back."""
+
+    def buggy(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if self.is_contiguous():
+            return ref(self, *args, **kwargs)
+        ref(self.contiguous(), *args, **kwargs)
+        return self
+
+    return buggy
+
+
+def _sub_inplace_casts(ref: Kernel) -> Kernel:
+    """sub_ that casts any result into ``self`` (int64 -= float32 truncated, not refused)."""
+
+    def buggy(self: torch.Tensor, other: Any, *, alpha: Any = 1) -> Any:
+        return into(self, torch.sub(host(self), host(other), alpha=alpha))
+
+    return buggy
+
+
 def _out_kernel(fn: Callable[..., Any]) -> Callable[[Kernel], Kernel]:
     """Like :func:`on_cpu`, for out= overloads: writes the CPU result into the device ``out``."""
 
@@ -806,8 +828,7 @@ MUTANTS: tuple[Mutant, ...] = (
            on_cpu(_add_out_fresh), w(t([1.0]), t([2.0]), out=torch.zeros(1)),
            needs="an out= check (result written into out)"),
     Mutant("mul_inplace_fresh", "variants", "mul_.Tensor", "returns a new tensor; self is not "
-           "modified", on_cpu(_mul_inplace_fresh), w(t([1.0]), t([2.0])),
-           needs="an in-place check (self modified and returned)"),
+           "modified", on_cpu(_mul_inplace_fresh), w(t([1.0]), t([2.0]))),
     # -- autograd: backward kernels (issue 10's autograd check does not exist yet) ----------
     Mutant("threshold_backward_ge", "autograd", "threshold_backward", "gradient passes at "
            "x == threshold (>= instead of >)", on_cpu(_threshold_backward_ge),
@@ -832,6 +853,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("sin_f64_in_f32", "dtypes", "sin", "float64 computed in float32 (within float64's "
            "default tolerance, rtol 1e-7, for most inputs)", on_cpu(_sin_f32),
            w(t([0.3], F64))),
+    # -- inplace: what an in-place overload does to its arguments ---------------------------
+    Mutant("mul_inplace_strided_copy", "inplace", "mul_.Tensor", "a non-contiguous self (a "
+           "transposed view) is updated in a contiguous copy: self and its base keep their "
+           "values", _contiguous_only, w(t([[1.0, 2.0], [3.0, 4.0]]).t(), t([2.0])),
+           needs="inplace check (not in the default checks)"),
+    Mutant("sub_inplace_casts", "inplace", "sub_.Tensor", "a float result is truncated into an "
+           "int64 self instead of refused as CPU refuses it", _sub_inplace_casts,
+           w(t([1], I64), t([0.5])), needs="inplace check (not in the default checks)"),
 )
 
 
