@@ -90,3 +90,8 @@ def test_dtype_error_recognised_by_name():
     assert is_dtype_error("RuntimeError: unsupported dtype", "int16")
     assert not is_dtype_error("RuntimeError: shapes cannot be multiplied (2x3 and 4x5)", "int16")
     assert not is_dtype_error("RuntimeError: index 16 out of range", "int16")
+    assert is_dtype_error("RuntimeError: expected scalar type Float but found Double", "float64")
+    assert not is_dtype_error("TypeError: float() argument must be a string or a real number, "
+                              "not 'complex'", "float32")
+    assert not is_dtype_error("TypeError: an integer is required (got type bool)", "bool")
+    assert is_dtype_error("RuntimeError: Unsupported data type for int16_t", "int16")
