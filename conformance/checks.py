@@ -612,4 +612,4 @@ CHECKS: dict[str, Check] = {
     )
 }
 
-DEFAULT_CHECKS = ("forward", "promotion", "broadcast")
+DEFAULT_CHECKS = ("forward", "promotion", "broadcast", "dtypes")
