@@ -16,7 +16,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from opdb.errors import InputError
-from opdb.outcomes import DTYPE_REFUSED
 from reports.files import write_text
 
 if TYPE_CHECKING:
@@ -29,13 +28,16 @@ FORMATS = ("html", "csv", "json", "parquet")
 
 def flat_table(df: pd.DataFrame) -> pd.DataFrame:
     """The verdict table with nested columns made flat (for CSV/parquet)."""
-    from reports.tables import latest
+    from reports.tables import dtype_gaps, latest
 
     out = latest(df).drop(columns=["run"]).reset_index(drop=True)
     out["dtypes"] = [json.dumps(d, sort_keys=False) for d in out["dtypes"]]
     # the dtypes check: outcome per dtype, and the dtypes CPU supports that the backend refuses
-    out["dtype_gaps"] = [",".join(d for d, o in (s or {}).items() if o == DTYPE_REFUSED)
-                         for s in out["dtype_support"]]
+    gaps = dtype_gaps(df)
+    by = gaps.groupby(["backend", "overload"], sort=False)["dtype"].agg(",".join).to_dict()
+    out["dtype_gaps"] = [by.get((b or "", ov), "") if sup else ""
+                         for b, ov, sup in zip(out["backend"], out["overload"],
+                                               out["dtype_support"], strict=True)]
     out["dtype_support"] = [json.dumps(s, sort_keys=False) for s in out["dtype_support"]]
     if "tags" in out:
         out["tags"] = [",".join(t) for t in out["tags"]]

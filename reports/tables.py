@@ -254,14 +254,19 @@ def dtype_table(df: pd.DataFrame) -> pd.DataFrame:
 def dtype_gaps(df: pd.DataFrame) -> pd.DataFrame:
     """Dtypes CPU supports but the backend refuses, from the ``dtypes`` check's per-dtype
     outcomes (latest record per (backend, overload, check)): ``backend overload dtype`` —
-    one row per pair, in backend, overload, dtype order."""
+    one row per pair, in backend, overload, dtype order. Only where the backend computes the
+    overload at some other dtype: an overload refused at every dtype CPU computes is missing
+    altogether (``unsupported``), not a dtype gap."""
     import pandas as pd
 
     cur = latest(df)
     order = {d: i for i, d in enumerate(DTYPES)}
+    ran = {outcomes.DTYPE_OK, outcomes.DTYPE_DIFFERS, outcomes.DTYPE_RAISES,
+           outcomes.DTYPE_UNCOMPARED}
     rows = sorted(
         ((b, ov, dt) for b, ov, sup in zip(cur["backend"], cur["overload"],
                                           cur["dtype_support"], strict=True)
+         if ran & set((sup or {}).values())
          for dt, outcome in (sup or {}).items() if outcome == outcomes.DTYPE_REFUSED),
         key=lambda r: (r[0], r[1], order.get(r[2], len(order))))
     return pd.DataFrame(rows, columns=["backend", "overload", "dtype"])

@@ -39,6 +39,17 @@ def test_dtype_gaps_table_lists_refused_pairs_in_dtype_order():
                                                              ("mlu", "neg", "int16")]
 
 
+def test_an_overload_refused_at_every_dtype_is_unsupported_not_a_gap(tmp_path):
+    lines = DTYPES.read_text().splitlines()
+    rec = json.loads(lines[-1])
+    rec.update(overload="sin", verdict="unsupported", category="missing_kernel",
+               dtype_support={"bool": "cpu_rejects", "float32": "refused", "float64": "refused"})
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join([*lines, json.dumps(rec)]) + "\n")
+    gaps = dtype_gaps(frame(read(path)))
+    assert set(gaps["overload"]) == {"neg"}
+
+
 def test_page_data_carries_outcomes_per_cell_and_the_gaps():
     df, ann = _loaded()
     data = rpage.page_data(df, ann)
