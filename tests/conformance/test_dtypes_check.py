@@ -95,3 +95,25 @@ def test_dtype_error_recognised_by_name():
                               "not 'complex'", "float32")
     assert not is_dtype_error("TypeError: an integer is required (got type bool)", "bool")
     assert is_dtype_error("RuntimeError: Unsupported data type for int16_t", "int16")
+
+
+def test_sweep_pins_each_dtype_on_the_primary_tensors():
+    from hypothesis import given, settings
+
+    import opdb
+    from conformance.strategies import DtypeSweep, OpSignature, calls
+    from opdb.opdata import load_hints
+
+    sig = OpSignature.of(opdb.load()["masked_fill.Scalar"])
+    hints = load_hints().for_op("masked_fill.Scalar")
+
+    @settings(max_examples=5, database=None, deadline=None)
+    @given(calls(sig, hints, mode="dtypes"))
+    def check(sweep: DtypeSweep) -> None:
+        assert [d for d, _ in sweep.calls] == list(DTYPE_NAMES)
+        for dtype, call in sweep.calls:
+            values = dict(call.values)
+            assert str(values["self"].dtype) == f"torch.{dtype}"
+            assert str(values["mask"].dtype) == "torch.bool"  # hinted (hints.yaml): kept
+
+    check()
