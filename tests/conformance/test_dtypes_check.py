@@ -117,3 +117,17 @@ def test_sweep_pins_each_dtype_on_the_primary_tensors():
             assert str(values["mask"].dtype) == "torch.bool"  # hinted (hints.yaml): kept
 
     check()
+
+
+def test_refusal_of_an_empty_input_is_not_a_dtype_gap():
+    """CPU returns early on empty tensors, before its dtype dispatch: computing them is no
+    evidence that CPU supports the dtype, so a backend refusing one is `raises`, not `refused`."""
+    import torch
+
+    import opdb
+    from conformance.dtype_support import _all_empty
+    from conformance.strategies import Call, OpSignature
+
+    sig = OpSignature.of(opdb.load()["neg"])
+    assert _all_empty(Call(sig=sig, values=(("self", torch.empty(0, 3)),)))
+    assert not _all_empty(Call(sig=sig, values=(("self", torch.ones(2)),)))
