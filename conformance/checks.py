@@ -592,6 +592,20 @@ def verify_dtypes(ctx: Context, call: Call) -> None:
     verify(ctx, call)  # type: ignore[arg-type]  # the dtypes mode draws a DtypeSweep
 
 
+def _noncontiguous_applies(sig: OpSignature) -> str | None:
+    from conformance import layouts
+
+    return layouts.applies(sig)
+
+
+def verify_noncontiguous(ctx: Context, call: Call) -> None:
+    """The forward inputs as non-contiguous views (conformance/layouts.py)."""
+    __tracebackhide__ = True
+    from conformance import layouts
+
+    layouts.verify(ctx, call)
+
+
 CHECKS: dict[str, Check] = {
     c.name: c
     for c in (
@@ -609,6 +623,9 @@ CHECKS: dict[str, Check] = {
         Check("inplace", "inplace", "in-place overloads: self returned and written, inputs and "
               "view bases as CPU's, refusals, version counters", inplace_applies, verify_inplace,
               examples_factor=2),
+        Check("noncontiguous", "noncontiguous", "forward inputs as transposed, strided, "
+              "expanded, offset and channels_last views: values as CPU, strides where a "
+              "contract", _noncontiguous_applies, verify_noncontiguous),
     )
 }
 

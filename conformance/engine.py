@@ -196,6 +196,7 @@ class Context:
     cpu_errors: Counter[str] = field(default_factory=Counter)
     cpu_dtype_gaps: Counter[str] = field(default_factory=Counter)  # CPU-only dtype refusals
     cpu_unstable_calls: Counter[str] = field(default_factory=Counter)  # CPU unlike itself
+    infos: Counter[tuple[str, str]] = field(default_factory=Counter)  # (category, line)
     tallies: dict[str, _Tally] = field(default_factory=dict)
     dtype_support: dict[str, str] = field(default_factory=dict)  # the dtypes check's outcomes
     _current: tuple[frozenset[str], list[bool]] | None = None
@@ -307,6 +308,11 @@ class Context:
                 self.cpu_unstable_calls[call.describe()] += 1
                 return True
         return False
+
+    def note_info(self, category: str, line: str) -> None:
+        """A check's informational finding (a category of ``opdb.outcomes.INFO_CATEGORIES``):
+        the example still agrees; a ``pass`` carries the category and the most common line."""
+        self.infos[(category, line)] += 1
 
     def to_host(self, t: torch.Tensor) -> torch.Tensor:
         if t.is_meta:
@@ -587,6 +593,11 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                        f"also computed {sum(ctx.cpu_dtype_gaps.values())} that CPU refuses only "
                        f"for lack of a dtype kernel (informational; e.g. {n}x {line})",
                        examples=ctx.checked, ctx=ctx)
+    if ctx.infos:
+        ((category, line), n), = ctx.infos.most_common(1)
+        return verdict("pass", category, f"agreed with CPU on {ctx.checked} examples; "
+                       f"{sum(ctx.infos.values())} informational finding(s) ({category}), e.g. "
+                       f"{n}x {line}", examples=ctx.checked, ctx=ctx)
     return verdict("pass", None, f"agreed with CPU on {ctx.checked} examples",
                    examples=ctx.checked, ctx=ctx)
 

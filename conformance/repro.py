@@ -178,13 +178,19 @@ def _autograd_snippet(call: Call, backend: Backend, note: str | None) -> str:
 
 def snippet(call: Call, backend: Backend, *, note: str | None = None) -> str:
     """The standalone repro for ``call`` on ``backend`` (an ``autograd`` example's repro
-    backpropagates too)."""
+    backpropagates too; a ``noncontiguous`` one builds the same views)."""
     if "autograd" in call.notes:
         return _autograd_snippet(call, backend, note)
     if any(n.startswith("inplace:") for n in call.notes):  # the in-place check's own snippet
         from conformance.variants_inplace import snippet as inplace_snippet
 
         return inplace_snippet(call, backend, note)
+    if "noncontiguous" in call.notes:  # arguments laid out as views (conformance.layouts)
+        from conformance.layouts import LayoutCall
+        from conformance.layouts import snippet as layout_snippet
+
+        assert isinstance(call, LayoutCall)
+        return layout_snippet(call, backend, note=note)
     sig = call.sig
     lines = ["import torch"]
     lines += bringup_lines(backend)

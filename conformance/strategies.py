@@ -16,6 +16,8 @@ tensors stay on CPU when the call is moved to the device under test. Modes:
 * ``promotion`` each operand (Tensor / Scalar positional arguments) independently a tensor,
                 a 0-dim tensor, a 0-dim CPU tensor next to device tensors, or a Python scalar, with
                 its own dtype among the twelve.
+* ``noncontiguous`` ``forward``-like calls with tensor arguments laid out as non-contiguous views
+                (drawn in :mod:`conformance.layouts`, which owns the check).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from opdb.dtypes import COMPLEX, DTYPE_NAMES, FLOATING, LOW_PRECISION, dtype_nam
 from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
 from opdb.opdata import ArgHint, OpHints
 
-MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes", "inplace")
+MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes", "inplace",
+         "noncontiguous")
 
 # Base types the strategies can draw; anything else is drawn only as its default / None.
 _DRAWABLE = {"Tensor", "int", "SymInt", "float", "bool", "Scalar", "ScalarType", "str"}
@@ -166,13 +169,19 @@ class Call:
             if spec.name not in given:
                 positional = False
                 continue
-            value = _place(given[spec.name], device, spec.name in self.on_cpu)
+            value = self.place(spec.name, given[spec.name], device)
             if positional and not spec.kwarg_only:
                 args.append(value)
             else:
                 positional = False
                 kwargs[spec.name] = value
         return args, kwargs
+
+    def place(self, name: str, value: Any, device: str) -> Any:
+        """Argument ``name``'s ``value`` as the call on ``device`` passes it (tensors copied or
+        moved there). A check's own ``Call`` subclass may build something else here
+        (:class:`conformance.layouts.LayoutCall`: non-contiguous views)."""
+        return _place(value, device, name in self.on_cpu)
 
     def run(self, device: str) -> Any:
         args, kwargs = self.split(device)
@@ -654,6 +663,10 @@ def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[A
         from conformance.variants_inplace import inplace_calls
 
         return inplace_calls(sig, hints)
+    if mode == "noncontiguous":  # the forward calls again, with non-contiguous views
+        from conformance.layouts import noncontiguous_calls
+
+        return noncontiguous_calls(sig, hints)
     factory = {"forward": forward_calls, "broadcast": broadcast_calls,
                "promotion": promotion_calls, "autograd": autograd_calls,
                "dtypes": dtype_sweeps}[mode]

@@ -52,8 +52,10 @@ def _check_dtypes(op: str, a: torch.Tensor, b: torch.Tensor,
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # C-order operands, as CPU copies a non-BLAS-able (gapped) operand before its GEMM: NumPy's
+    # own loop for strided operands propagates inf/NaN of complex products differently
     with quiet():
-        return np.matmul(a, b)
+        return np.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b))
 
 
 def _mm_value(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None = None

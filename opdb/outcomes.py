@@ -110,6 +110,15 @@ INPLACE_VIEW = "inplace_view"
 #: mutation, or would see one that did not happen.
 INPLACE_VERSION = "inplace_version"
 
+# -- the noncontiguous check's stride findings ------------------------------------------------
+#: A result's strides differ from CPU's where CPU's are a contract (a view of an input, an
+#: in-place result, a ``memory_format``/``preserve_format`` copy, an elementwise op on dense
+#: non-overlapping inputs): code that relies on them (``view``, ``as_strided``) breaks.
+STRIDES = "strides"
+#: Informational category of a ``pass``: a result's strides differ from CPU's where CPU makes no
+#: promise about them (a reduction, a matmul, an op on overlapping or gapped inputs).
+STRIDES_INFORMATIONAL = "strides_informational"
+
 #: Fail categories with one line each (what disagreed).
 FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "value": "values differ from CPU beyond tolerance",
@@ -134,6 +143,8 @@ FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     INPLACE_REFUSAL: "an in-place overload wrote into self where CPU refuses (cast, broadcast)",
     INPLACE_VIEW: "in-place through a view left the base other than CPU's",
     INPLACE_VERSION: "an in-place overload moved the version counter otherwise than CPU",
+    STRIDES: "result strides differ from CPU's where they are a contract (views, "
+             "preserve_format copies, elementwise ops on dense inputs)",
 })
 
 #: Severity of a fail category, higher is worse: a wrong result or a missing capability (3),
@@ -151,6 +162,8 @@ FAIL_SEVERITY: Mapping[str, int] = MappingProxyType({
     INPLACE_IDENTITY: 3, INPLACE_NOT_WRITTEN: 3, INPLACE_INPUT_CHANGED: 3, INPLACE_VIEW: 3,
     # missing validation, as error_accepts; autograd's bookkeeping, not the values
     INPLACE_REFUSAL: 2, INPLACE_VERSION: 2,
+    # right values in a layout other code may rely on (view, as_strided, data_ptr arithmetic)
+    STRIDES: 2,
 })
 
 #: Skip categories: why nothing was checked.
@@ -174,6 +187,8 @@ UNSUPPORTED_CATEGORIES: Mapping[str, str] = MappingProxyType({
 INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
     CPU_DTYPE_GAP: "the backend computes dtypes CPU's own kernel lacks (informational)",
     CPU_UNSTABLE: "CPU disagreed with itself on some examples: values not compared there",
+    STRIDES_INFORMATIONAL: "result strides differ from CPU's where CPU promises none "
+                           "(informational)",
 })
 
 #: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).

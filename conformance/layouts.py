@@ -1,0 +1,462 @@
+"""The ``noncontiguous`` check: the ``forward`` inputs again as non-contiguous views.
+
+Backend kernels are often right only for contiguous input: they read the storage as if it were
+laid out row-major from offset 0. This check draws a ``forward`` call, then lays one tensor
+argument (or, sometimes, every tensor argument) out as one of :data:`LAYOUTS` — a view with the
+same shape whose values are the drawn ones (``expanded``: replicated along one dimension):
+
+* ``offset``        a contiguous view at a storage offset into a larger buffer
+* ``transposed``    the last two dims swapped back of a contiguous tensor of the transposed shape
+* ``strided``       every other element (step 2) of a tensor twice as large along one dimension
+* ``channels_last`` a 4-d tensor stored NHWC (``permute(0, 2, 3, 1)`` back of a contiguous one)
+* ``expanded``      stride 0: a size-1 dimension expanded (values replicated along it)
+
+The gaps of ``offset``/``strided`` buffers hold poison (NaN for floating dtypes, the values
+reversed otherwise), so a kernel that reads them shows. The view is built the same way on both
+sides, on the device from a base tensor on the device (so the backend really receives a strided
+tensor, made by its own view kernels), and the repro snippet writes the same construction.
+
+Values, dtypes and shapes are compared as ``forward`` compares them. A disagreement is the
+layout's only if the same values as contiguous tensors agree with CPU (the *contiguous twin*,
+run on a failure only); otherwise it is the ``forward`` check's to report, and the example is
+not counted here (a known NaN-propagation bug is not filed twice). A result's strides are
+compared where CPU's are a contract (:func:`stride_contract`): a view of an input, an in-place
+result (``self``), an op that takes ``memory_format`` (``preserve_format`` copies such as
+``clone``, ``*_like``, ``to``), and an elementwise op whose inputs are all dense and
+non-overlapping. A stride difference there is a ``strides`` failure; elsewhere it is noted as
+``strides_informational`` on a ``pass``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from hypothesis import assume
+from hypothesis import strategies as st
+from torch._prims_common import check_significant_strides
+from torch.utils._pytree import tree_flatten
+
+from conformance.repro import _SHOW, _op_call, _value, bringup_lines, tensor_literal
+from conformance.strategies import (
+    Call,
+    OpSignature,
+    _assemble,
+    _broadcastable_shapes,
+    _Plan,
+    _symbolic_shapes,
+    _tensor_arg_dtypes,
+)
+from conformance.values import cached_integers
+from conformance.verdicts import CheckFailure, CpuRejected
+from opdb.dtypes import DTYPE_NAMES
+from opdb.opdata import OpHints
+from opdb.outcomes import STRIDES, STRIDES_INFORMATIONAL
+
+if TYPE_CHECKING:
+    from conformance.backends import Backend
+    from conformance.engine import Context
+
+Shape = tuple[int, ...]
+
+#: Elements of poison before an ``offset`` view's first element.
+OFFSET = 3
+
+
+def _last_wide(shape: Shape) -> int | None:
+    """The last dimension longer than 1 (where a step or an expansion changes the strides)."""
+    for d in range(len(shape) - 1, -1, -1):
+        if shape[d] > 1:
+            return d
+    return None
+
+
+def _poison(t: torch.Tensor, shape: Shape) -> torch.Tensor:
+    """What fills the gaps of a buffer: NaN for floating/complex dtypes (a kernel that reads a
+    gap shows as NaN), else ``t``'s values reversed (still valid indices), negated for bool."""
+    n = math.prod(shape)
+    if t.is_floating_point() or t.is_complex():
+        return torch.full(shape, math.nan, dtype=t.dtype)
+    flat = t.reshape(-1).flip(0)
+    if t.dtype == torch.bool:
+        flat = ~flat
+    if flat.numel() == 0:
+        return torch.zeros(shape, dtype=t.dtype)
+    return flat.repeat(n // flat.numel() + 1)[:n].reshape(shape)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One way to lay a tensor out: ``fits(shape)`` (the view would really be non-contiguous),
+    ``base(t)`` (the CPU buffer holding ``t``'s values), ``view(base, shape)`` (run on the side's
+    own tensor), ``code(expr, shape)`` (the same view, as Python source for the repro), and
+    whether the view is ``dense`` (non-overlapping and dense: an elementwise result's strides
+    follow it)."""
+
+    name: str
+    fits: Callable[[Shape], bool]
+    base: Callable[[torch.Tensor], torch.Tensor]
+    view: Callable[[torch.Tensor, Shape], torch.Tensor]
+    code: Callable[[str, Shape], str]
+    dense: bool
+
+    def build(self, t: torch.Tensor, device: str | None) -> torch.Tensor:
+        """``t`` laid out this way, on ``device`` (``None``: a CPU copy)."""
+        base = self.base(t.detach())
+        if device is not None:
+            base = base.to(device)
+        return self.view(base, tuple(t.shape))
+
+
+def _fresh(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy with a storage of its own, exactly as large as it (``contiguous()``
+    would return an already contiguous view of the drawn tensor's bigger storage)."""
+    return t.clone(memory_format=torch.contiguous_format)
+
+
+def _strided_base(t: torch.Tensor) -> torch.Tensor:
+    d = _last_wide(tuple(t.shape))
+    assert d is not None
+    pair = torch.stack([t, _poison(t, tuple(t.shape))], dim=d + 1)
+    return pair.flatten(d, d + 1)  # t's elements at even indices of dim d, poison between
+
+
+def _strided_view(b: torch.Tensor, shape: Shape) -> torch.Tensor:
+    d = _last_wide(shape)
+    assert d is not None
+    return b[(slice(None),) * d + (slice(None, None, 2),)]
+
+
+def _strided_code(b: str, shape: Shape) -> str:
+    d = _last_wide(shape)
+    return f"{b}[{':, ' * (d or 0)}::2]"
+
+
+def _expanded_base(t: torch.Tensor) -> torch.Tensor:
+    d = _last_wide(tuple(t.shape))
+    assert d is not None
+    return _fresh(t.narrow(d, 0, 1))
+
+
+def _offset_base(t: torch.Tensor) -> torch.Tensor:
+    return torch.cat([_poison(t, (OFFSET,)), t.reshape(-1)])
+
+
+#: The layouts. Hypothesis shrinks toward the first; ``offset`` (the only one that fits a 0-dim
+#: or one-element tensor) comes last, so that it is not drawn for every shape the others fit.
+LAYOUTS: dict[str, Layout] = {lay.name: lay for lay in (
+    Layout("transposed", lambda s: len(s) >= 2 and s[-1] > 1 and s[-2] > 1,
+           lambda t: _fresh(t.transpose(-2, -1)),
+           lambda b, s: b.transpose(-2, -1),
+           lambda b, s: f"{b}.transpose(-2, -1)", dense=True),
+    Layout("strided", lambda s: _last_wide(s) is not None, _strided_base, _strided_view,
+           _strided_code, dense=False),
+    Layout("channels_last", lambda s: len(s) == 4 and s[1] > 1 and s[2] * s[3] > 1,
+           lambda t: _fresh(t.permute(0, 2, 3, 1)),
+           lambda b, s: b.permute(0, 3, 1, 2),
+           lambda b, s: f"{b}.permute(0, 3, 1, 2)", dense=True),
+    Layout("expanded", lambda s: _last_wide(s) is not None, _expanded_base,
+           lambda b, s: b.expand(s),
+           lambda b, s: f"{b}.expand({list(s)})", dense=False),
+    Layout("offset", lambda s: True, _offset_base,
+           lambda b, s: b[OFFSET:].view(s),
+           lambda b, s: f"{b}[{OFFSET}:].view({list(s)})", dense=True),
+)}
+
+
+def _tensors_of(value: Any) -> list[torch.Tensor]:
+    items = value if isinstance(value, list | tuple) else [value]
+    return [v for v in items if isinstance(v, torch.Tensor)]
+
+
+@dataclass(frozen=True)
+class LayoutCall(Call):
+    """A :class:`Call` whose tensor arguments named in ``layouts`` are passed as views of that
+    layout (each tensor of a ``Tensor[]`` argument that the layout fits); built afresh, from a
+    base on the side's device, every time the call runs."""
+
+    layouts: tuple[tuple[str, str], ...] = ()  # (argument name, layout name)
+
+    @property
+    def layout_of(self) -> dict[str, str]:
+        return dict(self.layouts)
+
+    def place(self, name: str, value: Any, device: str) -> Any:
+        kind = self.layout_of.get(name)
+        if kind is None:
+            return super().place(name, value, device)
+        layout = LAYOUTS[kind]
+        target = None if device == "cpu" or name in self.on_cpu else device
+
+        def lay(v: Any) -> Any:
+            if not isinstance(v, torch.Tensor):
+                return v
+            if layout.fits(tuple(v.shape)):
+                return layout.build(v, target)
+            return Call.place(self, name, v, device)  # a list element the layout does not fit
+
+        if isinstance(value, list):
+            return [lay(v) for v in value]
+        return lay(value)
+
+    @property
+    def layout_text(self) -> str:
+        """``self transposed`` / ``self and other strided``: which views, for messages (no
+        ``:`` or ``=``, which failure fingerprints split at)."""
+        kinds: dict[str, list[str]] = {}
+        for name, kind in self.layouts:
+            kinds.setdefault(kind, []).append(name)
+        return "; ".join(f"{' and '.join(names)} {kind}" for kind, names in kinds.items()) \
+            or "contiguous"
+
+    @property
+    def dense(self) -> bool:
+        """Every tensor argument is non-overlapping and dense as laid out."""
+        return all(LAYOUTS[kind].dense for _, kind in self.layouts)
+
+    def describe(self) -> str:
+        return f"{super().describe()} with {self.layout_text}"
+
+    def contiguous_twin(self) -> Call:
+        """The same call on contiguous CPU tensors holding the values the views hold."""
+        values = []
+        for name, value in self.values:
+            if name in self.layout_of:
+                laid = self.place(name, value, "cpu")
+                value = [_fresh(v) if isinstance(v, torch.Tensor) else v for v in laid] \
+                    if isinstance(laid, list) else _fresh(laid)
+            values.append((name, value))
+        return Call(sig=self.sig, values=tuple(values), on_cpu=self.on_cpu,
+                    notes=tuple(n for n in self.notes if n != "noncontiguous"))
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def _candidates(call: Call) -> list[tuple[str, list[str]]]:
+    """Tensor arguments (out= excluded) and the layouts that fit at least one of their tensors.
+    A written argument (in-place ``self``) is never ``expanded``: writing through overlapping
+    elements is refused by ATen or undefined."""
+    outs = {a.name for a in call.sig.args if a.is_out}
+    written = {a.name for a in call.sig.args if a.is_write}
+    found = []
+    for name, value in call.values:
+        if name in outs:
+            continue
+        shapes = [tuple(t.shape) for t in _tensors_of(value)]
+        fitting = [k for k, lay in LAYOUTS.items() if any(lay.fits(s) for s in shapes)
+                   and (lay.dense or k == "strided" or name not in written)]
+        if fitting:
+            found.append((name, fitting))
+    return found
+
+
+def _shapes(draw: Any, sig: OpSignature, hints: OpHints) -> dict[str, Shape]:
+    """Shapes as ``forward`` draws them, less what no layout changes: no size-0 dimension
+    (``forward`` covers those; a view of nothing has nothing to misread)."""
+    max_side = hints.max_side or 4
+    fixed = _symbolic_shapes(draw, sig, hints, max_side)
+    free = [a.name for a in sig.tensor_args if a.name not in fixed]
+    shapes: dict[str, Shape] = {}
+    if sig.is_pointwise and len(free) > 1:
+        shapes = dict(zip(free, _broadcastable_shapes(draw, len(free), max_dims=3, min_side=1,
+                                                      max_side=max_side), strict=True))
+    elif free:
+        rank = draw(cached_integers(0, 3), label="shape rank")
+        one = tuple(draw(cached_integers(1, max_side), label="shape side") for _ in range(rank))
+        shapes = dict.fromkeys(free, one)
+    shapes.update(fixed)
+    return shapes
+
+
+@st.composite
+def noncontiguous_calls(draw: Any, sig: OpSignature, hints: OpHints) -> LayoutCall:
+    """A ``forward``-like call (its dtypes and adversarial values; shapes from :func:`_shapes`)
+    with one tensor argument (or, sometimes, every tensor argument the layout fits) laid out
+    non-contiguously."""
+    dtypes = _tensor_arg_dtypes(draw, sig, hints, DTYPE_NAMES)
+    call = _assemble(draw, sig, hints, _Plan(shapes=_shapes(draw, sig, hints), dtypes=dtypes,
+                                             specials=True))
+    candidates = _candidates(call)
+    assume(candidates)  # every tensor argument drawn None (optional ones)
+    name, fitting = draw(st.sampled_from(candidates), label="laid-out argument")
+    kind = draw(st.sampled_from(fitting), label="layout")
+    notes = call.notes + ("noncontiguous",)
+    layouts: tuple[tuple[str, str], ...] = ((name, kind),)
+    if len(candidates) > 1 and draw(st.booleans(), label="every tensor?"):
+        layouts = tuple((n, kind) for n, f in candidates if kind in f)
+    return LayoutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=notes,
+                      layouts=layouts)
+
+
+# --------------------------------------------------------------------------- the check
+
+
+def applies(sig: OpSignature) -> str | None:
+    if not any(a.base == "Tensor" and not a.is_out for a in sig.args):
+        return "no tensor argument to lay out"
+    return None
+
+
+_VIEW_RETURN = re.compile(r"\([a-z]+\)")  # `-> Tensor(a)`: the result aliases an input
+
+
+def stride_contract(call: LayoutCall) -> str | None:
+    """Why CPU's result strides are a contract for ``call`` (``None``: they are not)."""
+    sig = call.sig
+    returns = sig.schema_str.rpartition("->")[2]
+    if sig.kind == "functional" and _VIEW_RETURN.search(returns):
+        return "a view of an input"
+    if sig.kind == "inplace":
+        return "an in-place result is self"
+    if any(a.base == "MemoryFormat" for a in sig.args):
+        return "memory_format (default preserve_format) decides them"
+    if sig.is_pointwise and sig.kind == "functional" and call.dense:
+        return "an elementwise op on dense non-overlapping inputs"
+    return None
+
+
+def _leaves(out: Any) -> list[Any]:
+    return list(tree_flatten(out)[0])
+
+
+def compare_strides(ctx: Context, call: LayoutCall, expected: Any, actual: Any) -> None:
+    """Strides (of dimensions longer than 1) and, for views, storage offsets of every strided
+    result as CPU's: a ``strides`` failure where :func:`stride_contract` says they are a
+    contract, else an informational note (``strides_informational``)."""
+    __tracebackhide__ = True
+    contract = stride_contract(call)
+    exp, act = _leaves(expected), _leaves(actual)
+    for i, (e, a) in enumerate(zip(exp, act, strict=True)):
+        if not (isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor)) \
+                or e.layout != torch.strided or a.layout != torch.strided:
+            continue
+        label = "out" if len(exp) == 1 else f"out[{i}]"
+        same, _ = check_significant_strides(e, a, only_cuda=False)
+        what = f"{label}.stride()={tuple(a.stride())}, but CPU's is {tuple(e.stride())}"
+        if same and contract == "a view of an input" and e.numel() > 0 \
+                and a.storage_offset() != e.storage_offset():
+            same = False
+            what = (f"{label}.storage_offset()={a.storage_offset()}, but CPU's is "
+                    f"{e.storage_offset()}")
+        if same:
+            continue
+        if contract is not None:
+            raise CheckFailure(STRIDES, f"with {call.layout_text}, {what} (a contract: "
+                                        f"{contract}) [{call.describe()}]")
+        ctx.note_info(STRIDES_INFORMATIONAL, f"with {call.layout_text}, {what}")
+
+
+def verify(ctx: Context, call: Call) -> None:
+    """Values, dtype and shape as CPU's for the same non-contiguous views; strides where CPU's
+    are a contract."""
+    __tracebackhide__ = True
+    from conformance.checks import compare_outputs
+
+    assert isinstance(call, LayoutCall), "the noncontiguous check draws LayoutCalls"
+    seeded = "nondeterministic_seeded" in call.sig.tags
+    expected = ctx.run_cpu(call)
+    samples = [expected, *ctx.cpu_samples(call, 7)] if seeded else None
+    actual_or_none: Any = None
+    try:
+        actual = actual_or_none = ctx.run_backend(call)
+        compare_outputs(ctx, call, expected, actual, values=not seeded, samples=samples)
+    except CheckFailure as exc:
+        why = _not_the_layout(ctx, call.contiguous_twin(), actual_or_none, seeded)
+        if why is not None:
+            line = f"ValueError: {why}"
+            ctx.cpu_errors[line] += 1
+            raise CpuRejected(ValueError(why)) from None
+        raise CheckFailure(exc.category, f"with {call.layout_text}, {exc.message}") from None
+    compare_strides(ctx, call, expected, actual)
+
+
+def _not_the_layout(ctx: Context, twin: Call, actual: Any, seeded: bool) -> str | None:
+    """Why a failure is not the layout's, or ``None`` when it is. ``twin`` is the failing call
+    on contiguous tensors, ``actual`` the backend's answer to the views (``None``: it raised).
+    Not the layout's: the backend disagrees with CPU on ``twin`` too (the forward check's
+    failure), or its answer to the views is CPU's answer to ``twin`` (CPU's own result depends
+    on the layout there, e.g. how a BLAS path propagates inf and NaN)."""
+    from conformance.checks import compare_outputs
+
+    ctx.inflight.call(twin, ctx.repro_fn, side="cpu")
+    try:
+        expected = twin.run("cpu")
+    except Exception:  # noqa: BLE001 - CPU refuses the contiguous twin: the layout mattered
+        return None
+
+    def agrees(answer: Any) -> bool:
+        try:
+            compare_outputs(ctx, twin, expected, answer, values=not seeded,
+                            samples=[expected, *ctx.cpu_samples(twin, 7)] if seeded else None)
+        except Exception:  # noqa: BLE001 - disagreed (or could not be compared)
+            return False
+        return True
+
+    if actual is not None and agrees(actual):
+        return ("CPU's own result for these values depends on their layout, and the backend "
+                "gave CPU's result for contiguous tensors")
+    ctx.inflight.call(twin, ctx.repro_fn, side=ctx.backend.device)
+    try:
+        again = twin.run(ctx.backend.device)
+    except Exception:  # noqa: BLE001 - raises without any view too
+        return "the same values as contiguous tensors fail too (the forward check's failure)"
+    if not agrees(again):
+        return "the same values as contiguous tensors fail too (the forward check's failure)"
+    return None
+
+
+# --------------------------------------------------------------------------- the repro
+
+
+def snippet(call: LayoutCall, backend: Backend, *, note: str | None = None) -> str:
+    """The standalone repro of a ``noncontiguous`` example: each laid-out argument is built as
+    the check builds it (a base buffer on the device, then the view), and the results are shown
+    with their strides."""
+    layout_of = call.layout_of
+
+    def lay(name: str, v: Any) -> str:
+        on_device = name not in call.on_cpu
+        kind = layout_of.get(name)
+        if not isinstance(v, torch.Tensor) or kind is None or not LAYOUTS[kind].fits(
+                tuple(v.shape)):
+            return _value(v, on_device)
+        layout = LAYOUTS[kind]
+        base = tensor_literal(layout.base(v)) + (".to(device)" if on_device else "")
+        return layout.code(base, tuple(v.shape))
+
+    def text(name: str, value: Any) -> str:
+        if isinstance(value, list):
+            return "[" + ", ".join(lay(name, v) for v in value) + "]"
+        return lay(name, value)
+
+    lines = ["import torch", *bringup_lines(backend), ""]
+    if note:
+        lines.append(f"# {note}")
+    lines.append(f"# {call.sig.name}: {call.sig.schema_str}")
+    lines.append(f"# noncontiguous inputs: {call.layout_text} (a base buffer, then the view)")
+    lines.append("def call(device):")
+    lines.append(f"    return {_op_call(call, text)}")
+    lines += ["", _SHOW_STRIDES, 'show("cpu")', f"show({backend.device!r})"]
+    return "\n".join(lines) + "\n"
+
+
+def _with_strides(show: str) -> str:
+    """repro's ``show`` printing each result's strides too."""
+    shape = "shape={tuple(o.shape)}"
+    assert shape in show, "repro._SHOW no longer prints shape={tuple(o.shape)}"
+    return show.replace(shape, shape + " stride={o.stride() if o.layout == torch.strided "
+                                       "else None}")
+
+
+_SHOW_STRIDES = _with_strides(_SHOW)
+
+
+def with_layouts(call: Call, layouts: tuple[tuple[str, str], ...]) -> LayoutCall:
+    """``call`` with the given arguments laid out (tests, and callers that pick a layout)."""
+    return LayoutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu,
+                      notes=(*call.notes, "noncontiguous"), layouts=layouts)

@@ -1,0 +1,227 @@
+"""The ``noncontiguous`` check: views built the same way on both sides, caught layout bugs with
+their category and a repro that builds the same view, strides compared where CPU's are a
+contract, and no false failure on CPU against itself or on the unmodified reference backend."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conformance.layouts import LAYOUTS, LayoutCall, stride_contract, with_layouts
+from conformance.strategies import Call, OpSignature
+
+DATA = Path(__file__).parent.parent / "data" / "engine"
+SHAPES = {"channels_last": (1, 3, 2, 4)}
+
+
+def _sig(name: str) -> OpSignature:
+    import opdb
+
+    return OpSignature.of(opdb.load()[name])
+
+
+@pytest.fixture()
+def reference():
+    kernels = importlib.import_module("kernels")
+    from conformance.backends import resolve
+
+    kernels.install(without=())
+    yield resolve("mlu", without=())
+    kernels.install(without=())
+
+
+def _buggy(module: str):
+    import kernels
+    from conformance.backends import resolve
+
+    if str(DATA) not in sys.path:
+        sys.path.insert(0, str(DATA))
+    mod = importlib.import_module(module)
+    backend = resolve(f"privateuse1:{module}", without=())
+    kernels.install(overrides=mod.OVERRIDES)
+    return backend
+
+
+def _run(backend, overload: str, max_examples: int = 20):
+    import opdb
+    from conformance.checks import CHECKS
+    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.repro import snippet
+    from opdb.opdata import load_hints, load_tolerances
+
+    sig = OpSignature.of(opdb.load()[overload])
+    return run_check(Item(sig, CHECKS["noncontiguous"]), backend,
+                     settings=EngineSettings(max_examples=max_examples, seed=0, database=None),
+                     hints=load_hints().for_op(overload), tolerance_fn=load_tolerances(),
+                     repro_fn=lambda call: snippet(call, backend))
+
+
+# --------------------------------------------------------------------------- the views
+
+
+@pytest.mark.parametrize("kind", sorted(LAYOUTS))
+def test_each_layout_holds_the_values_and_really_is_a_view(reference, kind):
+    layout = LAYOUTS[kind]
+    t = torch.arange(24.0).reshape(SHAPES.get(kind, (2, 3, 4)))
+    shape = tuple(t.shape)
+    assert layout.fits(shape)
+    want = t.narrow(2, 0, 1).expand(shape) if kind == "expanded" else t
+    for device in (None, "mlu"):
+        v = layout.build(t, device)
+        assert v.device.type == (device or "cpu")
+        assert tuple(v.shape) == shape and torch.equal(v.cpu(), want)
+        assert not v.is_contiguous() or v.storage_offset() > 0, (kind, v.stride())
+        if device is None:  # a base with a storage of its own: in-place ops never reach t
+            assert v.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
+    cpu, dev = layout.build(t, None), layout.build(t, "mlu")
+    assert cpu.stride() == dev.stride() and cpu.storage_offset() == dev.storage_offset()
+    # the repro's source builds the very same view
+    base = layout.base(t)
+    built = eval(layout.code("base", shape), {"base": base})  # noqa: S307 - our own snippet
+    assert built.stride() == layout.view(base, shape).stride() and torch.equal(built, want)
+
+
+def test_gaps_hold_poison():
+    t = torch.ones(2, 2)
+    strided = LAYOUTS["strided"].base(t)
+    assert strided.shape == (2, 4) and bool(strided[:, 1::2].isnan().all())
+    ints = torch.tensor([[0, 1], [2, 3]])
+    offset = LAYOUTS["offset"].base(ints)
+    assert offset[3:].tolist() == [0, 1, 2, 3] and offset[:3].tolist() == [3, 2, 1]
+
+
+def test_a_layout_that_does_not_fit_leaves_the_tensor_contiguous(reference):
+    sig = _sig("neg")
+    call = with_layouts(Call(sig=sig, values=(("self", torch.tensor([1.0, 2.0])),)),
+                        (("self", "transposed"),))
+    args, _ = call.split("mlu")
+    assert args[0].is_contiguous() and args[0].device.type == "mlu"
+
+
+def test_written_arguments_are_never_expanded():
+    from hypothesis import given, settings
+
+    from conformance.layouts import noncontiguous_calls
+    from opdb.opdata import load_hints
+
+    sig = _sig("add_.Tensor")
+    seen = []
+
+    @settings(max_examples=60, database=None)
+    @given(noncontiguous_calls(sig, load_hints().for_op(sig.name)))
+    def draw(call: LayoutCall) -> None:
+        seen.extend(call.layouts)
+
+    draw()
+    assert ("self", "expanded") not in seen
+    assert {k for _, k in seen} >= {"transposed", "strided", "offset"}
+
+
+def test_stride_contracts():
+    def contract(name: str, kind: str = "transposed") -> str | None:
+        sig = _sig(name)
+        first = sig.args[0].name
+        return stride_contract(with_layouts(Call(sig=sig, values=()), ((first, kind),)))
+
+    assert contract("transpose.int") == "a view of an input"
+    assert contract("clone") is not None and "memory_format" in contract("clone")
+    assert contract("neg") == "an elementwise op on dense non-overlapping inputs"
+    assert contract("neg", "strided") is None  # gapped input: CPU promises nothing
+    assert contract("add_.Tensor") == "an in-place result is self"
+    assert contract("mm") is None and contract("sum") is None and contract("neg.out") is None
+
+
+# --------------------------------------------------------------------------- injected bugs
+
+
+def test_kernel_right_only_for_contiguous_input_is_caught(reference, tmp_path):
+    backend = _buggy("buggy_contiguous")
+    v = _run(backend, "mul.Tensor")
+    assert v.verdict == "fail" and v.category == "value", v.message
+    assert "mul.Tensor" in v.message and v.message.startswith("with ")
+    kinds = {k for k in LAYOUTS if any(f" {k}," in f.message for f in v.failures)}
+    assert len(kinds) >= 2, [f.message for f in v.failures]  # each view kind its own failure
+    # the repro builds the same view on the device and shows CPU and mlu disagree
+    assert "import buggy_contiguous" in v.repro and ".to(device)" in v.repro
+    assert any(LAYOUTS[k].code("X", (2, 2)).removeprefix("X") in v.repro for k in kinds) or \
+        "::2]" in v.repro or ".view(" in v.repro or ".expand(" in v.repro
+    script = tmp_path / "repro.py"
+    script.write_text(v.repro)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    cpu_block, dev_block = proc.stdout.split("\nmlu:", 1)
+    assert "stride=" in cpu_block
+    assert cpu_block.split("\n", 1)[1] != dev_block.split("\n", 1)[1], proc.stdout
+
+
+def test_the_forward_check_misses_it(reference):
+    """The same bug is invisible to contiguous inputs: only this check finds it."""
+    import opdb
+    from conformance.checks import CHECKS
+    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.repro import snippet
+    from opdb.opdata import load_hints, load_tolerances
+
+    backend = _buggy("buggy_contiguous")
+    sig = OpSignature.of(opdb.load()["mul.Tensor"])
+    v = run_check(Item(sig, CHECKS["forward"]), backend,
+                  settings=EngineSettings(max_examples=20, seed=0, database=None),
+                  hints=load_hints().for_op(sig.name), tolerance_fn=load_tolerances(),
+                  repro_fn=lambda call: snippet(call, backend))
+    assert v.verdict == "pass", v.message
+
+
+def test_stride_bug_is_a_strides_failure_where_a_contract(reference):
+    backend = _buggy("buggy_strides")
+    v = _run(backend, "neg")
+    assert v.verdict == "fail" and v.category == "strides", v.message
+    assert "contract" in v.message and "stride()" in v.message
+    assert "stride=" in v.repro
+    # mm promises no strides: the same kind of difference is only informational
+    v = _run(backend, "mm")
+    assert v.verdict == "pass" and v.category == "strides_informational", v.message
+
+
+def test_a_forward_failure_is_not_filed_again(reference):
+    """A kernel wrong for contiguous input too is the forward check's failure: its examples are
+    not counted here (the contiguous twin disagrees with CPU as well)."""
+    backend = _buggy("buggy_alpha")  # add.Tensor ignores alpha, whatever the layout
+    v = _run(backend, "add.Tensor")
+    assert v.verdict != "fail", v.message
+
+
+# --------------------------------------------------------------------------- no false failures
+
+
+@pytest.mark.parametrize("overload", ["add.Tensor", "mul_.Tensor", "mm", "sum.dim_IntList",
+                                      "transpose.int", "clone", "cat", "softmax.int",
+                                      "index_select", "where.self"])
+def test_cpu_against_itself_and_the_reference_backend_pass(reference, overload):
+    from conformance.backends import resolve
+
+    for backend in (resolve("cpu"), reference):
+        v = _run(backend, overload, max_examples=10)
+        assert v.verdict in ("pass", "skip"), f"{backend.name} {v.id}: {v.message}\n{v.repro}"
+        if v.verdict == "skip":
+            assert v.category == "no_valid_inputs", v.message
+        if backend.name == "cpu":
+            assert v.category is None, v.message  # CPU's strides are CPU's
+
+
+def test_registered_and_described():
+    from conformance.checks import CHECKS
+    from opdb import outcomes
+
+    assert CHECKS["noncontiguous"].mode == "noncontiguous"
+    assert outcomes.severity("strides") < outcomes.severity("value")
+    assert "strides_informational" in outcomes.INFO_CATEGORIES
+    assert LayoutCall.__mro__[1] is Call
