@@ -31,7 +31,8 @@ class Mutant:
     """One injected bug: which kernel, how it is wrong, and an input that shows it."""
 
     name: str
-    cls: str  # edge, exactness, rounding, relations, masking, promotion, broadcast, variants, autograd, dtypes
+    cls: str  # edge, exactness, rounding, relations, masking, promotion, broadcast, variants,
+    #           autograd, dtypes, layout
     overload: str
     bug: str
     make: Callable[[Kernel], Kernel]  # reference kernel -> buggy kernel
@@ -665,6 +666,30 @@ def _sin_f32(x: torch.Tensor) -> torch.Tensor:
     return torch.sin(x.float()).double() if x.dtype == F64 else torch.sin(x)
 
 
+def _as_if_contiguous(t: Any) -> Any:
+    """A device tensor's storage read as if the tensor were contiguous from offset 0 (what a
+    kernel that ignores strides and the storage offset sees)."""
+    if not isinstance(t, torch.Tensor) or t.device.type != DEV or (
+            t.is_contiguous() and t.storage_offset() == 0):
+        return t
+    shape = tuple(t.shape)
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    return t.as_strided(shape, strides, 0)
+
+
+def _reads_as_contiguous(*which: int) -> Callable[[Kernel], Kernel]:
+    """The reference kernel, given the positional operands ``which`` read as if contiguous."""
+
+    def make(ref: Kernel) -> Kernel:
+        def buggy(*args: Any, **kwargs: Any) -> Any:
+            return ref(*(_as_if_contiguous(a) if i in which else a
+                         for i, a in enumerate(args)), **kwargs)
+
+        return buggy
+
+    return make
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # -- edge values ------------------------------------------------------------------------
     Mutant("maximum_nan", "edge", "maximum", "NaN not propagated (fmax semantics)",
@@ -861,6 +886,15 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("sub_inplace_casts", "inplace", "sub_.Tensor", "a float result is truncated into an "
            "int64 self instead of refused as CPU refuses it", _sub_inplace_casts,
            w(t([1], I64), t([0.5])), needs="inplace check (not in the default checks)"),
+    # -- layout: kernels right only for contiguous input (the noncontiguous check) -----------
+    Mutant("abs_ignores_strides", "layout", "abs", "reads self's storage as if contiguous "
+           "from offset 0 (a transposed input comes out untransposed)", _reads_as_contiguous(0),
+           w(t([[1.0, -2.0], [3.0, -4.0]]).t()),
+           needs="the noncontiguous check (not a default check)"),
+    Mutant("mm_ignores_transpose", "layout", "mm", "mat2's transpose flag dropped: a "
+           "transposed mat2 is read as stored", _reads_as_contiguous(1),
+           w(t([[1.0, 0.0], [0.0, 1.0]]), t([[1.0, 2.0], [3.0, 4.0]]).t()),
+           needs="the noncontiguous check (not a default check)"),
 )
 
 
