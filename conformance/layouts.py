@@ -29,6 +29,7 @@ non-overlapping. A stride difference there is a ``strides`` failure; elsewhere i
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -46,7 +47,6 @@ from conformance.strategies import (
     Call,
     OpSignature,
     _assemble,
-    _broadcastable_shapes,
     _Plan,
     _symbolic_shapes,
     _tensor_arg_dtypes,
@@ -255,20 +255,34 @@ def _candidates(call: Call) -> list[tuple[str, list[str]]]:
     return found
 
 
+#: Ranks and sides in the order Hypothesis shrinks toward: a 2-d tensor of side 2 is the
+#: simplest one every layout but channels_last changes (forward draws rank 0 and side 0/1 first).
+_RANKS = st.sampled_from((2, 3, 1, 0))
+
+
+@functools.lru_cache(maxsize=16)
+def _sides(max_side: int) -> st.SearchStrategy[int]:
+    return st.sampled_from(tuple(dict.fromkeys(s for s in (2, 3, 1, *range(4, max_side + 1))
+                                               if s <= max_side)))
+
+
 def _shapes(draw: Any, sig: OpSignature, hints: OpHints) -> dict[str, Shape]:
-    """Shapes as ``forward`` draws them, less what no layout changes: no size-0 dimension
-    (``forward`` covers those; a view of nothing has nothing to misread)."""
+    """Shapes as ``forward`` draws them (one for all tensors; mutually broadcastable ones for a
+    pointwise op), but drawn toward what the layouts change: rank 2 and sides 2 first, no
+    size-0 dimension (``forward`` covers those; a view of nothing has nothing to misread)."""
     max_side = hints.max_side or 4
     fixed = _symbolic_shapes(draw, sig, hints, max_side)
     free = [a.name for a in sig.tensor_args if a.name not in fixed]
+    sides = _sides(max_side)
+    base = tuple(draw(sides, label="side") for _ in range(draw(_RANKS, label="rank")))
     shapes: dict[str, Shape] = {}
-    if sig.is_pointwise and len(free) > 1:
-        shapes = dict(zip(free, _broadcastable_shapes(draw, len(free), max_dims=3, min_side=1,
-                                                      max_side=max_side), strict=True))
-    elif free:
-        rank = draw(cached_integers(0, 3), label="shape rank")
-        one = tuple(draw(cached_integers(1, max_side), label="shape side") for _ in range(rank))
-        shapes = dict.fromkeys(free, one)
+    if sig.is_pointwise and len(free) > 1:  # as strategies._broadcastable_shapes
+        for i, name in enumerate(free):
+            drop = draw(cached_integers(0, len(base)), label=f"operand {i} dropped dims")
+            shapes[name] = tuple(1 if draw(cached_integers(0, 3), label=f"operand {i} dim is "
+                                           f"1?") == 3 else side for side in base[drop:])
+    else:
+        shapes = dict.fromkeys(free, base)
     shapes.update(fixed)
     return shapes
 
