@@ -329,8 +329,12 @@ def stride_contract(call: LayoutCall) -> str | None:
         return "an in-place result is self"
     if any(a.base == "MemoryFormat" for a in sig.args):
         return "memory_format (default preserve_format) decides them"
-    if sig.is_pointwise and sig.kind == "functional" and call.dense:
-        return "an elementwise op on dense non-overlapping inputs"
+    tensors = {name for name, value in call.values if _tensors_of(value)}
+    if sig.is_pointwise and sig.kind == "functional" and call.dense \
+            and tensors <= set(call.layout_of):
+        # every tensor in one dense layout (with mixed layouts TensorIterator's choice of the
+        # result's is an implementation detail: then the difference is informational)
+        return "an elementwise op on dense non-overlapping inputs of one layout"
     return None
 
 

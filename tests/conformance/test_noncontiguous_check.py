@@ -131,7 +131,7 @@ def test_stride_contracts():
 
     assert contract("transpose.int") == "a view of an input"
     assert contract("clone") is not None and "memory_format" in contract("clone")
-    assert contract("neg") == "an elementwise op on dense non-overlapping inputs"
+    assert contract("neg") == "an elementwise op on dense non-overlapping inputs of one layout"
     assert contract("neg", "strided") is None  # gapped input: CPU promises nothing
     assert contract("add_.Tensor") == "an in-place result is self"
     assert contract("mm") is None and contract("sum") is None and contract("neg.out") is None
@@ -204,7 +204,7 @@ def test_a_forward_failure_is_not_filed_again(reference):
 
 @pytest.mark.parametrize("overload", ["add.Tensor", "mul_.Tensor", "mm", "sum.dim_IntList",
                                       "transpose.int", "clone", "cat", "softmax.int",
-                                      "index_select", "where.self"])
+                                      "neg", "where.self"])
 def test_cpu_against_itself_and_the_reference_backend_pass(reference, overload):
     from conformance.backends import resolve
 
@@ -213,7 +213,7 @@ def test_cpu_against_itself_and_the_reference_backend_pass(reference, overload):
         assert v.verdict in ("pass", "skip"), f"{backend.name} {v.id}: {v.message}\n{v.repro}"
         if v.verdict == "skip":
             assert v.category == "no_valid_inputs", v.message
-        if backend.name == "cpu":
+        if backend.name == "cpu" and v.verdict == "pass":
             assert v.category is None, v.message  # CPU's strides are CPU's
 
 
