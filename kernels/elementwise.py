@@ -601,7 +601,7 @@ register_family("neg", _plain(np.negative), Kind.DEFAULT, validate=_neg_check,
 
 def _sign(x: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
     if compute == torch.bool:
-        return x.copy()
+        return x.copy(order="K")  # the input's layout, as CPU's result (C order otherwise)
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
@@ -1184,6 +1184,17 @@ def _cheb_u_minus(x: Any, n: Any) -> Any:
 
 def _poly(kind: str) -> ArrayFn:
     def f(x: Any, n: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+        out = _f(x, n)
+        # a scalar operand broadcast (stride 0) makes NumPy's result C-ordered; CPU lays it out
+        # like the tensor operand (a transposed x gives a transposed result)
+        like = next((a for a in (x, n) if np.ndim(a) == out.ndim), None)
+        if like is not None and out.ndim and out.strides != np.empty_like(like, out.dtype).strides:
+            laid = np.empty_like(like, out.dtype)
+            laid[...] = out
+            return laid
+        return out
+
+    def _f(x: Any, n: Any) -> Any:
         sp = _special()
         k = _degree(np.asarray(n))
         x, k = np.broadcast_arrays(x, k)
