@@ -539,7 +539,7 @@ def _int_identity(f: ArrayFn) -> ArrayFn:
 
     def g(x: Any, *, compute: torch.dtype, result: torch.dtype, **kw: Any) -> Any:
         if not compute.is_floating_point:
-            return x.copy()
+            return x.copy(order="K")  # the input's layout, as CPU's result
         return f(x, **kw)
 
     return g
@@ -655,7 +655,7 @@ register_family("logit", _logit, Kind.INT_TO_FLOAT, kw=("eps",),
 def _nan_to_num(x: Any, *, compute: torch.dtype, result: torch.dtype, nan: float | None = None,
                 posinf: float | None = None, neginf: float | None = None) -> Any:
     if not (compute.is_floating_point or compute.is_complex):
-        return x.copy()
+        return x.copy(order="K")  # the input's layout, as CPU's result
     if compute.is_complex:
         real_dt = {torch.complex64: torch.float32}.get(compute, torch.float64)
         parts = [_nan_to_num(p, compute=real_dt, result=real_dt, nan=nan, posinf=posinf,
