@@ -102,6 +102,10 @@ class EngineSettings:
     """How deep and how reproducibly to search."""
 
     max_examples: int = 10
+    #: Checked refills per drawn call (:meth:`Call.refill`): Hypothesis draws the structure
+    #: (dtype, shapes, arguments, how values are made) once, the engine checks it with this many
+    #: value fills; calls whose values are not the subject (promotion, broadcast) run once.
+    refills: int = 8
     seed: int = 0
     database: str | None = ".conformance/hypothesis"  # None: no example database
     reject_budget: int = 0  # CPU rejections before giving up; 0 = 8 x max_examples (min 40)
@@ -121,6 +125,8 @@ class Inflight:
         self.path = Path(path) if path else None
         self.item: dict[str, Any] = {}
         self._fd: int | None = None
+        self._repro_of: Call | None = None
+        self._repro: str | None = None
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -136,7 +142,11 @@ class Inflight:
         self.item["call"] = call.describe()
         self.item["side"] = side
         # the repro is what a crash verdict carries; an oracle crash is a skip and needs none
-        self.item["repro"] = repro(call) if side != "cpu" else None
+        if side == "cpu":
+            self.item["repro"] = None
+        elif self._repro_of is not call:  # one repro per call (CPU reruns, then the backend)
+            self._repro_of, self._repro = call, repro(call)
+        self.item["repro"] = self._repro if side != "cpu" else None
         self._write()
 
     def mark(self, state: str) -> None:
@@ -293,7 +303,7 @@ class Context:
                 return True
         return False
 
-    def cpu_varies(self, call: Call, runs: int = 6) -> bool:
+    def cpu_varies(self, call: Call, runs: int = 12) -> bool:
         """Whether CPU's answers to ``call`` differ bit for bit (NaN-aware) over ``runs`` runs:
         asked when a failure did not reproduce on replay (``flaky``), to tell an unstable oracle
         from an unstable backend."""
@@ -454,35 +464,43 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
             classes[key] = type(f"_Distinct{len(classes)}", (_Distinct,), {"key": key})
         return classes[key]
 
-    def body(call: Call) -> None:
-        failure: CheckFailure | None = None
-        try:
-            check.verify(ctx, call)
-        except CpuRejected:
-            ctx.end_example(counted=False, agreed=False)
-            state["rejected"] += 1
-            if state["rejected"] >= budget and state["last"] is None:
-                raise Abort("budget", "", "") from None  # not while shrinking a failure
-            reject()
-        except NotComparable:
-            ctx.end_example(counted=True, agreed=False)
-            ctx.checked += 1
-            ctx.not_comparable += 1
-            return
-        except CheckFailure as exc:
-            ctx.end_example(counted=True, agreed=False)
-            ctx.checked += 1
-            call = exc.call or call  # the call that showed it (one of a dtypes sweep)
-            state["last"] = (call, exc)
-            failure = exc
-        except Exception as exc:
-            ctx.end_example(counted=True, agreed=False)
-            state["last"] = (call, exc)
-            raise
-        if failure is None:
-            ctx.end_example(counted=True, agreed=True)
-            ctx.checked += 1
-            return
+    def body(drawn: Call) -> None:
+        refills = settings.refills if drawn.fills else 1
+        failure: tuple[Call, CheckFailure] | None = None
+        for i in range(refills):
+            call = drawn.refill(i)
+            try:
+                check.verify(ctx, call)
+            except CpuRejected:
+                ctx.end_example(counted=False, agreed=False)
+                if i:  # CPU refused these values of a structure it accepted: next refill
+                    continue
+                state["rejected"] += 1
+                if state["rejected"] >= budget and state["last"] is None:
+                    raise Abort("budget", "", "") from None  # not while shrinking a failure
+                reject()
+            except NotComparable:
+                ctx.end_example(counted=True, agreed=False)
+                ctx.checked += 1
+                ctx.not_comparable += 1
+                return
+            except CheckFailure as exc:
+                ctx.end_example(counted=True, agreed=False)
+                ctx.checked += 1
+                call = exc.call or call  # the call that showed it (one of a dtypes sweep)
+                state["last"] = failure = (call, exc)
+                break
+            except Exception as exc:
+                ctx.end_example(counted=True, agreed=False)
+                state["last"] = (call, exc)
+                raise
+            else:
+                ctx.end_example(counted=True, agreed=True)
+                ctx.checked += 1
+        if failure is not None:
+            failed_on(*failure)
+
+    def failed_on(call: Call, failure: CheckFailure) -> None:
         key = failure_key(failure.category, failure.message, _lead_dtype(call))
         found.pop(key, None)
         found[key] = (call, failure)  # the latest call showing it: after shrinking, the minimal

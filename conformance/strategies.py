@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -33,8 +33,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.values import (
+    Fill,
     cached_integers,
-    draw_tensor,
+    draw_fill,
     python_scalars,
     scalar_values,
     small_scalars,
@@ -158,6 +159,25 @@ class Call:
     values: tuple[tuple[str, Any], ...]  # (argument name, value); omitted arguments are absent
     on_cpu: frozenset[str] = frozenset()  # tensor arguments kept on CPU when run on a device
     notes: tuple[str, ...] = field(default=(), compare=False)
+    #: How the tensors whose values matter were filled: (argument, list index or None, Fill).
+    #: Empty where values are not the subject (promotion, broadcast, autograd's finite draws).
+    fills: tuple[tuple[str, int | None, Fill], ...] = field(default=(), compare=False)
+
+    def refill(self, i: int) -> Call:
+        """The ``i``-th refill of this call (``i`` = 0: the call itself): every tensor of
+        :attr:`fills` filled again (:meth:`Fill.refill`), everything else as drawn. The engine
+        checks several refills per drawn call: Hypothesis draws the structure once."""
+        if i == 0 or not self.fills:
+            return self
+        new = {(name, j): f.refill(i, k) for k, (name, j, f) in enumerate(self.fills)}
+        values = []
+        for name, value in self.values:
+            if (name, None) in new:
+                value = new[(name, None)]
+            elif isinstance(value, list) and any((name, j) in new for j in range(len(value))):
+                value = [new.get((name, j), v) for j, v in enumerate(value)]
+            values.append((name, value))
+        return replace(self, values=tuple(values))
 
     def split(self, device: str) -> tuple[list[Any], dict[str, Any]]:
         """Positional args and kwargs for ``sig.packet``, tensors moved to ``device``."""
@@ -199,6 +219,10 @@ class Call:
 
     def describe(self) -> str:
         """``add.Tensor(int64[2, 3], float64[], alpha=2)`` for messages."""
+        return self._description
+
+    @cached_property
+    def _description(self) -> str:
         parts = []
         for name, value in self.values:
             text = _brief(value, name in self.on_cpu)
@@ -245,11 +269,17 @@ def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bo
 
 
 def _draw_tensor(draw: Any, name: str, shape: Sequence[int], *, specials: bool, safe: bool,
-                 bounds: tuple[float, float] | None, extremes: bool, label: str = "") -> Any:
+                 bounds: tuple[float, float] | None, extremes: bool, label: str = "",
+                 plan: _Plan | None = None, slot: tuple[str, int | None] | None = None) -> Any:
+    """Draw a tensor; with ``plan`` and ``slot`` (argument, list index) its fill is recorded
+    for the engine's refills when the plan's values are adversarial."""
     if safe and bounds is None:
         bounds = (1.0, 4.0)
-    return draw_tensor(draw, name, shape, adversarial=specials, bounds=bounds,
-                       extremes=extremes, label=label)
+    how = draw_fill(draw, name, shape, adversarial=specials, bounds=bounds, extremes=extremes,
+                    label=label)
+    if plan is not None and slot is not None and plan.specials and how.numel:
+        plan.fills.append((*slot, how))
+    return how.tensor()
 
 
 # --------------------------------------------------------------------------- drawing
@@ -264,6 +294,7 @@ class _Plan:
     specials: bool = False  # adversarial values (conformance.values)
     safe: bool = False
     notes: list[str] = field(default_factory=list)
+    fills: list[tuple[str, int | None, Fill]] = field(default_factory=list)
 
 
 def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int
@@ -464,7 +495,8 @@ def _tensor_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSig
     if hint.dtypes:
         dtype = draw(st.sampled_from(hint.dtypes), label=f"{spec.name} dtype")
     return _draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe,
-                        bounds=_bounds(hint), extremes=hint.extremes, label=spec.name)
+                        bounds=_bounds(hint), extremes=hint.extremes, label=spec.name,
+                        plan=plan, slot=(spec.name, None))
 
 
 def _bounds(hint: ArgHint) -> tuple[float, float] | None:
@@ -484,14 +516,15 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
             length = draw(st.integers(0, 3), label=f"{spec.name}[{i}] length")
             out.append(_draw_tensor(draw, dt, (length,), specials=False, safe=False,
                                     bounds=_bounds(hint), extremes=hint.extremes,
-                                    label=f"{spec.name}[{i}]"))
+                                    label=f"{spec.name}[{i}]", plan=plan, slot=(spec.name, i)))
         return out
     shape = _first_shape(plan, sig) if plan.shapes else draw(
         hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
     dtype = next(iter(plan.dtypes.values()), "float32")
     n = draw(st.integers(1, 3), label=f"len({spec.name})")
     return [_draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe, bounds=None,
-                         extremes=hint.extremes, label=f"{spec.name}[{i}]") for i in range(n)]
+                         extremes=hint.extremes, label=f"{spec.name}[{i}]", plan=plan,
+                         slot=(spec.name, i)) for i in range(n)]
 
 
 def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan) -> Any:
@@ -522,7 +555,7 @@ def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
             plan.on_cpu.add(spec.name)
         values.append((spec.name, v))
     return Call(sig=sig, values=tuple(values), on_cpu=frozenset(plan.on_cpu),
-                notes=tuple(plan.notes))
+                notes=tuple(plan.notes), fills=tuple(plan.fills))
 
 
 def _tensor_arg_dtypes(draw: Any, sig: OpSignature, hints: OpHints, pool: Sequence[str]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -109,15 +110,20 @@ def _to_tensor(arr: np.ndarray, name: str, shape: tuple[int, ...]) -> torch.Tens
     return t.to(torch_dtype(name)).reshape(shape)
 
 
-def fill(name: str, shape: Sequence[int], *, profile: str = "small", seed: int = 0,
+def fill(name: str, shape: Sequence[int], *, profile: str = "small", seed: int | Sequence[int] = 0,
          specials: Sequence[tuple[int, int]] = (), bounds: tuple[float, float] | None = None,
          extremes: bool = True) -> torch.Tensor:
     """A CPU tensor of dtype ``name``: the bulk from ``profile`` with ``seed``, then special
     value number ``k`` (an index into the dtype's specials) written at flat position ``i``
     for each ``(i, k)`` of ``specials``. ``bounds`` clips everything to ``[lo, hi]``."""
-    shape = tuple(int(s) for s in shape)
+    return _fill(np.random.default_rng(seed), name, tuple(int(s) for s in shape), profile,
+                 specials, bounds, extremes)
+
+
+def _fill(rng: np.random.Generator, name: str, shape: tuple[int, ...], profile: str,
+          specials: Sequence[tuple[int, int]], bounds: tuple[float, float] | None,
+          extremes: bool) -> torch.Tensor:
     n = math.prod(shape)
-    rng = np.random.default_rng(seed)
     cat = category(name)
     if cat == "bool":
         arr: np.ndarray = rng.random(n) < 0.5
@@ -155,6 +161,61 @@ def fill(name: str, shape: Sequence[int], *, profile: str = "small", seed: int =
     return _to_tensor(arr[0], name, shape)
 
 
+#: Special values a tensor may carry: (flat position, kind) pairs, kind an index into the
+#: dtype's table (taken modulo its length).
+_SPECIAL_KINDS = 32
+
+
+@dataclass(frozen=True)
+class Fill:
+    """How one tensor's values are made: everything :func:`fill` takes. Hypothesis draws it
+    (:func:`draw_fill`); :meth:`refill` derives further fills of the same structure."""
+
+    name: str
+    shape: tuple[int, ...]
+    profile: str = "small"
+    seed: int = 0
+    specials: tuple[tuple[int, int], ...] = ()
+    bounds: tuple[float, float] | None = None
+    extremes: bool = True
+    adversarial: bool = True
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def tensor(self) -> torch.Tensor:
+        return fill(self.name, self.shape, profile=self.profile, seed=self.seed,
+                    specials=self.specials, bounds=self.bounds, extremes=self.extremes)
+
+    def refill(self, i: int, k: int = 0) -> torch.Tensor:
+        """The ``i``-th refill (``i`` = 0: this fill itself) of the ``k``-th tensor of a call:
+        same dtype, shape, bounds and extremes; the bulk from a generator seeded by
+        ``(seed, i, k)`` (so equal seeds of two tensors, after shrinking, still give different
+        values). An adversarial fill also takes its profile and special values from that
+        generator, with the probabilities Hypothesis draws them with (:data:`PROFILE_WEIGHTS`,
+        :data:`SPECIALS_ONE_IN`); a bounded or tame one keeps its own."""
+        if i == 0:
+            return self.tensor()
+        n = math.prod(self.shape)
+        if n == 0:
+            return self.tensor()
+        rng = np.random.default_rng((self.seed, i, k))
+        profile, specials = self.profile, self.specials
+        if self.adversarial:
+            profile = "small" if self.bounds is not None else \
+                _PROFILES[int(rng.integers(len(_PROFILES)))]
+            specials = ()
+            if int(rng.integers(SPECIALS_ONE_IN)) == SPECIALS_ONE_IN - 1:
+                many = int(rng.integers(1, min(n, 4), endpoint=True))
+                specials = tuple((int(rng.integers(n)), int(rng.integers(_SPECIAL_KINDS)))
+                                 for _ in range(many))
+        return _fill(rng, self.name, self.shape, profile, specials, self.bounds, self.extremes)
+
+
 @functools.lru_cache(maxsize=1024)
 def cached_integers(lo: int, hi: int) -> st.SearchStrategy[int]:
     """``st.integers(lo, hi)``, one object per range: drawing from an existing strategy object
@@ -162,15 +223,15 @@ def cached_integers(lo: int, hi: int) -> st.SearchStrategy[int]:
     return st.integers(lo, hi)
 
 
-def draw_tensor(draw: Any, name: str, shape: Sequence[int], *, adversarial: bool = True,
-                bounds: tuple[float, float] | None = None, extremes: bool = True,
-                label: str = "") -> torch.Tensor:
-    """Draw one tensor inside a composite strategy (``draw`` is its draw function): a few
-    integer choices (profile, seed, special values and their positions), then :func:`fill`."""
+def draw_fill(draw: Any, name: str, shape: Sequence[int], *, adversarial: bool = True,
+              bounds: tuple[float, float] | None = None, extremes: bool = True,
+              label: str = "") -> Fill:
+    """Draw how one tensor is filled inside a composite strategy (``draw`` is its draw
+    function): a few integer choices (profile, seed, special values and their positions)."""
     shape = tuple(int(s) for s in shape)
     n = math.prod(shape)
     if n == 0:
-        return fill(name, shape)
+        return Fill(name, shape, adversarial=False)
     profile = "small"
     if adversarial and bounds is None:
         profile = _PROFILES[draw(cached_integers(0, len(_PROFILES) - 1), label=f"{label} profile")]
@@ -180,9 +241,17 @@ def draw_tensor(draw: Any, name: str, shape: Sequence[int], *, adversarial: bool
             and draw(cached_integers(0, SPECIALS_ONE_IN - 1), label="specials?") == SPECIALS_ONE_IN - 1:
         for _ in range(draw(cached_integers(1, min(n, 4)), label=f"{label} how many specials")):
             specials.append((draw(cached_integers(0, n - 1), label=f"{label} special at"),
-                             draw(cached_integers(0, 31), label=f"{label} special")))
-    return fill(name, shape, profile=profile, seed=seed, specials=specials, bounds=bounds,
-                extremes=extremes)
+                             draw(cached_integers(0, _SPECIAL_KINDS - 1), label=f"{label} special")))
+    return Fill(name, shape, profile=profile, seed=seed, specials=tuple(specials), bounds=bounds,
+                extremes=extremes, adversarial=adversarial)
+
+
+def draw_tensor(draw: Any, name: str, shape: Sequence[int], *, adversarial: bool = True,
+                bounds: tuple[float, float] | None = None, extremes: bool = True,
+                label: str = "") -> torch.Tensor:
+    """Draw one tensor inside a composite strategy: :func:`draw_fill`, then fill it."""
+    return draw_fill(draw, name, shape, adversarial=adversarial, bounds=bounds,
+                     extremes=extremes, label=label).tensor()
 
 
 def tensor_values(name: str, shape: Sequence[int], *, adversarial: bool = True,
