@@ -354,6 +354,8 @@ class Check:
     verify: Callable[[Context, Call], None]
     examples_factor: float = 1  # examples drawn: round(--max-examples x this), at least 1
     shrink: bool = True  # Hypothesis shrinks a failing example (off where one costs many calls)
+    refills: bool = False  # checks EngineSettings.refills value fills per drawn call (values
+    #                        are its subject, the call is cheap; see Call.refill)
 
 
 def _forward_applies(sig: OpSignature) -> str | None:
@@ -628,7 +630,7 @@ CHECKS: dict[str, Check] = {
     c.name: c
     for c in (
         Check("forward", "forward", "values, dtype and shape as CPU", _forward_applies,
-              verify_forward),
+              verify_forward, refills=True),
         Check("promotion", "promotion", "result dtype as CPU across dtype pairs and operand forms",
               _promotion_applies, verify_promotion, examples_factor=3),
         Check("broadcast", "broadcast", "shapes and values under broadcasting as CPU",

@@ -104,7 +104,7 @@ class EngineSettings:
     max_examples: int = 10
     #: Checked refills per drawn call (:meth:`Call.refill`): Hypothesis draws the structure
     #: (dtype, shapes, arguments, how values are made) once, the engine checks it with this many
-    #: value fills; calls whose values are not the subject (promotion, broadcast) run once.
+    #: value fills, in the checks that declare ``refills`` (forward); others run each call once.
     refills: int = 8
     seed: int = 0
     database: str | None = ".conformance/hypothesis"  # None: no example database
@@ -465,10 +465,10 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         return classes[key]
 
     def body(drawn: Call) -> None:
-        refills = settings.refills if drawn.fills else 1
+        refills = settings.refills if check.refills and getattr(drawn, "fills", ()) else 1
         failure: tuple[Call, CheckFailure] | None = None
         for i in range(refills):
-            call = drawn.refill(i)
+            call = drawn.refill(i) if i else drawn
             try:
                 check.verify(ctx, call)
             except CpuRejected:
