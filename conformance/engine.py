@@ -465,7 +465,8 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         return classes[key]
 
     def body(drawn: Call) -> None:
-        refills = settings.refills if check.refills and getattr(drawn, "fills", ()) else 1
+        fills: tuple[Any, ...] = getattr(drawn, "fills", ())  # a dtypes sweep has none
+        refills = settings.refills if check.refills and fills else 1
         failure: tuple[Call, CheckFailure] | None = None
         for i in range(refills):
             call = drawn.refill(i) if i else drawn
