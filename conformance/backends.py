@@ -17,12 +17,12 @@ from opdb.errors import InputError
 WITHOUT_ENV = "OPCONFORM_MLU_WITHOUT"
 
 _BUILTIN = {
-    # name: (device type, dispatch key)
-    "cpu": ("cpu", "CPU"),
-    "meta": ("meta", "Meta"),
-    "cuda": ("cuda", "CUDA"),
-    "mps": ("mps", "MPS"),
-    "xpu": ("xpu", "XPU"),
+    # name: (device type, dispatch key, whether its tensors hold values that can be read back)
+    "cpu": ("cpu", "CPU", True),
+    "meta": ("meta", "Meta", False),
+    "cuda": ("cuda", "CUDA", True),
+    "mps": ("mps", "MPS", True),
+    "xpu": ("xpu", "XPU", True),
 }
 
 BACKEND_NAMES = (*_BUILTIN, "mlu", "privateuse1:MODULE")
@@ -35,7 +35,10 @@ class Backend:
     ``name`` is as the user spelled it (``mlu``, ``cuda``, ``privateuse1:torch_mlu``);
     ``device`` is the torch device type tensors are moved to; ``dispatch_key`` is the key the
     dispatcher is asked about; ``module`` is the Python module imported to bring it up, if any;
-    ``without`` lists overloads deliberately left out of the reference backend.
+    ``without`` lists overloads deliberately left out of the reference backend;
+    ``host_values`` is False for a shape-only backend (``meta``, fake tensors): its tensors
+    carry sizes, strides and dtypes but no values, so the engine judges every check on
+    metadata (structure, device, dtype, shape, aliasing, errors) and never reads values back.
     """
 
     name: str
@@ -43,6 +46,7 @@ class Backend:
     dispatch_key: str
     module: str | None = None
     without: tuple[str, ...] = ()
+    host_values: bool = True
 
     @property
     def is_cpu(self) -> bool:
@@ -82,13 +86,14 @@ def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
             f"--without applies only to the reference backend 'mlu', not {name!r}"
         )
     if lower in _BUILTIN:
-        device, dispatch_key = _BUILTIN[lower]
+        device, dispatch_key, host_values = _BUILTIN[lower]
         if not _available(device):
             raise InputError(
                 f"backend {name!r} is not available in this torch build "
                 f"({torch.__version__}): torch.{device} reports no device"
             )
-        return Backend(name=lower, device=device, dispatch_key=dispatch_key)
+        return Backend(name=lower, device=device, dispatch_key=dispatch_key,
+                       host_values=host_values)
     if lower == "mlu":
         import kernels
 

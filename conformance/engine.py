@@ -45,6 +45,7 @@ from opdb.outcomes import (
     ERROR_ACCEPTS,
     ERROR_RAISES,
     ERROR_TYPE,
+    METADATA_ONLY,
     is_dtype_gap,
 )
 
@@ -207,6 +208,9 @@ class Context:
     cpu_dtype_gaps: Counter[str] = field(default_factory=Counter)  # CPU-only dtype refusals
     cpu_unstable_calls: Counter[str] = field(default_factory=Counter)  # CPU unlike itself
     infos: Counter[tuple[str, str]] = field(default_factory=Counter)  # (category, line)
+    metadata_only: int = 0  # agreeing examples whose values a shape-only backend cannot give
+    value_errors: Counter[str] = field(default_factory=Counter)  # CPU refusals about values only
+    _values_skipped: bool = False
     tallies: dict[str, _Tally] = field(default_factory=dict)
     dtype_support: dict[str, str] = field(default_factory=dict)  # the dtypes check's outcomes
     _current: tuple[frozenset[str], list[bool]] | None = None
@@ -272,9 +276,31 @@ class Context:
         if is_dtype_gap(str(cpu_exc)):
             self.cpu_dtype_gaps[error_line(cpu_exc)] += 1
             raise CpuRejected(cpu_exc)
+        if not self.backend.host_values and self._error_depends_on_values(call):
+            # a shape-only backend cannot see values: CPU's refusal is not held against it
+            self.value_errors[error_line(cpu_exc)] += 1
+            raise CpuRejected(cpu_exc)
         raise CheckFailure(ERROR_ACCEPTS, f"returned a result, but should raise "
                                              f"{error_line(cpu_exc)} as CPU does "
                                              f"[{call.describe()}]")
+
+    def _error_depends_on_values(self, call: Call) -> bool:
+        from conformance.shapeonly import error_depends_on_values
+
+        def run_cpu(again: Call) -> Any:
+            self.inflight.call(again, self.repro_fn, side="cpu")
+            return again.run("cpu")
+
+        return error_depends_on_values(call, run_cpu)
+
+    def values_comparable(self) -> bool:
+        """Whether result values can be read back from the backend. A shape-only backend
+        (``Backend.host_values`` false) cannot: the current example is then judged on metadata
+        only, and the verdict says so (``metadata_only``)."""
+        if self.backend.host_values:
+            return True
+        self._values_skipped = True
+        return False
 
     def _unsupported(self, exc: BaseException, call: Call) -> None:
         missing = missing_op_from(exc)
@@ -325,8 +351,8 @@ class Context:
         self.infos[(category, line)] += 1
 
     def to_host(self, t: torch.Tensor) -> torch.Tensor:
-        if t.is_meta:
-            raise NotComparable("tensors on device 'meta' hold no values")
+        if t.is_meta or not self.backend.host_values:
+            raise NotComparable(f"{t.device.type} tensors hold no values")
         try:
             return t.cpu()
         except Exception as exc:  # noqa: BLE001
@@ -342,6 +368,7 @@ class Context:
     # -- tallies --------------------------------------------------------------------------
     def _begin(self, call: Call) -> None:
         self._current = (call.tensor_dtypes, [False, False])
+        self._values_skipped = False
 
     def _mark(self, *, cpu_ok: bool = False, backend_ok: bool = False) -> None:
         if self._current is None:
@@ -357,6 +384,7 @@ class Context:
         self._current = None
         if not counted:
             return
+        self.metadata_only += agreed and self._values_skipped
         for name in names:
             t = self.tallies.setdefault(name, _Tally())
             t.examples += 1
@@ -600,6 +628,16 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                        f"agreed with CPU on {ctx.checked} examples as far as compared, but values "
                        f"could not be compared on {ctx.not_comparable}: {backend.device} tensors "
                        f"hold no values", ctx=ctx, examples=ctx.checked)
+    if ctx.metadata_only:
+        note = ""
+        if ctx.value_errors:
+            (line, n), = ctx.value_errors.most_common(1)
+            note = (f"; {sum(ctx.value_errors.values())} examples CPU refused for their values "
+                    f"alone were not counted (e.g. {n}x {line})")
+        return verdict("pass", METADATA_ONLY, f"agreed with CPU on {ctx.checked} examples on "
+                       f"metadata only (structure, device, dtype, shape, errors); values not "
+                       f"compared on {ctx.metadata_only}: {backend.device} tensors hold no "
+                       f"values{note}", examples=ctx.checked, ctx=ctx)
     if ctx.cpu_unstable_calls:
         (line, n), = ctx.cpu_unstable_calls.most_common(1)
         return verdict("pass", CPU_UNSTABLE, f"agreed with CPU on {ctx.checked} examples; on "

@@ -48,6 +48,11 @@ CPU_DTYPE_GAP = "cpu_dtype_gap"
 #: was compared there.
 CPU_UNSTABLE = "cpu_unstable"
 
+#: Informational category of a ``pass`` on a shape-only backend (``Backend.host_values`` false:
+#: ``meta``, fake tensors): everything that can be judged without values agreed (structure,
+#: device, dtype, shape, aliasing, errors); values were not compared.
+METADATA_ONLY = "metadata_only"
+
 # -- the autograd check's own kinds of disagreement (gradients, not forward values) ------------
 #: A gradient's values differ from CPU's beyond tolerance (a wrong backward kernel).
 GRAD_VALUE = "grad_value"
@@ -174,7 +179,7 @@ SKIP_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "cpu_timeout": "CPU (the oracle) hung on a drawn example",
     "not_applicable": "the check does not apply to this overload",
     "no_strategy": "an argument type the strategies cannot draw (Storage, Dimname, ...)",
-    "no_host_values": "the backend's tensors hold no values (meta): values not compared",
+    "no_host_values": "a check needed values a shape-only backend (meta) cannot give back",
     "harness_error": "a bug in the harness itself, reported rather than hidden",
 })
 
@@ -189,6 +194,7 @@ INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
     CPU_UNSTABLE: "CPU disagreed with itself on some examples: values not compared there",
     STRIDES_INFORMATIONAL: "result strides differ from CPU's where CPU promises none "
                            "(informational)",
+    METADATA_ONLY: "shape-only backend (meta): agreed on metadata, values not compared",
 })
 
 #: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).

@@ -1,0 +1,136 @@
+"""Shape-only backends (``Backend.host_values`` false: meta, fake tensors): every check is judged
+on metadata, agreement is a ``pass`` that says values were not compared, and a wrong shape,
+dtype or error is still caught."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import warnings
+
+import pytest
+import torch
+from test_engine import run, sig_of
+
+from conformance.backends import resolve
+from conformance.shapeonly import error_depends_on_values, refilled
+from conformance.strategies import Call
+from opdb.outcomes import METADATA_ONLY
+
+
+def test_meta_declares_no_host_values():
+    assert resolve("meta").host_values is False
+    assert resolve("cpu").host_values is True
+
+
+@pytest.mark.parametrize(("name", "check"), [
+    ("add.Tensor", "forward"), ("add.Tensor", "broadcast"), ("mm", "forward"),
+    ("sum.dim_IntList", "forward"), ("cat", "forward"), ("where.self", "broadcast"),
+])
+def test_meta_agreement_is_a_metadata_only_pass(name, check):
+    v = run(name, check, resolve("meta"), k=6)
+    assert (v.verdict, v.category) == ("pass", METADATA_ONLY), v.message
+    assert v.examples > 0 and "values not compared" in v.message
+
+
+def test_a_check_that_never_compares_values_passes_plainly_on_meta():
+    v = run("mul.Tensor", "promotion", resolve("meta"))
+    assert (v.verdict, v.category) == ("pass", None), v.message  # dtypes need no values
+
+
+def test_injected_wrong_shape_meta_kernel_is_caught():
+    """A meta kernel (torch.library registration on the Meta key) that transposes its result's
+    shape: caught as ``shape`` on meta, and gone again once the library is destroyed."""
+    lib = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+        lib.impl("neg", lambda self: self.new_empty(tuple(reversed(self.shape))), "Meta")
+    try:
+        v = run("neg", "forward", resolve("meta"), k=20)
+    finally:
+        lib._destroy()
+    assert (v.verdict, v.category) == ("fail", "shape"), v.message
+    assert v.repro and "neg" in v.repro
+    v = run("neg", "forward", resolve("meta"), k=6)
+    assert (v.verdict, v.category) == ("pass", METADATA_ONLY), v.message
+
+
+@pytest.fixture()
+def shape_only_mlu():
+    """The reference backend seen as a shape-only backend: the engine knows only the record."""
+    kernels = importlib.import_module("kernels")
+    mlu = resolve("mlu", without=())
+    yield dataclasses.replace(mlu, host_values=False)
+    kernels.install(without=())
+
+
+def test_shape_only_wrapper_catches_a_wrong_shape_and_ignores_values(shape_only_mlu):
+    import kernels
+    from kernels.registry import kernel
+
+    neg = kernel("neg")
+    kernels.install(overrides={"neg": lambda self: neg(self).reshape(-1)})  # flattens
+    v = run("neg", "forward", shape_only_mlu, k=20)
+    assert (v.verdict, v.category) == ("fail", "shape"), v.message
+    kernels.install(overrides={"neg": lambda self: neg(neg(self))})  # right shape, wrong values
+    v = run("neg", "forward", shape_only_mlu, k=10)
+    assert (v.verdict, v.category) == ("pass", METADATA_ONLY), v.message
+    with_values = dataclasses.replace(shape_only_mlu, host_values=True)
+    v = run("neg", "forward", with_values, k=10)
+    assert (v.verdict, v.category) == ("fail", "value"), v.message
+
+
+def test_shape_only_wrapper_still_owes_metadata_errors(shape_only_mlu):
+    """A refusal CPU keeps whatever the values (non-broadcastable shapes) is owed by a
+    shape-only backend too: a kernel that accepts it fails ``error_accepts``."""
+    import kernels
+    from kernels.registry import kernel
+
+    mul = kernel("mul.Tensor")
+
+    def lax(self, other):
+        if isinstance(other, torch.Tensor) and other.dim() and self.dim() \
+                and other.shape[-1] != self.shape[-1] and 1 not in (other.shape[-1],
+                                                                    self.shape[-1]):
+            return mul(self, self)  # no broadcast check
+        return mul(self, other)
+
+    kernels.install(overrides={"mul.Tensor": lax})
+    v = run("mul.Tensor", "broadcast", shape_only_mlu, k=30)
+    assert (v.verdict, v.category) == ("fail", "error_accepts"), v.message
+
+
+def _call(name: str, **values) -> Call:
+    sig = sig_of(name)
+    return Call(sig=sig, values=tuple(values.items()))
+
+
+def test_value_dependent_refusals_are_told_from_metadata_ones():
+    def cpu(call: Call):
+        return call.run("cpu")
+
+    oob = _call("index_select", self=torch.ones(2, 3), dim=0, index=torch.tensor([5]))
+    with pytest.raises(IndexError):
+        cpu(oob)
+    assert error_depends_on_values(oob, cpu)  # index 0 is fine
+    singular = _call("linalg_cholesky", self=torch.zeros(3, 3))
+    with pytest.raises(RuntimeError):
+        cpu(singular)
+    assert error_depends_on_values(singular, cpu)  # the identity is positive definite
+    mismatch = _call("add.Tensor", self=torch.ones(2), other=torch.ones(3))
+    with pytest.raises(RuntimeError):
+        cpu(mismatch)
+    assert not error_depends_on_values(mismatch, cpu)
+
+
+def test_refilled_keeps_layout_and_scalars():
+    base = torch.arange(24.0).reshape(4, 6)
+    view = base.t()[1:, ::2]
+    call = refilled(_call("add.Tensor", self=view, other=torch.ones(3).expand(5, 3), alpha=7),
+                    "ones")
+    got = dict(call.values)
+    for new, old in ((got["self"], view), (got["other"], torch.ones(3).expand(5, 3))):
+        assert (new.shape, new.stride(), new.storage_offset()) == \
+            (old.shape, old.stride(), old.storage_offset())
+        assert bool((new == 1).all())
+    assert got["alpha"] == 7
