@@ -25,6 +25,9 @@ from reports.tables import (
 if TYPE_CHECKING:
     import pandas as pd
 
+#: Families listed in the summary's "where to look" card.
+WHERE_TOP = 6
+
 #: Verdict codes used in the page data (index into this tuple); unknown verdicts are appended.
 PAGE_VERDICTS: tuple[str, ...] = (*VERDICTS, NOT_TESTED)
 
@@ -147,7 +150,14 @@ def page_data(
     overall_verdicts: list[str] = []
     per_column: list[list[str]] = [[] for _ in keys]
     infos = {n: ann.info(n) for n in universe}
-    order = sorted(universe, key=lambda n: (infos[n].family, n))
+    fam_of = {n: infos[n].family for n in universe}
+    fam_cells = {n: [(verdict_names[details[d][0]], details[d][1], details[d][5])
+                     for d in cells.get(n, ()) if d >= 0] for n in universe}
+    rank = family_rank(fam_of, fam_cells, strings.items)
+    scores = family_scores(fam_of, fam_cells, strings.items)
+    order = sorted(universe, key=lambda n: (rank[fam_of[n]], n))
+    where = [{"family": f, "weight": scores[f][0], "unsupported": scores[f][1]}
+             for f in sorted(rank, key=rank.get) if scores[f][0] or scores[f][1]][:WHERE_TOP]
     for name in order:
         info = infos[name]
         row_cells = cells.get(name, [-1] * ncol)
@@ -200,6 +210,7 @@ def page_data(
         # the dtypes check's per-dtype outcomes (details[i][12] holds [dtype, outcome] codes)
         "dtype_outcomes": [[o, what] for o, what in outcomes.DTYPE_OUTCOMES.items()],
         "dtype_gaps": gaps_by_backend(cur),
+        "severity": dict(outcomes.FAIL_SEVERITY),
         "families": families.items,
         "tags": tags.items,
         "strings": strings.items,  # packed by render(): see pack_strings()
@@ -211,6 +222,7 @@ def page_data(
             "static": static,
             "static_by_verdict": static_by_verdict,
             "fail_kinds": kinds,
+            "where": where,
         },
         "missing_variants": [dict(x) for x in ann.missing_variants],
         "missing_backward": [dict(x) for x in ann.missing_backward],
@@ -225,6 +237,36 @@ def gaps_by_backend(cur: pd.DataFrame) -> list[dict[str, Any]]:
         out.append({"backend": backend or "", "overload": overload,
                     "dtypes": list(grp["dtype"])})
     return out
+
+
+def family_scores(family: Mapping[str, str],
+                  cells: Mapping[str, list[tuple[str, int, int]]],
+                  strings: list[str]) -> dict[str, list[int]]:
+    """Per family ``[weight of unexpected fails, unsupported cells, weight of expected fails]``:
+    a fail weighs its category's severity (:func:`opdb.outcomes.severity`), a crash or timeout
+    as much as the worst fail. ``cells``: per overload, ``(verdict, category string index,
+    expected string index)``."""
+    score: dict[str, list[int]] = {}
+    for name, fam in family.items():
+        s = score.setdefault(fam, [0, 0, 0])
+        for verdict, cat, expected in cells.get(name, ()):
+            if verdict in ("fail", "crash", "timeout"):
+                weight = outcomes.severity(strings[cat] if verdict == "fail" and cat >= 0
+                                           else None)
+                s[2 if expected >= 0 else 0] += weight
+            elif verdict == "unsupported":
+                s[1] += 1
+    return score
+
+
+def family_rank(family: Mapping[str, str],
+                cells: Mapping[str, list[tuple[str, int, int]]],
+                strings: list[str]) -> dict[str, int]:
+    """Families ordered by where to look first (see :func:`family_scores`): unexpected fails by
+    weight, then unsupported cells, then expected fails by weight, then A–Z."""
+    score = family_scores(family, cells, strings)
+    ordered = sorted(score, key=lambda f: (-score[f][0], -score[f][1], -score[f][2], f))
+    return {f: i for i, f in enumerate(ordered)}
 
 
 def _fail_kinds(cur: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:

@@ -55,6 +55,30 @@
       var d = row.cells[j];
       return d < 0 ? NT : D.details[d][0];
     }
+    var BAD = { "fail": 1, "crash": 1, "timeout": 1 };
+    /* how a cell reads: its verdict, or "xfail" (a failure an expected-failures entry explains:
+       known) / "xpass" (an entry's item now passes: the entry is stale) */
+    function cellKind(det) {
+      var v = vname(det[0]);
+      if (det[5] < 0) return v;
+      if (BAD[v]) return "xfail";
+      if (v === "pass") return "xpass";
+      return v;
+    }
+    function weight(det) {  /* a fail weighs its category's severity (unknown, crash: 3) */
+      var cat = det[1] >= 0 && VERD[det[0]] === "fail" ? S(det[1]) : null;
+      var w = cat !== null ? D.severity[cat] : undefined;
+      return w === undefined ? 3 : w;
+    }
+    /* a row whose failing cells are all expected reads "xfail" in the Overall column */
+    ROWS.forEach(function (row) {
+      var bad = 0, known = 0;
+      row.cells.forEach(function (d) {
+        if (d < 0 || !BAD[VERD[D.details[d][0]]]) return;
+        bad++; if (D.details[d][5] >= 0) known++;
+      });
+      row.known = bad > 0 && known === bad;
+    });
 
     /* ---- state ---- */
     var state = { tab: "matrix", q: "", re: null, bad: false, tag: -1, kind: "", status: -2,
@@ -139,10 +163,15 @@
         var fam = null, hdr = null;
         for (var q = 0; q < list.length; q++) {
           var row = list[q];
-          if (row.fam !== fam) { fam = row.fam; hdr = { g: fam, n: 0, bad: 0, pass: 0 }; items.push(hdr); }
+          if (row.fam !== fam) { fam = row.fam; hdr = { g: fam, n: 0, pass: 0, fail: 0, w: 0, unsup: 0, known: 0 }; items.push(hdr); }
           hdr.n++;
           var ov = VERD[row.overall];
-          if (ov === "pass") hdr.pass++; else if (ov !== "not tested" && ov !== "skip") hdr.bad++;
+          if (ov === "pass") hdr.pass++;
+          else if (ov === "unsupported") hdr.unsup++;
+          else if (BAD[ov]) { if (row.known) hdr.known++; else hdr.fail++; }
+          row.cells.forEach(function (d) {
+            if (d >= 0 && BAD[VERD[D.details[d][0]]] && D.details[d][5] < 0) hdr.w += weight(D.details[d]);
+          });
           items.push(row);
         }
       }
@@ -155,23 +184,46 @@
     }
 
     /* ---- columns ---- */
+    /* a column is at least as wide as its label (measured in the header's font, room for the
+       sort arrow) and shares what the window has left: every label readable, no sideways scroll
+       at 1400 px for the twelve dtypes or a dozen checks */
+    var MEASURE = document.createElement("canvas").getContext("2d");
+    function fit(label, least) {
+      MEASURE.font = "600 12px " + getComputedStyle(document.body).fontFamily;
+      return Math.max(least, Math.ceil(MEASURE.measureText(label).width) + 26);
+    }
     function columns() {
-      var c = [{ key: "name", label: "Overload", w: "minmax(260px, 320px)" }];
-      if (!(state.group && state.sort === "family")) c.push({ key: "family", label: "Family", w: "150px" });
+      var c = [{ key: "name", label: "Overload", min: 240, max: 320 }];
+      if (!(state.group && state.sort === "family")) c.push({ key: "family", label: "Family", min: 110, max: 150 });
       if (state.tab === "dtypes") {
-        D.dtypes.forEach(function (d, k) { c.push({ key: "dt:" + k, label: d, w: "78px", dt: k }); });
+        D.dtypes.forEach(function (d, k) { c.push({ key: "dt:" + k, label: d, min: fit(d, 66), dt: k }); });
         return c;
       }
-      c.push({ key: "kind", label: "Kind", w: "86px" });
-      if (HAS_STATUS) c.push({ key: "status", label: "Static", w: "128px" });
-      COLS.forEach(function (name, k) { c.push({ key: "col:" + k, label: name, w: "88px", col: k }); });
-      c.push({ key: "overall", label: "Overall", w: "88px", overall: true });
+      c.push({ key: "kind", label: "Kind", min: 80, max: 96 });
+      if (HAS_STATUS) c.push({ key: "status", label: "Static", min: 118, max: 136 });
+      COLS.forEach(function (name, k) { c.push({ key: "col:" + k, label: name, min: fit(name, 64), col: k }); });
+      c.push({ key: "overall", label: "Overall", min: fit("Overall", 64), overall: true });
       return c;
+    }
+    /* widths in px: every column its least width, then what the matrix has left goes first to
+       the bounded columns (up to their max), then evenly to the verdict / dtype columns */
+    function widths(spec, avail) {
+      var w = spec.map(function (c) { return c.min; });
+      var left = avail - w.reduce(function (a, b) { return a + b; }, 0);
+      spec.forEach(function (c, k) {
+        if (c.max && left > 0) { var g = Math.min(left, c.max - c.min); w[k] += g; left -= g; }
+      });
+      var open = spec.filter(function (c) { return !c.max; }).length;
+      if (left > 0 && open) {
+        var each = Math.floor(left / open);
+        spec.forEach(function (c, k) { if (!c.max) w[k] += each; });
+      }
+      return w;
     }
     var COLSPEC = [], TEMPLATE = "";
     function renderHead() {
       COLSPEC = columns();
-      TEMPLATE = COLSPEC.map(function (c) { return c.w; }).join(" ");
+      TEMPLATE = widths(COLSPEC, scroller.clientWidth - 2).map(function (x) { return x + "px"; }).join(" ");
       head.style.gridTemplateColumns = TEMPLATE;
       head.textContent = "";
       COLSPEC.forEach(function (c) {
@@ -190,9 +242,46 @@
         });
         head.appendChild(h);
       });
-      var w = 0; // spacer must be as wide as the header for horizontal scrolling
+      renderTotals();
+      // spacer must be as wide as the header for horizontal scrolling
       spacer.style.minWidth = head.scrollWidth + "px";
-      void w;
+    }
+
+    /* ---- dtype totals: per dtype, over the overloads listed, how many do not agree ---- */
+    var totals = $("totals");
+    function renderTotals() {
+      totals.hidden = state.tab !== "dtypes";
+      if (totals.hidden) return;
+      totals.style.gridTemplateColumns = TEMPLATE;
+      totals.style.top = head.offsetHeight + "px";
+      totals.textContent = "";
+      var n = D.dtypes.length, t = [];
+      for (var k = 0; k < n; k++) t.push({ agree: 0, both_reject: 0, disagree: 0, backend_rejects: 0, backend_accepts: 0, ex: 0, ok: 0 });
+      items.forEach(function (row) {
+        if (row.g !== undefined) return;
+        var a = dtypeAgg(row);
+        for (var k = 0; k < n; k++) {
+          var b = k * 4, cls = dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
+          if (cls === "none") continue;
+          t[k][cls]++; t[k].ex += a[b]; t[k].ok += a[b + 3];
+        }
+      });
+      COLSPEC.forEach(function (spec) {
+        if (spec.dt === undefined) {
+          var lab = el("div", "tot-label", spec.key === "name" ? "overloads not agreeing / using it" : "");
+          lab.title = "per dtype, over the " + shown.toLocaleString() + " overloads listed: overloads whose examples with that dtype did not all agree with CPU / overloads whose examples used it";
+          totals.appendChild(lab);
+          return;
+        }
+        var x = t[spec.dt], used = x.agree + x.both_reject + x.disagree + x.backend_rejects + x.backend_accepts;
+        var bad = x.disagree + x.backend_rejects + x.backend_accepts;
+        var e = el("div", "cell tot d-" + (used === 0 ? "none" : bad ? "disagree" : "agree"), used ? bad + " / " + used : "\u2014");
+        e.title = D.dtypes[spec.dt] + " over the overloads listed: " + used + " used it; " + x.agree + " agree, " +
+          x.disagree + " results differ, " + x.backend_rejects + " backend rejects what CPU accepts, " +
+          x.backend_accepts + " backend accepts what CPU rejects, " + x.both_reject + " both reject; examples " +
+          x.ex + ", agreed " + x.ok;
+        totals.appendChild(e);
+      });
     }
 
     /* ---- dtype aggregation (lazy, per selected check) ---- */
@@ -256,8 +345,11 @@
       if (item.g !== undefined) {
         div.className = "grid-row group";
         var cell = el("div", null, item.g);
-        cell.appendChild(el("span", "fam-stats", item.n + " overload" + (item.n === 1 ? "" : "s") +
-          " \u00b7 " + item.pass + " pass \u00b7 " + item.bad + " not passing"));
+        var parts = [item.n + " overload" + (item.n === 1 ? "" : "s"), item.pass + " pass"];
+        if (item.fail) parts.push(item.fail + " failing (severity-weighted " + item.w + ")");
+        if (item.unsup) parts.push(item.unsup + " unsupported");
+        if (item.known) parts.push(item.known + " with expected failures only");
+        cell.appendChild(el("span", "fam-stats", parts.join(" \u00b7 ")));
         div.appendChild(cell);
         return div;
       }
@@ -285,16 +377,22 @@
         } else {
           var code = spec.overall ? item.overall : cellVerdict(item, spec.col);
           var v = vname(code);
-          e = el("div", "cell " + vcls(v), SHORT[v] || v);
+          var d = spec.overall ? -1 : item.cells[spec.col];
+          var kind = d >= 0 ? cellKind(D.details[d]) : spec.overall && item.known && BAD[v] ? "xfail" : v;
+          e = el("div", "cell " + (kind === "xfail" || kind === "xpass" ? "x-" + kind.slice(1) : vcls(v)), SHORT[kind] || kind);
           if (!spec.overall) {
-            var d = item.cells[spec.col];
             if (d >= 0) {
               var det = D.details[d];
-              if (det[5] >= 0) e.classList.add("exp");
-              e.title = COLS[spec.col] + ": " + v + (det[1] >= 0 ? " (" + S(det[1]) + ")" : "") + (det[5] >= 0 ? " \u2014 expected" : "");
+              if (det[5] >= 0 && kind === v) e.classList.add("exp");
+              e.title = COLS[spec.col] + ": " + v + (det[1] >= 0 ? " (" + S(det[1]) + ")" : "") +
+                (det[5] >= 0 ? (kind === "xpass" ? " \u2014 an expected-failure entry names it, but it passes (stale entry): " :
+                  " \u2014 expected failure: ") + S(det[5]) : "");
               e._row = item.i; e._col = spec.col;
             } else e.title = COLS[spec.col] + ": not tested";
-          } else { e.title = "overall: " + v; e._row = item.i; e._col = -2; }
+          } else {
+            e.title = "overall: " + v + (kind === "xfail" ? " \u2014 every failure of this overload is an expected one" : "");
+            e._row = item.i; e._col = -2;
+          }
         }
         div.appendChild(e);
       }
@@ -319,7 +417,9 @@
       pending = true;
       requestAnimationFrame(function () { pending = false; render(); });
     });
-    window.addEventListener("resize", function () { rendered = [-1, -1]; render(); });
+    window.addEventListener("resize", function () {
+      if (state.tab === "matrix" || state.tab === "dtypes") { renderHead(); rendered = [-1, -1]; render(); }
+    });
 
     /* ---- detail drawer ---- */
     var drawer = $("drawer"), dbody = $("d-body");
@@ -530,7 +630,9 @@
       var lg = $("legend"); lg.textContent = "";
       var entries = state.tab === "dtypes" ?
         Object.keys(DCLS).map(function (k) { return ["d-" + k, DCLS[k]]; }) :
-        SEV.map(function (v) { return [vcls(v), v]; }).concat([["v-fail exp", "expected (xfail data matched)"]]);
+        SEV.map(function (v) { return [vcls(v), v]; }).concat([
+          ["x-fail", "xfail: an expected failure (known; hover for the reason)"],
+          ["x-pass", "xpass: expected to fail, now passes (stale entry)"]]);
       if (state.tab !== "matrix" && state.tab !== "dtypes") return;
       entries.forEach(function (x) { var s = el("span"); s.appendChild(el("i", x[0])); s.appendChild(document.createTextNode(x[1])); lg.appendChild(s); });
       if (state.tab === "dtypes") lg.appendChild(el("span", null, "cell = examples that agreed / examples that used the dtype"));
