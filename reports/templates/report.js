@@ -259,9 +259,10 @@
       for (var k = 0; k < n; k++) t.push({ agree: 0, both_reject: 0, disagree: 0, backend_rejects: 0, backend_accepts: 0, ex: 0, ok: 0 });
       items.forEach(function (row) {
         if (row.g !== undefined) return;
-        var a = dtypeAgg(row);
+        var a = dtypeAgg(row), sup = dtypeSupport(row);
         for (var k = 0; k < n; k++) {
-          var b = k * 4, cls = dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
+          /* the class its cell shows: the dtypes check's outcome where present, else tallies */
+          var b = k * 4, cls = sup[k] >= 0 ? (DOUT_CLS[DOUT[sup[k]]] || "none") : dclass(a[b], a[b + 1], a[b + 2], a[b + 3]);
           if (cls === "none") continue;
           t[k][cls]++; t[k].ex += a[b]; t[k].ok += a[b + 3];
         }
