@@ -440,19 +440,21 @@ def compare_records(ctx: Context, run: InplaceRun, expected: Record, actual: Rec
         try:
             compare_outputs(ctx, replace(run, pick=name), exp_v, act_v, values=values)
         except CheckFailure as exc:
-            if _left_unchanged(ctx, drawn.get(name), exp_v, act_v) \
+            if ctx.backend.host_values and _left_unchanged(ctx, drawn.get(name), exp_v, act_v) \
                     and not _functional_gives(ctx, run, drawn.get(name)):
                 raise CheckFailure(INPLACE_NOT_WRITTEN, f"{name} was not written: it still "
                                                         f"holds its input values, but CPU's "
                                                         f"holds the result [{where}]") from None
             raise CheckFailure(exc.category, _relabel(exc.message, name)) from None
-        if seeded and ctx.hints.values and _left_unchanged(ctx, drawn.get(name), exp_v, act_v,
+        if seeded and ctx.hints.values and ctx.backend.host_values and _left_unchanged(ctx, drawn.get(name), exp_v, act_v,
                                                            min_numel=16):
             raise CheckFailure(INPLACE_NOT_WRITTEN, f"{name} was not written: it still holds "
                                                     f"its input values, but CPU's was filled "
                                                     f"[{where}]")
     # 3. arguments the schema does not mark written are untouched, bit for bit
     for name, exp_v in expected.args.items():
+        if not ctx.values_comparable():
+            break  # a shape-only backend: judged on metadata only
         if name in written or not isinstance(exp_v, torch.Tensor | list | tuple):
             continue
         for (label, e), (_, a) in zip(_tensors({name: exp_v}, None),
@@ -466,7 +468,7 @@ def compare_records(ctx: Context, run: InplaceRun, expected: Record, actual: Rec
     if expected.base is not None and actual.base is not None:
         compare_outputs(ctx, replace(run, pick="base"), expected.base, actual.base,
                         values=values)
-        if not values and ctx.hints.values:
+        if not values and ctx.hints.values and ctx.backend.host_values:
             _untouched_rest(ctx, run, expected.base, actual.base, where)
     # 5. version counters moved as CPU's
     for label, (e0, e1) in expected.versions.items():
