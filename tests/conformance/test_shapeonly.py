@@ -134,3 +134,13 @@ def test_refilled_keeps_layout_and_scalars():
             (old.shape, old.stride(), old.storage_offset())
         assert bool((new == 1).all())
     assert got["alpha"] == 7
+
+
+def test_inplace_and_dtypes_checks_are_judged_on_metadata():
+    meta = resolve("meta")
+    v = run("abs_", "inplace", meta, k=4)
+    assert (v.verdict, v.category) == ("pass", METADATA_ONLY), v.message
+    v = run("sin", "dtypes", meta, k=2)
+    assert (v.verdict, v.category) == ("pass", METADATA_ONLY), v.message
+    assert set(v.dtype_support.values()) <= {"uncompared", "cpu_rejects"}, v.dtype_support
+    assert "uncompared" in v.dtype_support.values()
