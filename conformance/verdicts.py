@@ -21,6 +21,9 @@ FAIL_CATEGORIES = tuple(outcomes.FAIL_CATEGORIES)
 SKIP_CATEGORIES = tuple(outcomes.SKIP_CATEGORIES)
 
 _COULD_NOT_RUN = re.compile(r"Could not run '([^']+)' with arguments from the '([^']+)' backend")
+#: The same, as torch's Python dispatcher words it for a key with neither kernel nor fake impl.
+_NO_KERNEL = re.compile(r"^([\w:.]+): attempted to run this operator with (\w+) tensors, but there "
+                        r"was no fake impl or \2 kernel registered")
 
 
 def missing_op_from(exc: BaseException) -> tuple[str, str] | None:
@@ -30,7 +33,7 @@ def missing_op_from(exc: BaseException) -> tuple[str, str] | None:
     """
     if not isinstance(exc, NotImplementedError):
         return None
-    m = _COULD_NOT_RUN.search(str(exc))
+    m = _COULD_NOT_RUN.search(str(exc)) or _NO_KERNEL.search(str(exc))
     if m is None:
         return None
     name = m.group(1)

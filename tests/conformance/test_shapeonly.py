@@ -144,3 +144,19 @@ def test_inplace_and_dtypes_checks_are_judged_on_metadata():
     assert (v.verdict, v.category) == ("pass", METADATA_ONLY), v.message
     assert set(v.dtype_support.values()) <= {"uncompared", "cpu_rejects"}, v.dtype_support
     assert "uncompared" in v.dtype_support.values()
+
+
+def test_no_meta_kernel_is_unsupported_naming_the_op():
+    """torch's Python dispatcher words a key with no kernel differently ("attempted to run this
+    operator with Meta tensors, but there was no fake impl or Meta kernel registered"): still a
+    missing kernel, so ``unsupported``, not an ``error_raises`` fail."""
+    from conformance.verdicts import missing_op_from
+
+    x = torch.empty(3, device="meta")
+    with pytest.raises(NotImplementedError) as info:
+        torch.ops.aten._cummin_helper(x, x, x.long(), 0)
+    assert missing_op_from(info.value) == ("_cummin_helper", "Meta")
+    assert missing_op_from(RuntimeError(str(info.value))) is None
+    v = run("masked_select", "forward", resolve("meta"), k=4)
+    assert (v.verdict, v.category, v.missing_op) == ("unsupported", "missing_kernel",
+                                                     "masked_select"), v.message
