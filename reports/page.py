@@ -157,7 +157,7 @@ def page_data(
     scores = family_scores(fam_of, fam_cells, strings.items)
     order = sorted(universe, key=lambda n: (rank[fam_of[n]], n))
     where = [{"family": f, "weight": scores[f][0], "unsupported": scores[f][1]}
-             for f in sorted(rank, key=rank.get) if scores[f][0] or scores[f][1]][:WHERE_TOP]
+             for f in sorted(rank, key=lambda f: rank[f]) if scores[f][0] or scores[f][1]][:WHERE_TOP]
     for name in order:
         info = infos[name]
         row_cells = cells.get(name, [-1] * ncol)
