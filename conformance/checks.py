@@ -628,6 +628,14 @@ def verify_noncontiguous(ctx: Context, call: Call) -> None:
     layouts.verify(ctx, call)
 
 
+def _out_check() -> Check:
+    """The ``out`` check (conformance/variants_out.py)."""
+    from conformance.variants_out import out_applies, verify_out
+
+    return Check("out", "out", "out= tensors written, returned, resized, cast, refused as CPU",
+                 out_applies, verify_out)
+
+
 CHECKS: dict[str, Check] = {
     c.name: c
     for c in (
@@ -648,6 +656,7 @@ CHECKS: dict[str, Check] = {
         Check("noncontiguous", "noncontiguous", "forward inputs as transposed, strided, "
               "expanded, offset and channels_last views: values as CPU, strides where a "
               "contract", _noncontiguous_applies, verify_noncontiguous),
+        _out_check(),
     )
 }
 

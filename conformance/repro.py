@@ -191,6 +191,10 @@ def snippet(call: Call, backend: Backend, *, note: str | None = None) -> str:
 
         assert isinstance(call, LayoutCall)
         return layout_snippet(call, backend, note=note)
+    if any(n.startswith("out form:") for n in call.notes):
+        from conformance.variants_out import out_snippet
+
+        return out_snippet(call, backend, note)
     sig = call.sig
     lines = ["import torch"]
     lines += bringup_lines(backend)

@@ -44,8 +44,7 @@ from opdb.dtypes import COMPLEX, DTYPE_NAMES, FLOATING, LOW_PRECISION, dtype_nam
 from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
 from opdb.opdata import ArgHint, OpHints
 
-MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes", "inplace",
-         "noncontiguous")
+MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes", "inplace", "noncontiguous", "out")
 
 # Base types the strategies can draw; anything else is drawn only as its default / None.
 _DRAWABLE = {"Tensor", "int", "SymInt", "float", "bool", "Scalar", "ScalarType", "str"}
@@ -700,6 +699,10 @@ def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[A
         from conformance.layouts import noncontiguous_calls
 
         return noncontiguous_calls(sig, hints)
+    if mode == "out":  # the out check's own strategy (conformance/variants_out.py)
+        from conformance.variants_out import out_calls
+
+        return out_calls(sig, hints)
     factory = {"forward": forward_calls, "broadcast": broadcast_calls,
                "promotion": promotion_calls, "autograd": autograd_calls,
                "dtypes": dtype_sweeps}[mode]

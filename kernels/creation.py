@@ -10,7 +10,15 @@ import numpy as np
 import torch
 
 from kernels import _device
-from kernels._semantics import BOOL, COMPLEX, FLOATING, check_dtype, infer_size, scalar_type_name
+from kernels._semantics import (
+    BOOL,
+    COMPLEX,
+    FLOATING,
+    check_dtype,
+    cpp_type_name,
+    infer_size,
+    scalar_type_name,
+)
 from kernels._tensor import (
     NP_DTYPE,
     empty,
@@ -61,6 +69,8 @@ def resize_(self: torch.Tensor, size: list[int], *,
             memory_format: torch.memory_format | None = None) -> torch.Tensor:
     if any(int(s) < 0 for s in size):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: {list(size)}")
+    if memory_format is None and list(self.shape) == [int(s) for s in size]:
+        return self  # as on CPU: same sizes keep the strides (a strided view stays one)
     return restride(self, size, memory_format_strides(list(size), memory_format), None)
 
 
@@ -254,6 +264,11 @@ def _linspace(start: Any, end: Any, steps: int, dtype: torch.dtype) -> np.ndarra
 
 @register("linspace.out")
 def linspace_out(start: Any, end: Any, steps: int, *, out: torch.Tensor) -> torch.Tensor:
+    for bound in (start, end):  # c10's Scalar conversion to the (real) output type
+        if isinstance(bound, complex) and bound.imag != 0 and not out.dtype.is_complex \
+                and out.dtype != torch.bool:
+            raise RuntimeError(f"value cannot be converted to type {cpp_type_name(out.dtype)} "
+                               f"without overflow")
     return _store(out, _linspace(start, end, steps, out.dtype))
 
 

@@ -241,6 +241,13 @@ def _amax(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None 
 
 def _full_minmax(self: torch.Tensor, out: torch.Tensor | None = None, *, fn: Any, op: str
                  ) -> torch.Tensor:
+    if out is not None and self.dtype != out.dtype:  # max_unary_out's first check on CPU
+        try:
+            check_result_fits(self.dtype, out.dtype)
+        except RuntimeError:
+            raise RuntimeError("Expected canCast( typeMetaToScalarType(self.dtype()), "
+                               "typeMetaToScalarType(out.dtype())) to be true, but got false."
+                               ) from None
     x = to_numpy(self)
     if x.size == 0:
         raise RuntimeError(

@@ -124,6 +124,22 @@ STRIDES = "strides"
 #: promise about them (a reduction, a matmul, an op on overlapping or gapped inputs).
 STRIDES_INFORMATIONAL = "strides_informational"
 
+# -- the out check's kinds of disagreement (what an out= overload does with its out tensors) ---
+#: The out= tensor was left as it was given where CPU wrote the result into it.
+OUT_NOT_WRITTEN = "out_not_written"
+#: The out= overload returned something other than the very out= tensor(s) it was given.
+OUT_IDENTITY = "out_identity"
+#: A wrong-shaped out= was not resized as CPU resizes it (or CPU's resize warning differs).
+OUT_RESIZE = "out_resize"
+#: An out= of another dtype was refused where CPU casts, accepted where CPU refuses, or cast
+#: otherwise than CPU casts.
+OUT_DTYPE = "out_dtype"
+#: An out= on another device (CPU for a backend call) was taken by the backend's own kernel,
+#: or taken and not written as CPU's values.
+OUT_DEVICE = "out_device"
+#: An out= that is a strided view was not written through to its base as on CPU.
+OUT_VIEW = "out_view"
+
 #: Fail categories with one line each (what disagreed).
 FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "value": "values differ from CPU beyond tolerance",
@@ -150,6 +166,12 @@ FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     INPLACE_VERSION: "an in-place overload moved the version counter otherwise than CPU",
     STRIDES: "result strides differ from CPU's where they are a contract (views, "
              "preserve_format copies, elementwise ops on dense inputs)",
+    OUT_NOT_WRITTEN: "the out= tensor was not written (left as given) where CPU writes it",
+    OUT_IDENTITY: "an out= overload returned other objects than the out= tensors given",
+    OUT_RESIZE: "a wrong-shaped out= not resized as on CPU, or CPU's resize warning differs",
+    OUT_DTYPE: "an out= of another dtype refused/accepted/cast otherwise than on CPU",
+    OUT_DEVICE: "an out= on another device taken by the backend's own kernel, or not written",
+    OUT_VIEW: "a strided-view out= not written through to its base as on CPU",
 })
 
 #: Severity of a fail category, higher is worse: a wrong result or a missing capability (3),
@@ -169,6 +191,10 @@ FAIL_SEVERITY: Mapping[str, int] = MappingProxyType({
     INPLACE_REFUSAL: 2, INPLACE_VERSION: 2,
     # right values in a layout other code may rely on (view, as_strided, data_ptr arithmetic)
     STRIDES: 2,
+    # the result lost or misplaced: as bad as a wrong value
+    OUT_NOT_WRITTEN: 3, OUT_IDENTITY: 3, OUT_VIEW: 3,
+    # validation and resizing: CPU's contract, mostly wrong only on unusual out= tensors
+    OUT_RESIZE: 2, OUT_DTYPE: 2, OUT_DEVICE: 2,
 })
 
 #: Skip categories: why nothing was checked.

@@ -1,0 +1,531 @@
+"""The ``out`` check: what an ``out=`` overload does with the tensors it is given, against CPU.
+
+Every example draws the op's inputs as the ``forward`` check does (plain values) and one *form*
+in which the ``out=`` tensors are given (:data:`FORMS`). The shapes come from CPU's own answer
+to the call with empty outs (the probe); the out tensors of the form are then built alike on
+CPU and on the backend (:func:`make_outs`), the call runs on both, and the backend must do what
+CPU does:
+
+* ``fresh`` / ``sized`` — empty outs, or outs of the right shape holding a fill value: the
+  result is written into them (``out_not_written``) and the very same objects are returned
+  (``out_identity``); values, dtype and shape as ``forward`` compares them.
+* ``resize`` — non-empty outs of the wrong shape: resized as CPU resizes them, with CPU's
+  "An output with one or more elements was resized" warning where CPU gives it (``out_resize``).
+* ``dtype`` — one out of another of the twelve dtypes: refused with CPU's exception type where
+  CPU refuses, accepted and cast as CPU casts where CPU accepts (``out_dtype``).
+* ``device`` — outs on CPU for a call on the backend (the call must have tensor inputs on the
+  device): refused; a backend whose own ``out=`` kernel takes them fails, one that reaches torch's
+  composite ``out=`` wrapper (a copy into ``out``) must write CPU's values into them
+  (``out_device``). On a CPU backend the form is ``sized``.
+* ``view`` — outs that are strided views (every other element of a larger base): written
+  through to the base, the base's other elements untouched, as on CPU (``out_view``).
+
+Overloads with a ``Tensor[]`` out (``_foreach_*``, ``unbind_copy``) do not apply: their length
+depends on the inputs in ways the schema does not say.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import torch
+from hypothesis import strategies as st
+
+from conformance.strategies import Call, OpSignature
+from conformance.verdicts import Abort, CheckFailure, CpuRejected, error_line, missing_op_from
+from opdb.dtypes import DTYPE_NAMES, dtype_name, torch_dtype
+from opdb.outcomes import (
+    ERROR_ACCEPTS,
+    ERROR_RAISES,
+    ERROR_TYPE,
+    OUT_DEVICE,
+    OUT_DTYPE,
+    OUT_IDENTITY,
+    OUT_NOT_WRITTEN,
+    OUT_RESIZE,
+    OUT_VIEW,
+    is_dtype_gap,
+)
+
+if TYPE_CHECKING:
+    from conformance.backends import Backend
+    from conformance.engine import Context
+
+#: The forms an example gives its out= tensors in (Hypothesis shrinks toward the first).
+FORMS: tuple[str, ...] = ("fresh", "sized", "resize", "dtype", "device", "view")
+
+#: What a disagreement in each form is filed under (a plain wrong value or shape in ``fresh``/
+#: ``sized`` keeps ``compare_outputs``' own category, as the forward check files it).
+_CATEGORY = {"fresh": None, "sized": None, "resize": OUT_RESIZE, "dtype": OUT_DTYPE,
+             "device": OUT_DEVICE, "view": OUT_VIEW}
+
+_RESIZED = "was resized since it had shape"  # at::native::resize_output's warning
+
+
+@dataclass(frozen=True)
+class OutForm:
+    """How one example gives its out= tensors: ``kind`` (one of :data:`FORMS`), and for
+    ``dtype`` the other dtype and which out gets it, for ``resize`` whether the wrong shape is
+    smaller (``grow``: the out must grow) or larger than the result."""
+
+    kind: str = "fresh"
+    dtype: str | None = None
+    index: int = 0
+    grow: bool = False
+
+    def describe(self, n_outs: int = 1) -> str:
+        which = "out" if n_outs == 1 else f"out[{self.index % n_outs}]"
+        return {
+            "fresh": "empty out=",
+            "sized": "out= of the result's shape and dtype",
+            "resize": f"non-empty out= of a wrong shape ({'too few' if self.grow else 'too many'}"
+                      f" elements)",
+            "dtype": f"{which} of dtype {self.dtype}",
+            "device": "out= on cpu",
+            "view": "out= a strided view (every other element of a larger base)",
+        }[self.kind]
+
+
+@dataclass(frozen=True)
+class OutCall(Call):
+    """A :class:`Call` of an out= overload, with the form its out= tensors are given in."""
+
+    form: OutForm = OutForm()
+
+
+def out_names(sig: OpSignature) -> tuple[str, ...]:
+    return tuple(a.name for a in sig.args if a.is_out)
+
+
+def out_applies(sig: OpSignature) -> str | None:
+    if sig.kind != "out" or not out_names(sig):
+        return "not an out= overload"
+    lists = [a.name for a in sig.args if a.is_out and a.is_list]
+    if lists:
+        return (f"its out= argument '{lists[0]}' is a Tensor[] whose length depends on the inputs "
+                f"(the schema does not say how)")
+    return None
+
+
+@st.composite
+def out_calls(draw: Any, sig: OpSignature, hints: Any) -> OutCall:
+    """Calls for the ``out`` check: inputs as ``forward`` draws them (plain values: the values
+    are the forward check's business) and the form of the out= tensors."""
+    from conformance.strategies import _assemble, _Plan, _shapes, _tensor_arg_dtypes
+
+    shapes = _shapes(draw, sig, hints, mode="forward")
+    dtypes = _tensor_arg_dtypes(draw, sig, hints, DTYPE_NAMES)
+    call = _assemble(draw, sig, hints, _Plan(shapes=shapes, dtypes=dtypes))
+    kind = draw(st.sampled_from(FORMS), label="out form")
+    form = OutForm(kind)
+    if kind == "dtype":
+        form = OutForm(kind, dtype=draw(st.sampled_from(DTYPE_NAMES), label="out dtype"),
+                       index=draw(st.integers(0, 3), label="which out"))
+    elif kind == "resize":
+        form = OutForm(kind, grow=draw(st.booleans(), label="out too small?"))
+    return OutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu,
+                   notes=(*call.notes, f"out form: {kind}"), form=form)
+
+
+# --------------------------------------------------------------------------- building outs
+
+
+def make_outs(kind: str, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype], device: str,
+              *, alt: torch.dtype | None = None, index: int = 0, grow: bool = False,
+              fill: int = 77) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The out= tensors of one form (the repro snippet carries this function's source), and for
+    each the tensor whose storage it writes (its base: the out itself unless ``view``).
+    ``shapes``/``dtypes``: the outs CPU returns for the call with empty outs."""
+    outs, bases = [], []
+    for i, (shape, dtype) in enumerate(zip(shapes, dtypes, strict=True)):
+        where = "cpu" if kind == "device" else device
+        if kind == "fresh":
+            base = torch.empty(0, dtype=dtype).to(where)
+            out = base
+        elif kind == "view":
+            base = torch.full((*shape, 2), fill, dtype=dtype).to(where)
+            out = base.select(-1, 1)
+        else:
+            if kind == "resize":
+                n = torch.Size(shape).numel()
+                shape = (1,) if grow and n > 1 else (n + 1,)
+            if kind == "dtype" and i == index % len(shapes) and alt is not None:
+                dtype = alt
+            base = torch.full(shape, fill, dtype=dtype).to(where)
+            out = base
+        outs.append(out)
+        bases.append(base)
+    return outs, bases
+
+
+@contextmanager
+def warnings_seen() -> Iterator[list[str]]:
+    """The warnings given inside the block: Python's (a Python kernel's ``warnings.warn``) and
+    C++'s (``TORCH_WARN`` of an op called through ``torch.ops``, which reach stderr, not Python:
+    read from file descriptor 2). The list is filled when the block ends."""
+    seen: list[str] = []
+    with tempfile.TemporaryFile() as tmp, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield seen
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            seen.extend(str(w.message) for w in caught)
+            seen.extend(line for line in text.splitlines() if "Warning" in line)
+            other = [line for line in text.splitlines() if "Warning" not in line]
+            if other:  # not ours: give it back
+                sys.stderr.write("\n".join(other) + "\n")
+
+
+def effective_kind(call: Call, backend: Backend) -> str:
+    """The form ``call`` is judged in on ``backend``: ``device`` needs a backend other than CPU
+    and a tensor input on it (an out= factory call, ``zeros.out``, runs where its out is)."""
+    kind = call.form.kind if isinstance(call, OutCall) else "fresh"
+    if kind == "device":
+        outs = set(out_names(call.sig))
+        on_device = any(isinstance(t, torch.Tensor) for n, v in call.values
+                        if n not in outs and n not in call.on_cpu
+                        for t in (v if isinstance(v, list | tuple) else (v,)))
+        if backend.is_cpu or not on_device:
+            return "sized"
+    return kind
+
+
+class _Slot:
+    """Stands for the ``i``-th out= tensor in a call's arguments until the outs are built."""
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+
+def _run(call: Call, device: str, outs: list[torch.Tensor]) -> Any:
+    """``call`` with its inputs placed on ``device`` and the given out= tensors."""
+    names = out_names(call.sig)
+    slotted = replace(call, values=tuple((n, _Slot(names.index(n)) if n in names else v)
+                                         for n, v in call.values))
+    args, kwargs = slotted.split(device)
+    args = [outs[a.i] if isinstance(a, _Slot) else a for a in args]
+    kwargs = {k: outs[v.i] if isinstance(v, _Slot) else v for k, v in kwargs.items()}
+    return call.sig.packet(*args, **kwargs)
+
+
+def _describe(call: Call, form: OutForm, n_outs: int) -> str:
+    text = call.describe()
+    return f"{text} with {form.describe(n_outs)}" if form.kind != "fresh" else text
+
+
+# --------------------------------------------------------------------------- the check
+
+
+@dataclass
+class _Side:
+    """One side's run: the outs it was given, their bases and initial state, what came back."""
+
+    outs: list[torch.Tensor]
+    bases: list[torch.Tensor]
+    before: list[torch.Tensor]
+    result: Any = None
+    error: BaseException | None = None
+    warned: bool = False
+
+
+def _side(kind: str, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype], device: str,
+          form: OutForm) -> _Side:
+    outs, bases = make_outs(kind, shapes, dtypes, device,
+                            alt=torch_dtype(form.dtype) if form.dtype else None,
+                            index=form.index, grow=form.grow)
+    return _Side(outs, bases, [b.detach().cpu().clone() for b in bases])
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same dtype, shape and bytes (an out left as it was given, fill value and all)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.numel() == 0:
+        return True
+    def raw(t: torch.Tensor) -> torch.Tensor:  # fresh dense storage: a byte view always works
+        return torch.empty(t.numel(), dtype=t.dtype).copy_(t.detach().reshape(-1)).view(
+            torch.uint8)
+
+    return torch.equal(raw(a), raw(b))
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """CPU's answer in one out form agrees with its answer in another (dtype-default
+    tolerances: a strided out may change the order a CPU kernel accumulates in)."""
+    try:
+        torch.testing.assert_close(a, b, equal_nan=True, check_stride=False)
+    except AssertionError:
+        return False
+    return True
+
+
+def _fresh_probe(ctx: Context, call: Call) -> tuple[_Side, list[tuple[int, ...]]]:
+    """CPU with empty outs of the drawn dtypes (counted, marked): the result shapes."""
+    names = out_names(call.sig)
+    drawn = dict(call.values)
+    dtypes = [drawn[n].dtype for n in names]
+    side = _Side([torch.empty(0, dtype=d) for d in dtypes], [], [])
+    side.bases, side.before = side.outs, [o.clone() for o in side.outs]
+    ctx._begin(call)
+    ctx.inflight.call(call, ctx.repro_fn, side="cpu")
+    try:
+        with warnings_seen() as seen:
+            side.result = _run(call, "cpu", side.outs)
+    except Exception as exc:  # noqa: BLE001 - CPU's errors are data here
+        if missing_op_from(exc) is not None:
+            raise Abort("skip", "cpu_unsupported",
+                        f"CPU (the oracle) has no kernel: {error_line(exc)}") from None
+        ctx.cpu_errors[error_line(exc)] += 1
+        raise CpuRejected(exc) from None
+    side.warned = any(_RESIZED in w for w in seen)
+    ctx._mark(cpu_ok=True)
+    return side, [tuple(o.shape) for o in side.outs]
+
+
+def _run_side(ctx: Context, call: Call, side: _Side, device: str, *, cpu: bool) -> None:
+    ctx.inflight.call(call, ctx.repro_fn, side="cpu" if cpu else ctx.backend.device)
+    try:
+        with warnings_seen() as seen:
+            side.result = _run(call, device, side.outs)
+    except Exception as exc:  # noqa: BLE001 - both sides' errors are data here
+        if cpu and missing_op_from(exc) is not None:
+            raise Abort("skip", "cpu_unsupported",
+                        f"CPU (the oracle) has no kernel: {error_line(exc)}") from None
+        if not cpu:
+            ctx._unsupported(exc, call)  # a missing kernel: unsupported, naming it
+        side.error = exc
+        return
+    side.warned = any(_RESIZED in w for w in seen)
+    if not cpu:
+        ctx._mark(backend_ok=True)
+
+
+def verify_out(ctx: Context, call: Call) -> None:
+    """The backend does with the out= tensors what CPU does (module docstring)."""
+    __tracebackhide__ = True
+    from conformance.checks import compare_outputs  # (checks registers this module's check)
+
+    form = call.form if isinstance(call, OutCall) else OutForm()
+    kind = effective_kind(call, ctx.backend)
+    if kind != form.kind:
+        form = OutForm(kind)
+    names = out_names(call.sig)
+    n = len(names)
+    where = _describe(call, form, n)
+    probe, shapes = _fresh_probe(ctx, call)
+    dtypes = [o.dtype for o in probe.outs]
+    if kind == "fresh":
+        cpu = probe
+    else:
+        cpu = _side(kind, shapes, dtypes, "cpu", form)
+        _run_side(ctx, call, cpu, "cpu", cpu=True)
+    dev = _side(kind, shapes, dtypes, ctx.backend.device, form)
+    _run_side(ctx, call, dev, ctx.backend.device, cpu=False)
+    category = _CATEGORY[kind]
+
+    # -- refusals
+    if cpu.error is not None:
+        if dev.error is not None:
+            if type(dev.error) is not type(cpu.error):
+                raise CheckFailure(category or ERROR_TYPE,
+                                   f"raised {error_line(dev.error)}, but should raise "
+                                   f"{type(cpu.error).__name__} as CPU does "
+                                   f"({error_line(cpu.error)}) [{where}]")
+            return
+        if is_dtype_gap(str(cpu.error)):
+            ctx.cpu_dtype_gaps[error_line(cpu.error)] += 1
+            raise CpuRejected(cpu.error)
+        raise CheckFailure(category or ERROR_ACCEPTS,
+                           f"returned a result, but should raise {error_line(cpu.error)} as "
+                           f"CPU does [{where}]")
+    if dev.error is not None:
+        if kind == "device":
+            return  # refused, as it should be
+        raise CheckFailure(category or ERROR_RAISES,
+                           f"raised {error_line(dev.error)}, but CPU returned a result "
+                           f"[{where}]")
+    if kind == "device" and _own_kernel(ctx, call.sig.name):
+        raise CheckFailure(OUT_DEVICE, f"accepted out= on cpu for a call on "
+                                       f"{ctx.backend.device}: its own out= kernel should "
+                                       f"refuse it, as CPU's do (\"Expected out tensor to have "
+                                       f"device ...\") [{where}]")
+
+    # -- the outs were written (before anything else: a kernel that returns a new tensor)
+    if ctx.hints.values:
+        for i in range(n):
+            if not _same(cpu.before[i], cpu.bases[i].detach()):
+                after = ctx.to_host(dev.bases[i].detach())
+                if _same(dev.before[i], after):
+                    label = "out" if n == 1 else f"{names[i]}"
+                    shown = f"{dtype_name(after.dtype)}{list(after.shape)}"
+                    raise CheckFailure(
+                        {"view": OUT_VIEW, "device": OUT_DEVICE}.get(kind, OUT_NOT_WRITTEN),
+                        f"{label} was not written: it still holds what it was given "
+                        f"({shown}), but CPU wrote the result into it [{where}]")
+
+    # -- the very same objects are returned
+    got, exp = _leaves(dev.result), _leaves(cpu.result)
+    if len(got) != len(exp):
+        raise CheckFailure(OUT_IDENTITY, f"returned {len(got)} values, but should return "
+                                         f"{len(exp)} as CPU does [{where}]")
+    for i, e in enumerate(exp):
+        j = next((k for k, o in enumerate(cpu.outs) if e is o), None)
+        if j is not None and got[i] is not dev.outs[j]:
+            what = type(got[i]).__name__ if not isinstance(got[i], torch.Tensor) else \
+                "a new tensor"
+            raise CheckFailure(OUT_IDENTITY, f"returned {what} as result {i}, not the out= "
+                                             f"tensor '{names[j]}' it was given (CPU returns "
+                                             f"that very object) [{where}]")
+
+    # -- the resize warning where CPU gives it
+    if cpu.warned != dev.warned:
+        said = "gave no" if cpu.warned else "gave a"
+        raise CheckFailure(OUT_RESIZE, f"{said} warning on resizing a non-empty out=, "
+                                       f"but CPU {'does' if cpu.warned else 'does not'} "
+                                       f"[{where}]")
+
+    # -- shapes, dtypes, values (through the base for views)
+    seeded = "nondeterministic_seeded" in call.sig.tags
+    if kind == "view" and ctx.hints.values and not seeded and not all(
+            _close(b.select(-1, 1), p) for b, p in zip(cpu.bases, probe.outs, strict=True)):
+        # CPU's own kernel writes a strided out otherwise than a fresh one (as if it were
+        # contiguous: _softmax.out): the oracle has no answer for views of this call
+        ctx.cpu_unstable_calls[f"{where}: CPU's result through the view differs from its "
+                               f"result in an empty out="] += 1
+        return
+    if kind == "view":
+        exp_t = [b.select(-1, 1) for b in cpu.bases]
+        got_t = [b.detach().select(-1, 1) for b in dev.bases]  # read back through the base
+    elif kind == "device":  # accepted by torch's composite out= wrapper: CPU's values in them
+        _compare_on_cpu(ctx, call, cpu.outs, dev.outs, where, values=not seeded)
+        return
+    else:
+        exp_t, got_t = list(cpu.outs), list(dev.outs)
+    try:
+        compare_outputs(ctx, call, tuple(exp_t), tuple(got_t), values=not seeded)
+    except CheckFailure as exc:
+        if category is None:
+            raise
+        raise CheckFailure(category, f"{exc.message.rsplit(' [', 1)[0]} [{where}]") from None
+    if kind == "view":  # the base's other elements are untouched
+        for i in range(n):
+            rest_e = cpu.bases[i].select(-1, 0)
+            rest_a = ctx.to_host(dev.bases[i].detach()).select(-1, 0)
+            if not _same(rest_e, rest_a):
+                raise CheckFailure(OUT_VIEW, f"wrote outside the view: the base's other "
+                                             f"elements changed, but CPU leaves them [{where}]")
+
+
+def _compare_on_cpu(ctx: Context, call: Call, exp: list[torch.Tensor], got: list[torch.Tensor],
+                    where: str, *, values: bool) -> None:
+    """Outs on CPU that a backend call wrote (the ``device`` form): dtype, shape and values as
+    CPU's own outs (no device to compare: they are where they were given)."""
+    from conformance.checks import _assert_values
+
+    for i, (e, a) in enumerate(zip(exp, got, strict=True)):
+        label = "out" if len(exp) == 1 else f"out[{i}]"
+        if (a.dtype, tuple(a.shape)) != (e.dtype, tuple(e.shape)):
+            raise CheckFailure(OUT_DEVICE, f"{label} on cpu became {dtype_name(a.dtype)}"
+                                           f"{list(a.shape)}, but CPU's is {dtype_name(e.dtype)}"
+                                           f"{list(e.shape)} [{where}]")
+        if values and ctx.hints.values:
+            try:
+                _assert_values(ctx, call, label, where, a.detach(), e)
+            except CheckFailure as exc:
+                raise CheckFailure(OUT_DEVICE, exc.message) from None
+
+
+def _leaves(out: Any) -> list[Any]:
+    from torch.utils._pytree import tree_flatten
+
+    return tree_flatten(out)[0]
+
+
+_OWN: dict[tuple[str, str], bool] = {}
+
+
+def _own_kernel(ctx: Context, name: str) -> bool:
+    """Whether the backend registers its own kernel for ``name`` (not torch's composite)."""
+    from opdb.dispatch import Status, classify
+
+    key = (ctx.backend.dispatch_key, name)
+    if key not in _OWN:
+        _OWN[key] = classify(ctx.backend.dispatch_key, [name])[name] == Status.native
+    return _OWN[key]
+
+
+# --------------------------------------------------------------------------- repro
+
+
+_SHOW = '''def show(device):
+    outs, bases = make_outs(KIND, SHAPES, DTYPES, device, alt=ALT, index=INDEX, grow=GROW)
+    with warnings_seen() as seen:
+        try:
+            res = call(device, outs)
+        except Exception as exc:
+            print(f"{device}: raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            res = exc
+    if isinstance(res, Exception):
+        return
+    rets = list(res) if isinstance(res, (tuple, list)) else [res]
+    print(f"{device}: returns the out= tensors themselves: {[r is o for r, o in zip(rets, outs)]}")
+    print(f"{device}: resize warning: {any('was resized' in w for w in seen)}")
+    for i, (o, b) in enumerate(zip(outs, bases)):
+        print(f"{device}: out[{i}] dtype={o.dtype} shape={tuple(o.shape)} device={o.device}")
+        print(b.cpu() if b is o else f"base {tuple(b.shape)}:\\n{b.cpu()}")
+'''
+
+
+def out_snippet(call: Call, backend: Backend, note: str | None = None) -> str:
+    """The standalone repro of an ``out`` example: the outs built as the check builds them (the
+    check's own :func:`make_outs`), the call on CPU and on the device, and for each side whether
+    the outs came back, what they hold, and whether a resize warning was given."""
+    from conformance.repro import _op_call, _value, bringup_lines
+
+    sig = call.sig
+    names = out_names(sig)
+    form = call.form if isinstance(call, OutCall) else OutForm()
+    kind = effective_kind(call, backend)
+    drawn = dict(call.values)
+    dtypes = [f"torch.{dtype_name(drawn[n].dtype)}" for n in names]
+
+    def text(name: str, value: Any) -> str:
+        if name in names:
+            return f"outs[{names.index(name)}]"
+        return _value(value, name not in call.on_cpu)
+
+    lines = ["from __future__ import annotations", "", "import os", "import sys", "import tempfile", "import warnings",
+             "from contextlib import contextmanager", "", "import torch", *bringup_lines(backend),
+             ""]
+    if note:
+        lines.append(f"# {note}")
+    lines += [f"# {sig.name}: {sig.schema_str}",
+              f"# the out check, form {kind!r}: {OutForm(kind, form.dtype, form.index, form.grow).describe(len(names))}",
+              "def call(device, outs):", f"    return {_op_call(call, text)}", "",
+              f"DTYPES = [{', '.join(dtypes)}]",
+              "probe = [torch.empty(0, dtype=d) for d in DTYPES]",
+              "call('cpu', probe)  # the shapes CPU gives empty outs",
+              "SHAPES = [tuple(p.shape) for p in probe]",
+              f"KIND, ALT, INDEX, GROW = {kind!r}, "
+              f"{'torch.' + form.dtype if form.dtype and kind == 'dtype' else None}, "
+              f"{form.index}, {form.grow}", "", "",
+              inspect.getsource(make_outs), "",
+              "@contextmanager", inspect.getsource(warnings_seen).split("@contextmanager\n", 1)[1],
+              "", _SHOW, 'show("cpu")', f"show({backend.device!r})"]
+    return "\n".join(lines) + "\n"
