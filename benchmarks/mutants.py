@@ -690,6 +690,27 @@ def _reads_as_contiguous(*which: int) -> Callable[[Kernel], Kernel]:
     return make
 
 
+def _mul_out_accumulates(ref: Kernel) -> Kernel:
+    def buggy(self: torch.Tensor, other: Any, *, out: torch.Tensor) -> torch.Tensor:
+        res = torch.mul(host(self), host(other))
+        old = host(out)
+        if tuple(old.shape) == tuple(res.shape):  # a pre-sized out= taken as an accumulator
+            res = old.to(res.dtype) + res
+        return into(out, res)
+
+    return buggy
+
+
+def _clamp_out_reads_out(ref: Kernel) -> Kernel:
+    def buggy(self: torch.Tensor, min: Any = None, max: Any = None, *,
+              out: torch.Tensor) -> torch.Tensor:
+        if tuple(out.shape) == tuple(self.shape) and out.dtype == self.dtype:
+            return out.clamp_(min, max)  # the in-place path, on out's old contents, not self's
+        return ref(self, min, max, out=out)
+
+    return buggy
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # -- edge values ------------------------------------------------------------------------
     Mutant("maximum_nan", "edge", "maximum", "NaN not propagated (fmax semantics)",
@@ -851,7 +872,7 @@ MUTANTS: tuple[Mutant, ...] = (
            w(t([1.5]), out=torch.empty(0, dtype=I64))),
     Mutant("add_out_fresh", "variants", "add.out", "returns a new tensor; out= is never written",
            on_cpu(_add_out_fresh), w(t([1.0]), t([2.0]), out=torch.zeros(1)),
-           needs="an out= check (result written into out)"),
+           needs="out check (not in the default checks)"),
     Mutant("mul_inplace_fresh", "variants", "mul_.Tensor", "returns a new tensor; self is not "
            "modified", on_cpu(_mul_inplace_fresh), w(t([1.0]), t([2.0]))),
     # -- autograd: backward kernels (issue 10's autograd check does not exist yet) ----------
@@ -895,6 +916,15 @@ MUTANTS: tuple[Mutant, ...] = (
            "transposed mat2 is read as stored", _reads_as_contiguous(1),
            w(t([[1.0, 0.0], [0.0, 1.0]]), t([[1.0, 2.0], [3.0, 4.0]]).t()),
            needs="the noncontiguous check (not a default check)"),
+    # -- out= contents: a kernel that reads what out= held (empty outs, as forward passes
+    # them, hide it; the out check's pre-sized outs show it) --------------------------------
+    Mutant("mul_out_accumulates", "variants", "mul.out", "a pre-sized out= is accumulated "
+           "into (out += self * other)", _mul_out_accumulates,
+           w(t([2.0]), t([3.0]), out=torch.ones(1)), needs="out check (not in the default checks)"),
+    Mutant("clamp_out_reads_out", "variants", "clamp.out", "a pre-sized out= is clamped in "
+           "place instead of self", _clamp_out_reads_out,
+           w(t([5.0, -5.0]), -1.0, 1.0, out=torch.zeros(2)),
+           needs="out check (not in the default checks)"),
 )
 
 

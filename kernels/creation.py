@@ -15,8 +15,8 @@ from kernels._semantics import (
     COMPLEX,
     FLOATING,
     check_dtype,
-    cpp_type_name,
     infer_size,
+    resize_out,
     scalar_type_name,
 )
 from kernels._tensor import (
@@ -264,11 +264,10 @@ def _linspace(start: Any, end: Any, steps: int, dtype: torch.dtype) -> np.ndarra
 
 @register("linspace.out")
 def linspace_out(start: Any, end: Any, steps: int, *, out: torch.Tensor) -> torch.Tensor:
-    for bound in (start, end):  # c10's Scalar conversion to the (real) output type
-        if isinstance(bound, complex) and bound.imag != 0 and not out.dtype.is_complex \
-                and out.dtype != torch.bool:
-            raise RuntimeError(f"value cannot be converted to type {cpp_type_name(out.dtype)} "
-                               f"without overflow")
+    # c10's checked Scalar conversion to the output type, of the bounds CPU's kernel reads
+    # (none for 0 steps, start alone for 1); torch.full raises "value cannot be converted ..."
+    for bound in (start, end)[:min(steps, 2)]:
+        torch.full((), bound, dtype=out.dtype)
     return _store(out, _linspace(start, end, steps, out.dtype))
 
 
@@ -560,6 +559,9 @@ def _kaiser(window_length: int, periodic: bool = True, beta: float = 12.0, *,
     if window_length < 0:
         raise RuntimeError(f"kaiser_window requires non-negative window_length, got "
                            f"window_length={window_length}")
+    if not out.dtype.is_floating_point:  # window_function_checks, before the resize
+        raise RuntimeError(f"kaiser_window expects floating point dtypes, got: {out.dtype}")
+    resize_out(out, [window_length])  # CPU's kaiser_window_out: resize_output, warning and all
     if window_length <= 1:
         return _store(out, np.ones(window_length, np.float64))
     n = window_length + 1 if periodic else window_length

@@ -673,7 +673,8 @@ def _nan_to_num(x: Any, *, compute: torch.dtype, result: torch.dtype, nan: float
     return np.where(np.isneginf(r), lo, r).astype(x.dtype)
 
 
-register_family("nan_to_num", _nan_to_num, Kind.NO_OPMATH, kw=("nan", "posinf", "neginf"))
+register_family("nan_to_num", _nan_to_num, Kind.NO_OPMATH, kw=("nan", "posinf", "neginf"),
+                out_same_dtype=True)  # "nan_to_num: dtype of out: ... should be same as input"
 
 # Predicates (always bool)
 
@@ -702,11 +703,17 @@ def _no_complex_input(name: str) -> Callable[..., None]:
 
 
 register_family("isposinf", _plain(_float_pred(np.isposinf)), Kind.ALWAYS_BOOL,
-                validate=_no_complex_input("isposinf"))
+                validate=_no_complex_input("isposinf"), out_same_dtype=True)  # bool outs only
 register_family("isneginf", _plain(_float_pred(np.isneginf)), Kind.ALWAYS_BOOL,
-                validate=_no_complex_input("isneginf"))
+                validate=_no_complex_input("isneginf"), out_same_dtype=True)  # bool outs only
+def _signbit_no_complex(compute: torch.dtype, result: torch.dtype, x: Any) -> None:
+    if x.dtype.is_complex:  # signbit_out: before its out dtype check
+        raise early_refusal("signbit is not implemented for complex tensors.")
+
+
 register_family("signbit", _plain(lambda x: np.signbit(x) if x.dtype.kind in "fV" else x < 0),
-                Kind.ALWAYS_BOOL, validate=refuse("signbit", "complex"))
+                Kind.ALWAYS_BOOL, validate=_signbit_no_complex,
+                out_same_dtype=True)  # "signbit does not support non-boolean outputs."
 register_family("logical_not", _plain(np.logical_not), Kind.ALWAYS_BOOL)
 
 

@@ -458,13 +458,22 @@ def masked_fill_tensor(self: torch.Tensor, mask: torch.Tensor, value: torch.Tens
 
 def _masked_select(self: torch.Tensor, mask: torch.Tensor, out: torch.Tensor | None = None
                    ) -> torch.Tensor:
+    if out is not None and out.dtype != self.dtype:
+        raise RuntimeError("masked_select(): self and result must have the same scalar type")
     x = to_numpy(self)
     m = _mask(mask, "masked_select:")
     xb, mb = np.broadcast_arrays(x, m)
     return emit(xb[mb], self.dtype, out)
 
 
+def _long_out(op: str, out: torch.Tensor | None) -> None:
+    if out is not None and out.dtype != torch.int64:
+        raise RuntimeError(f"{op}: Expected out tensor to have scalar type Long but got scalar "
+                           f"type{scalar_type_name(out.dtype)}")
+
+
 def _nonzero(self: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    _long_out("nonzero", out)
     return emit(np.argwhere(to_numpy(self)), torch.int64, out)
 
 
@@ -510,7 +519,11 @@ def cat_out(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: torch.Tensor
     result = tensors[0].dtype
     for t in tensors[1:]:
         result = promote(torch.empty(1, dtype=result, device="meta"), t)
-    check_result_fits(result, out.dtype)
+    try:
+        check_result_fits(result, out.dtype)
+    except RuntimeError:  # cat's TORCH_CHECK_TYPE: a TypeError in Python
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{scalar_type_name(out.dtype)}") from None
     # Legacy rule: 1-D tensors of size 0 are skipped.
     parts = [t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)]
     if not parts:
@@ -771,7 +784,7 @@ def isin_ts_out(elements: torch.Tensor, test_element: Any, *, assume_unique: boo
             f"Unsupported input type encountered for isin(): {scalar_type_name(elements.dtype)}"
         )
     r = np.isin(to_numpy(elements), np.asarray([test_element]), invert=invert)
-    return write_out(out, r, torch.bool)
+    return write_out(out, r, torch.bool, exact=True)
 
 
 @register("isin.Scalar_Tensor_out")
@@ -780,7 +793,7 @@ def isin_st_out(element: Any, test_elements: torch.Tensor, *, assume_unique: boo
     common = NP_DTYPE[torch.result_type(element, test_elements)]
     r = np.isin(np.asarray(element).astype(common), to_numpy(test_elements).astype(common),
                 invert=invert)
-    return write_out(out, r, torch.bool)
+    return write_out(out, r, torch.bool, exact=True)
 
 
 @register("_unique2")
@@ -857,6 +870,7 @@ def index_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: 
 @register("nonzero_static.out")
 def nonzero_static_out(self: torch.Tensor, *, size: int, fill_value: int = -1,
                        out: torch.Tensor) -> torch.Tensor:
+    _long_out("nonzero_static", out)
     return write_out(out, to_numpy(nonzero_static(self, size=size, fill_value=fill_value)),
                      torch.int64)
 

@@ -798,7 +798,7 @@ def renorm_out(self: torch.Tensor, p: Any, dim: int, maxnorm: Any, *, out: torch
         norms = vector_norm(xa, float(p), axes)
         norms = np.expand_dims(norms, axes)
         factor = np.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0).astype(xa.dtype)
-    return write_out(out, xa * factor, self.dtype)
+    return write_out(out, xa * factor, self.dtype, exact=True)
 
 
 @register("equal")

@@ -1,0 +1,199 @@
+"""The ``out`` check: out= kernels with one deliberate bug each are caught with the category of
+that bug, the repro runs on its own and shows it, and CPU against itself passes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tests.conformance.test_injected_bugs import DATA, _buggy, _run
+
+
+@pytest.fixture()
+def reference():
+    import kernels
+    from conformance.backends import resolve
+
+    kernels.install(without=())
+    yield resolve("mlu", without=())
+    kernels.install(without=())
+
+
+def _mlu_with(overrides):
+    import kernels
+    from conformance.backends import resolve
+
+    backend = resolve("mlu", without=())
+    kernels.install(overrides=overrides)
+    return backend
+
+
+def _run_float32(backend, overload: str, max_examples: int = 30):
+    """The out check on ``overload`` with float32 inputs only: each kind of failure is then one
+    fingerprint (the engine keys failures by dtype too, and keeps a bounded number)."""
+    import opdb
+    from conformance.checks import CHECKS
+    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.repro import snippet
+    from conformance.strategies import OpSignature
+    from opdb.opdata import ArgHint, OpHints, load_hints, load_tolerances
+
+    sig = OpSignature.of(opdb.load()[overload])
+    hints = load_hints().for_op(overload)
+    f32 = OpHints(args={**hints.args, **{a.name: ArgHint(dtypes=("float32",))
+                                         for a in sig.args if a.base == "Tensor"}})
+    return run_check(Item(sig, CHECKS["out"]), backend,
+                     settings=EngineSettings(max_examples=max_examples, seed=0, database=None),
+                     hints=f32, tolerance_fn=load_tolerances(),
+                     repro_fn=lambda call: snippet(call, backend))
+
+
+def _categories(v):
+    return {f.category for f in v.failures} or {v.category}
+
+
+def test_fresh_result_and_untouched_out_is_caught_with_a_runnable_repro(reference, tmp_path):
+    from opdb.outcomes import OUT_NOT_WRITTEN
+
+    v = _run(_buggy("buggy_out_fresh"), "add.out", "out")
+    assert v.verdict == "fail", v.message
+    assert v.category == OUT_NOT_WRITTEN, v.message
+    assert "add.out" in v.message and "was not written" in v.message
+    script = tmp_path / "repro.py"
+    script.write_text(v.repro)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "import buggy_out_fresh" in v.repro
+    lines = proc.stdout.splitlines()
+    cpu = next(ln for ln in lines if ln.startswith("cpu: out[0]"))
+    dev = next(ln for ln in lines if ln.startswith("mlu: out[0]"))
+    # the out as CPU leaves it (the result's shape) and as the bug leaves it (as it was given)
+    assert cpu.split(" device=")[0].removeprefix("cpu") != dev.split(" device=")[0].removeprefix(
+        "mlu"), proc.stdout
+
+
+def test_a_copy_returned_instead_of_out_is_out_identity(monkeypatch):
+    """A kernel that writes ``out`` but returns a copy (torch returns the out argument itself
+    for a Python kernel, so the copy is made where the backend's answer is read)."""
+    from conformance import variants_out
+    from conformance.backends import Backend
+    from opdb.outcomes import OUT_IDENTITY
+
+    real = variants_out._run_side
+
+    def run_side(ctx, call, side, device, *, cpu):
+        real(ctx, call, side, device, cpu=cpu)
+        if not cpu and isinstance(side.result, torch.Tensor):
+            side.result = side.result.clone()
+
+    monkeypatch.setattr(variants_out, "_run_side", run_side)
+    cpu_again = Backend(name="cpu-copy", device="cpu", dispatch_key="CPU")
+    v = _run(cpu_again, "add.out", "out")
+    assert v.verdict == "fail" and v.category == OUT_IDENTITY, v.message
+    assert "not the out= tensor 'out'" in v.message
+
+
+def test_a_silent_resize_breaks_the_warning_and_strided_views(reference):
+    """resize_(0) first (a common shortcut): CPU's resize warning is never given, and a
+    strided-view out is re-laid out instead of written through to its base."""
+    from kernels.registry import kernel
+    from opdb.outcomes import OUT_RESIZE, OUT_VIEW
+
+    ref = kernel("add.out")
+
+    def add_out(self, other, *, alpha=1, out):
+        out.resize_(0)
+        return ref(self, other, alpha=alpha, out=out)
+
+    v = _run_float32(_mlu_with({"add.out": add_out}), "add.out")
+    assert v.verdict == "fail", v.message
+    assert {OUT_RESIZE, OUT_VIEW} <= _categories(v), [f.key for f in v.failures]
+
+
+def test_casting_into_any_out_dtype_and_taking_cpu_outs_are_caught(reference):
+    """An out= kernel that computes, then copies into whatever ``out`` is: a dtype CPU refuses
+    is cast into (out_dtype), and an out on cpu is taken by the backend's own kernel
+    (out_device)."""
+    from kernels.registry import kernel
+    from opdb.outcomes import OUT_DEVICE, OUT_DTYPE
+
+    ref = kernel("add.Tensor")
+
+    def add_out(self, other, *, alpha=1, out):
+        res = ref(self, other, alpha=alpha)
+        out.resize_(res.shape)
+        out.copy_(res)
+        return out
+
+    v = _run_float32(_mlu_with({"add.out": add_out}), "add.out")
+    assert v.verdict == "fail", v.message
+    assert {OUT_DTYPE, OUT_DEVICE} <= _categories(v), [f.key for f in v.failures]
+
+
+@pytest.mark.parametrize("overload", ["add.out", "max.dim_max", "sum.IntList_out", "cat.out",
+                                      "_softmax.out", "gelu_backward.grad_input", "zeros.out",
+                                      "linspace.out", "abs.out", "topk.values"])
+def test_cpu_against_itself_passes(overload):
+    from conformance.backends import resolve
+
+    v = _run(resolve("cpu"), overload, "out")
+    assert v.verdict == "pass", f"{v.id}: {v.message}\n{v.repro}"
+
+
+@pytest.mark.parametrize("overload", ["add.out", "max.dim_max", "zeros.out", "linspace.out",
+                                      "sum.IntList_out"])
+def test_reference_backend_passes(reference, overload):
+    v = _run(reference, overload, "out")
+    assert v.verdict == "pass", f"false failure on mlu: {v.id} {v.message}\n{v.repro}"
+    assert v.examples > 0
+
+
+def test_applies_to_out_overloads_with_tensor_outs_only():
+    import opdb
+    from conformance.strategies import OpSignature
+    from conformance.variants_out import out_applies
+
+    db = opdb.load()
+    assert out_applies(OpSignature.of(db["add.out"])) is None
+    assert out_applies(OpSignature.of(db["max.dim_max"])) is None
+    assert out_applies(OpSignature.of(db["gelu_backward.grad_input"])) is None
+    assert out_applies(OpSignature.of(db["add.Tensor"])) == "not an out= overload"
+    assert "Tensor[]" in out_applies(OpSignature.of(db["_foreach_add.Scalar_out"]))
+
+
+def test_make_outs_builds_each_form():
+    from conformance.variants_out import make_outs
+
+    shapes, dtypes = [(2, 3), ()], [torch.float32, torch.int64]
+    outs, bases = make_outs("fresh", shapes, dtypes, "cpu")
+    assert [o.shape for o in outs] == [(0,), (0,)] and outs[0] is bases[0]
+    outs, bases = make_outs("sized", shapes, dtypes, "cpu")
+    assert [tuple(o.shape) for o in outs] == shapes and bool((outs[0] == 77).all())
+    outs, _ = make_outs("resize", shapes, dtypes, "cpu")
+    assert [tuple(o.shape) for o in outs] == [(7,), (2,)]
+    outs, _ = make_outs("resize", shapes, dtypes, "cpu", grow=True)
+    assert [tuple(o.shape) for o in outs] == [(1,), (2,)]
+    outs, _ = make_outs("dtype", shapes, dtypes, "cpu", alt=torch.bool, index=3)
+    assert [o.dtype for o in outs] == [torch.float32, torch.bool]
+    outs, bases = make_outs("view", shapes, dtypes, "cpu")
+    assert tuple(outs[0].shape) == (2, 3) and not outs[0].is_contiguous()
+    assert outs[0]._base is bases[0] and tuple(bases[1].shape) == (2,)
+
+
+def test_warnings_seen_reads_python_and_cpp_warnings():
+    import warnings
+
+    from conformance.variants_out import warnings_seen
+
+    with warnings_seen() as seen:
+        warnings.warn("from python", UserWarning, stacklevel=1)
+        torch.ops.aten.add.out(torch.ones(2), torch.ones(2), out=torch.zeros(3))  # TORCH_WARN
+    assert any("from python" in w for w in seen)
+    assert any("was resized since it had shape" in w for w in seen), seen

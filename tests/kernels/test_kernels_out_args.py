@@ -1,0 +1,92 @@
+"""The mlu kernels the ``out`` check found taking out= tensors CPU refuses (or re-laying out a
+strided out=): each call is refused on mlu with the exception type CPU raises, or written as
+CPU writes it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import kernels
+
+kernels.install()
+
+F16, U8, I16, I64 = torch.float16, torch.uint8, torch.int16, torch.int64
+
+
+def _t(values: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.tensor(values, dtype=dtype)
+
+
+# name -> call(device) (the out= refused by CPU)
+REFUSED: dict[str, Callable[[str], Any]] = {
+    "max.unary_out int out": lambda d: torch.ops.aten.max.unary_out(
+        _t([1.5]).to(d), out=torch.empty(0, dtype=I64).to(d)),
+    "nan_to_num.out other dtype": lambda d: torch.ops.aten.nan_to_num.out(
+        _t([1], U8).to(d), out=torch.empty(0, dtype=I16).to(d)),
+    "signbit.out non-bool": lambda d: torch.ops.aten.signbit.out(
+        _t([1.0]).to(d), out=torch.empty(0, dtype=U8).to(d)),
+    "signbit.out complex first": lambda d: torch.ops.aten.signbit.out(
+        _t([1j], torch.complex64).to(d), out=torch.empty(0, dtype=U8).to(d)),
+    "isposinf.out non-bool": lambda d: torch.ops.aten.isposinf.out(
+        _t([1.0]).to(d), out=torch.empty(0, dtype=U8).to(d)),
+    "isin.Tensor_Scalar_out non-bool": lambda d: torch.ops.aten.isin.Tensor_Scalar_out(
+        _t([1], I64).to(d), 1, out=torch.empty(0, dtype=F16).to(d)),
+    "masked_select.out other dtype": lambda d: torch.ops.aten.masked_select.out(
+        _t([1], I16).to(d), _t([True], torch.bool).to(d), out=torch.empty(0, dtype=U8).to(d)),
+    "nonzero.out not int64": lambda d: torch.ops.aten.nonzero.out(
+        _t([1], I64).to(d), out=torch.empty(0, dtype=I16).to(d)),
+    "nonzero_static.out not int64": lambda d: torch.ops.aten.nonzero_static.out(
+        _t([1], I64).to(d), size=1, out=torch.empty(0, dtype=torch.int32).to(d)),
+    "renorm.out other dtype": lambda d: torch.ops.aten.renorm.out(
+        _t([[1.0]]).to(d), 2, 0, 1.0, out=torch.empty(0, dtype=F16).to(d)),
+    "cat.out uncastable": lambda d: torch.ops.aten.cat.out(
+        [_t([1.5]).to(d)], 0, out=torch.empty(0, dtype=I64).to(d)),
+    "linspace.out overflowing bound": lambda d: torch.ops.aten.linspace.out(
+        300.0, 1.0, 3, out=torch.empty(0, dtype=U8).to(d)),
+    "linspace.out complex bound, real out": lambda d: torch.ops.aten.linspace.out(
+        1 + 2j, 1.0, 3, out=torch.empty(0).to(d)),
+    "kaiser_window.out integral": lambda d: torch.ops.aten.kaiser_window.out(
+        3, out=torch.empty(0, dtype=I64).to(d)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_out_refused_as_on_cpu(name: str) -> None:
+    call = REFUSED[name]
+    with pytest.raises(Exception) as cpu:  # noqa: PT011 - whatever CPU raises
+        call("cpu")
+    with pytest.raises(type(cpu.value)):
+        call("mlu")
+
+
+def test_linspace_reads_only_the_bounds_cpu_reads():
+    """0 steps convert no bound, 1 step only ``start`` (CPU fills with it)."""
+    for steps, start, end in ((0, 1 + 2j, 1 + 2j), (1, 1.0, 1 + 2j)):
+        cpu = torch.ops.aten.linspace.out(start, end, steps, out=torch.empty(0))
+        dev = torch.ops.aten.linspace.out(start, end, steps, out=torch.empty(0).to("mlu"))
+        assert torch.equal(dev.cpu(), cpu)
+
+
+def test_resize_to_the_same_sizes_keeps_a_strided_view():
+    """resize_ to the sizes a tensor has is a no-op on CPU (zeros.out on a strided view then
+    writes through to the base)."""
+    for device in ("cpu", "mlu"):
+        base = torch.full((2, 2), 7.0).to(device)
+        view = base.select(-1, 1)
+        view.resize_([2])
+        assert view.stride() == (2,)
+        torch.ops.aten.zeros.out([2], out=view)
+        assert base.cpu().tolist() == [[7.0, 0.0], [7.0, 0.0]]
+
+
+def test_kaiser_window_out_warns_on_resizing_a_non_empty_out():
+    from conformance.variants_out import warnings_seen  # CPU's TORCH_WARN reaches stderr
+
+    for device in ("cpu", "mlu"):
+        with warnings_seen() as seen:
+            torch.ops.aten.kaiser_window.out(3, out=torch.zeros(5).to(device))
+        assert any("was resized" in w for w in seen), (device, seen)
