@@ -137,9 +137,8 @@ def test_casting_into_any_out_dtype_and_taking_cpu_outs_are_caught(reference):
     assert {OUT_DTYPE, OUT_DEVICE} <= _categories(v), [f.key for f in v.failures]
 
 
-@pytest.mark.parametrize("overload", ["add.out", "max.dim_max", "sum.IntList_out", "cat.out",
-                                      "_softmax.out", "gelu_backward.grad_input", "zeros.out",
-                                      "linspace.out", "abs.out", "topk.values"])
+@pytest.mark.parametrize("overload", ["add.out", "max.dim_max", "cat.out", "_softmax.out",
+                                      "gelu_backward.grad_input", "zeros.out"])
 def test_cpu_against_itself_passes(overload):
     from conformance.backends import resolve
 
@@ -147,8 +146,7 @@ def test_cpu_against_itself_passes(overload):
     assert v.verdict == "pass", f"{v.id}: {v.message}\n{v.repro}"
 
 
-@pytest.mark.parametrize("overload", ["add.out", "max.dim_max", "zeros.out", "linspace.out",
-                                      "sum.IntList_out"])
+@pytest.mark.parametrize("overload", ["max.dim_max", "zeros.out", "linspace.out"])
 def test_reference_backend_passes(reference, overload):
     v = _run(reference, overload, "out")
     assert v.verdict == "pass", f"false failure on mlu: {v.id} {v.message}\n{v.repro}"
