@@ -449,7 +449,9 @@ def _judge(ctx: Context, call: Call, kind: str, form: OutForm, probe: _Side, cpu
     except CheckFailure as exc:
         if category is None:
             raise
-        raise CheckFailure(category, f"{exc.message.rsplit(' [', 1)[0]} [{where}]") from None
+        from conformance.engine import _split_call
+
+        raise CheckFailure(category, f"{_split_call(exc.message)[0]} [{where}]") from None
     if kind == "view":  # the base's other elements are untouched
         for i in range(n):
             rest_e = cpu.bases[i].select(-1, 0)
