@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils._pytree import tree_flatten
 
+from conformance import ties as tie_positions
 from conformance.strategies import Call, OpSignature
 from conformance.variants_inplace import inplace_applies, verify_inplace
 from conformance.verdicts import CheckFailure, CpuRejected
@@ -101,7 +102,11 @@ def compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
                 _assert_in_range(label, where, host, spread)
             else:
                 try:
-                    _assert_values(ctx, call, label, where, host, e)
+                    ties = ctx.hints.ties  # positions of tied elements: compared by what they pick
+                    if ties is not None and tie_positions.applies(call, ties, i):
+                        tie_positions.assert_same_picks(call, ties, label, where, host, e)
+                    else:
+                        _assert_values(ctx, call, label, where, host, e)
                 except CheckFailure:
                     def agrees(again: Any, i: int = i, e: torch.Tensor = e,
                                label: str = label) -> bool:

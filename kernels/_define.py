@@ -15,11 +15,13 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch._prims_common import get_computation_dtype
 
 from kernels._semantics import (
-    aten_type_name,
+    ScalarConversionError,
     check_dtype,
     check_result_fits,
+    checked_scalar,
     infer_size,
     write_out,
 )
@@ -125,11 +127,6 @@ def _as_float32(call: Callable[[Sequence[Any], dict[str, Any]], Any], args: Sequ
     return tuple(cast(v) for v in result) if isinstance(result, tuple) else cast(result)
 
 
-class ScalarConversionError(RuntimeError):
-    """A Scalar argument the kernel's dtype cannot hold; CPU converts scalars inside its dtype
-    dispatch, so this surfaces after the dtype check."""
-
-
 def plain(exc: Exception) -> Exception:
     """A :class:`ScalarConversionError` as the plain ``RuntimeError`` CPU raises."""
     if isinstance(exc, ScalarConversionError):
@@ -137,19 +134,15 @@ def plain(exc: Exception) -> Exception:
     return exc
 
 
-def real_scalars(scalars: tuple[Any, ...], dtype: torch.dtype) -> tuple[Any, ...]:
-    """Scalars as a real kernel sees them: a complex one with an imaginary part is refused with
-    CPU's message, one without becomes its real part."""
-    out = []
-    for v in scalars:
-        if isinstance(v, complex):
-            if v.imag != 0:
-                raise ScalarConversionError(
-                    f"value cannot be converted to type {aten_type_name(dtype)} without overflow"
-                )
-            v = v.real
-        out.append(v)
-    return tuple(out)
+def real_scalars(scalars: tuple[Any, ...], dtype: torch.dtype, *, opmath: bool = True
+                 ) -> tuple[Any, ...]:
+    """Scalar arguments (an activation's alpha, beta, threshold...) as CPU's kernel reads them:
+    in the opmath type of ``dtype`` (float32 for float16/bfloat16; ``opmath=False``: in
+    ``dtype`` itself, as clamp-like kernels do), refused with CPU's message when that type
+    cannot hold them (:func:`~kernels._semantics.checked_scalar`, deferred until after the dtype
+    check); a complex one without an imaginary part becomes its real part."""
+    target = get_computation_dtype(dtype) if opmath else dtype
+    return tuple(checked_scalar(v, target, deferred=True) for v in scalars)
 
 
 def check_same_shape_or_broadcast(*tensors: torch.Tensor) -> None:

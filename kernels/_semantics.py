@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -39,8 +40,10 @@ __all__ = [
     "LOW_PRECISION",
     "REAL",
     "Kind",
+    "ScalarConversionError",
     "aten_type_name",
     "check_dtype",
+    "checked_scalar",
     "check_out_exact",
     "check_result_fits",
     "cpp_type_name",
@@ -114,6 +117,66 @@ def check_dtype(op: str, dtype: torch.dtype, *, allowed: frozenset[torch.dtype] 
     Refused: a dtype in ``refused``, or one not in ``allowed`` when that is given."""
     if dtype in refused or (allowed is not None and dtype not in allowed):
         raise NotImplementedError(f'"{op}" not implemented for \'{scalar_type_name(dtype)}\'')
+
+
+def _conversion_name(dtype: torch.dtype) -> str:
+    name = _dtypes.SCALAR_CONVERSION_NAMES.get(_dtypes.dtype_name(dtype))
+    if name is None:  # beyond the twelve: complex32 is c10::complex<c10::Half>
+        part = {torch.complex32: torch.float16}.get(dtype)
+        name = f"c10::complex<{_conversion_name(part)}>" if part is not None else str(dtype)
+    return name
+
+
+def _overflows(value: Any, dtype: torch.dtype) -> bool:
+    """c10's ``overflows<To, From>`` for a real Python number and a real dtype."""
+    if isinstance(value, bool) or dtype == torch.bool:
+        return False
+    if dtype.is_floating_point:
+        if isinstance(value, float) and not math.isfinite(value):
+            return False  # inf and NaN convert to any floating type
+        big = float(torch.finfo(dtype).max)
+        return value < -big or value > big
+    info = torch.iinfo(dtype)
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    if info.min == 0 and isinstance(value, int) and value < 0:
+        return -value > info.max  # unsigned: negative integers wrap (uint8 - 1 is + 255)
+    return value < info.min or value > info.max
+
+
+class ScalarConversionError(RuntimeError):
+    """A Scalar argument the kernel's dtype cannot hold; CPU converts scalars inside its dtype
+    dispatch, so a kernel that checks dtypes after its arguments defers this one
+    (``kernels._define.plain`` turns it into the plain ``RuntimeError`` CPU raises)."""
+
+
+def checked_scalar(value: Any, dtype: torch.dtype, *, deferred: bool = False) -> Any:
+    """``value`` (a Python number) as CPU's kernels read a Scalar argument in ``dtype``
+    (c10's ``Scalar::to<T>()``, ``checked_convert``): a value the dtype cannot hold raises
+    CPU's ``RuntimeError: value cannot be converted to type uint8_t without overflow`` — an
+    integer beyond the integral range (unsigned types accept down to ``-max``), a finite float
+    beyond the floating type's largest, NaN or inf for an integral type, a complex number with
+    an imaginary part for a real type. Conversion to ``bool`` never raises. Returns ``value``
+    (its real part for a real dtype). Kernels call it where ATen converts a Scalar argument
+    (fill values, clamp bounds, ``alpha``, thresholds), not for operands ATen wraps into tensors.
+    ``deferred``: raise :class:`ScalarConversionError` (a ``define`` kernel raises it after its
+    dtype check, as CPU does)."""
+    if not isinstance(value, int | float | complex) or dtype == torch.bool:
+        return value
+    if isinstance(value, complex):
+        if dtype.is_complex:
+            part = dtype.to_real()
+            bad = _overflows(value.real, part) or _overflows(value.imag, part)
+        else:
+            bad = value.imag != 0 or _overflows(value.real, dtype)
+            value = value.real
+    else:
+        bad = _overflows(value, dtype.to_real() if dtype.is_complex else dtype)
+    if bad:
+        error = ScalarConversionError if deferred else RuntimeError
+        raise error(f"value cannot be converted to type {_conversion_name(dtype)} "
+                    "without overflow")
+    return value
 
 
 def quiet() -> np.errstate:

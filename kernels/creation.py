@@ -14,8 +14,11 @@ from kernels._semantics import (
     BOOL,
     COMPLEX,
     FLOATING,
+    LOW_PRECISION,
     check_dtype,
+    checked_scalar,
     infer_size,
+    quiet,
     resize_out,
     scalar_type_name,
 )
@@ -153,10 +156,13 @@ def _local_scalar_dense(self: torch.Tensor) -> Any:
 
 @register("fill_.Scalar")
 def fill_scalar(self: torch.Tensor, value: Any) -> torch.Tensor:
+    # CPU's fill_ reads the value in self's dtype (checked_scalar), except that a one-element
+    # float16/bfloat16 tensor is filled through a double (ATen's scalar_fill fast path).
+    low_single = self.numel() == 1 and self.dtype in LOW_PRECISION
+    value = checked_scalar(value, torch.float64 if low_single else self.dtype)
     dst = to_numpy(self)
-    if dst.dtype.kind != "c" and isinstance(value, complex):
-        raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow")
-    dst[...] = np.asarray(value).astype(dst.dtype)
+    with quiet():
+        dst[...] = np.asarray(value).astype(dst.dtype)
     return self
 
 
@@ -167,10 +173,11 @@ def fill_tensor(self: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
             "fill_ only supports 0-dimension value tensor but got tensor with "
             f"{value.dim()} dimensions."
         )
-    v = scalar_value(value)
-    if isinstance(v, complex) and not self.is_complex():
-        v = v.real  # a complex value *tensor* is copied as copy_ copies it: its real part
-    return fill_scalar(self, v)
+    if value.device != self.device:  # ATen fills with value.item(): a Scalar
+        return fill_scalar(self, scalar_value(value))
+    with quiet():  # on the same device ATen copies (copy_): a cast, a complex value's real part
+        _copy_into(self, to_numpy(value))
+    return self
 
 
 @register("zero_")

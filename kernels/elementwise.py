@@ -15,12 +15,14 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch._prims_common import get_computation_dtype
 
 from kernels._semantics import (
     LOW_PRECISION,
     Kind,
     check_dtype,
     check_result_fits,
+    checked_scalar,
     dtype_set,
     dtypes,
     dtypes3,
@@ -190,7 +192,9 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
                    argnames: tuple[str, ...], kw: tuple[str, ...] = (),
                    validate: Callable[..., None] | None = None,
                    out_same_dtype: bool | str = False,
-                   scalar_opmath: bool = False, raw_scalars: bool = False) -> Callable[..., Any]:
+                   scalar_opmath: bool = False, raw_scalars: bool = False,
+                   scalars: Callable[..., None] | None = None,
+                   prepare: Callable[..., tuple[Any, ...]] | None = None) -> Callable[..., Any]:
     """One kernel for overload ``name``: ``fn(*numpy operands, compute=, result=, **kw)``.
 
     ``fn`` receives operands in torch's computation dtype plus the keyword arguments named in
@@ -200,13 +204,18 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
     ``"noncomplex"``: only for non-complex inputs (``abs``). ``scalar_opmath``: Python-number
     operands keep the computation precision instead of being rounded to a float16/bfloat16
     common dtype first (``lerp``'s weight). ``raw_scalars``: Python-number operands reach ``fn``
-    unconverted (``pow``'s exponent is used as a double).
+    unconverted (``pow``'s exponent is used as a double). ``scalars(result, *operands)``: CPU's
+    refusal of a Python-number operand (or keyword argument: ``alpha``) the dtype it is read in
+    cannot hold (``checked_scalar``), after the out=/in-place checks. ``prepare(*operands)``:
+    operands as the overload's promotion sees them (``lerp``'s Scalar weight does not promote).
     """
     base = name.split(".")[0]
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         out = kwargs.pop("out", None)
         operands = args[:nin]
+        if prepare is not None:
+            operands = prepare(*operands)
         check_same_device(name, operands, argnames)
         compute, result, common = kind_dtypes(kind, *operands)
         extra = {k: kwargs[k] for k in kw if k in kwargs}
@@ -245,6 +254,8 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
                 raise
         if mode != "functional":
             check_target()
+        if scalars is not None:
+            scalars(result, *operands, **extra)
         npd = np_dtype(compute)
         if common in LOW_PRECISION and compute != common:
             # CPU first casts every operand to the common (low-precision) dtype.
@@ -271,7 +282,9 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
 def register_family(base: str, fn: ArrayFn, kind: KindSpec, *, kw: tuple[str, ...] = (),
                     validate: Callable[..., None] | None = None,
                     skip: tuple[str, ...] = (), out_same_dtype: bool | str = False,
-                    scalar_opmath: bool = False, raw_scalars: bool = False) -> list[str]:
+                    scalar_opmath: bool = False, raw_scalars: bool = False,
+                    scalars: Callable[..., None] | None = None,
+                    prepare: Callable[..., tuple[Any, ...]] | None = None) -> list[str]:
     """Register ``fn`` for every ATen overload of ``base`` and ``base_`` (minus ``skip``)."""
     done = []
     for name in _overloads(base):
@@ -288,7 +301,8 @@ def register_family(base: str, fn: ArrayFn, kind: KindSpec, *, kw: tuple[str, ..
         register(name)(make_pointwise(name, fn, kind, nin=nin, mode=_mode(name),
                                       argnames=tuple(a.name for a in args), kw=kw,
                                       validate=validate, out_same_dtype=out_same_dtype,
-                                      scalar_opmath=scalar_opmath, raw_scalars=raw_scalars))
+                                      scalar_opmath=scalar_opmath, raw_scalars=raw_scalars,
+                                      scalars=scalars, prepare=prepare))
         done.append(name)
     return done
 
@@ -361,10 +375,24 @@ def _rsub(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype, alpha: A
     return np.subtract(b, _scaled(a, alpha, compute))
 
 
-register_family("add", _add, Kind.DEFAULT, kw=("alpha",), validate=_check_alpha)
-register_family("sub", _sub, Kind.DEFAULT, kw=("alpha",), validate=_sub_check)
+def _alpha_range(result: torch.dtype, *operands: Any, alpha: Any = 1) -> None:
+    """ATen reads ``alpha`` in the result dtype (``alpha.to<scalar_t>()``)."""
+    checked_scalar(alpha, result)
+
+
+def _negated_alpha_range(result: torch.dtype, *operands: Any, alpha: Any = 1) -> None:
+    """sub and rsub are ATen's add with ``-alpha``: that is the value read in the result dtype."""
+    if not isinstance(alpha, bool):
+        checked_scalar(-alpha, result)
+
+
+register_family("add", _add, Kind.DEFAULT, kw=("alpha",), validate=_check_alpha,
+                scalars=_alpha_range)
+register_family("sub", _sub, Kind.DEFAULT, kw=("alpha",), validate=_sub_check,
+                scalars=_negated_alpha_range)
 register_family("rsub", _rsub, Kind.DEFAULT, kw=("alpha",),
-                validate=lambda c, r, a, b, alpha=1: _sub_check(c, r, b, a, alpha=alpha))
+                validate=lambda c, r, a, b, alpha=1: _sub_check(c, r, b, a, alpha=alpha),
+                scalars=_negated_alpha_range)
 
 
 def _mul(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -879,7 +907,17 @@ def _pow_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any) -> Non
         raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
-register_family("pow", _pow, Kind.DEFAULT, validate=_pow_check, raw_scalars=True)
+def _pow_exponent(result: torch.dtype, a: Any, b: Any) -> None:
+    """ATen reads a Scalar exponent as a double (complex double) for float32/float64 and complex
+    results, in the result dtype itself for integral, float16 and bfloat16 ones."""
+    if isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+        wide = torch.complex128 if result.is_complex else torch.float64
+        checked_scalar(b, result if result in LOW_PRECISION or not (
+            result.is_floating_point or result.is_complex) else wide)
+
+
+register_family("pow", _pow, Kind.DEFAULT, validate=_pow_check, raw_scalars=True,
+                scalars=_pow_exponent)
 
 # --------------------------------------------------------------------------------------------
 # Ternary and clamp
@@ -943,6 +981,14 @@ def _clamp_check(compute: torch.dtype, result: torch.dtype, x: Any, lo: Any = No
         refuse("clamp", "bool")(compute, result, x, lo, hi)
 
 
+def _scalar_bounds(result: torch.dtype, *bounds: Any) -> None:
+    """Scalar bounds as ATen's clamp kernels read them (``min.to<scalar_t>()``): in the result
+    dtype, after the out=/in-place checks (a ``scalars`` hook of :func:`make_pointwise`)."""
+    for b in bounds:
+        if b is not None and not isinstance(b, torch.Tensor):
+            checked_scalar(b, result)
+
+
 def _bound_check(name: str) -> Callable[..., None]:
     def validate(compute: torch.dtype, result: torch.dtype, x: Any, bound: Any) -> None:
         if compute.is_complex:
@@ -955,12 +1001,21 @@ def _bound_check(name: str) -> Callable[..., None]:
     return validate
 
 
+def _clamp_operands(x: Any, *bounds: Any) -> tuple[Any, ...]:
+    """A floating ``self`` is not promoted by Scalar bounds: ATen reads them as doubles (a
+    complex one without an imaginary part is its real part; one with is refused)."""
+    if isinstance(x, torch.Tensor) and x.dtype.is_floating_point:
+        bounds = tuple(checked_scalar(b, torch.float64) if isinstance(b, complex) else b
+                       for b in bounds)
+    return (x, *bounds)
+
+
 register_family("clamp", _clamp, Kind.DEFAULT, validate=_clamp_check,
-                out_same_dtype="scalar_args")
+                out_same_dtype="scalar_args", scalars=_scalar_bounds, prepare=_clamp_operands)
 register_family("clamp_min", _plain(np.maximum), Kind.DEFAULT, validate=_bound_check("clamp_min"),
-                out_same_dtype="scalar_args")
+                out_same_dtype="scalar_args", scalars=_scalar_bounds)
 register_family("clamp_max", _plain(np.minimum), Kind.DEFAULT, validate=_bound_check("clamp_max"),
-                out_same_dtype="scalar_args")
+                out_same_dtype="scalar_args", scalars=_scalar_bounds)
 
 
 def _lerp(a: Any, b: Any, w: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -977,10 +1032,33 @@ def _lerp_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any, w: An
         raise RuntimeError(
             f"expected dtype {a.dtype} for `weight` but got dtype {w.dtype}".replace("torch.", "")
         )
+    if not isinstance(w, torch.Tensor) and not (a.dtype.is_floating_point or a.dtype.is_complex):
+        # a Scalar weight does not promote: ATen dispatches on self's dtype before any cast check
+        raise early_refusal(f'"lerp_kernel_scalar" not implemented for '
+                            f"'{scalar_type_name(a.dtype)}'")
     refuse("lerp", "bool", "integral")(compute, result, a)
 
 
-register_family("lerp", _lerp, Kind.DEFAULT, validate=_lerp_check, scalar_opmath=True)
+def _lerp_operands(a: Any, b: Any, w: Any) -> tuple[Any, Any, Any]:
+    """A Scalar weight does not take part in promotion: a complex one is read in the opmath type
+    of a real ``self`` (its real part, or CPU's refusal when it has an imaginary part)."""
+    if isinstance(w, complex) and isinstance(a, torch.Tensor) and not a.dtype.is_complex:
+        w = checked_scalar(w, get_computation_dtype(a.dtype)) if a.dtype.is_floating_point \
+            else w.real
+    return a, b, w
+
+
+def _opmath_scalars(result: torch.dtype, *operands: Any, **kw: Any) -> None:
+    """Python-number operands and keyword scalars read in the opmath type (float32 for
+    float16/bfloat16): ``lerp``'s weight, ``addcmul``'s value."""
+    compute = get_computation_dtype(result)
+    for v in (*operands, *kw.values()):
+        if v is not None and not isinstance(v, torch.Tensor):
+            checked_scalar(v, compute)
+
+
+register_family("lerp", _lerp, Kind.DEFAULT, validate=_lerp_check, scalar_opmath=True,
+                scalars=_opmath_scalars, prepare=_lerp_operands)
 
 
 def _addcmul(s: Any, t1: Any, t2: Any, *, compute: torch.dtype, result: torch.dtype,
@@ -1010,8 +1088,9 @@ def _addcdiv_check(compute: torch.dtype, result: torch.dtype, s: Any, t1: Any, t
 
 
 register_family("addcmul", _addcmul, Kind.DEFAULT, kw=("value",),
-                validate=refuse("addcmul_cpu_out", "bool"))
-register_family("addcdiv", _addcdiv, Kind.DEFAULT, kw=("value",), validate=_addcdiv_check)
+                validate=refuse("addcmul_cpu_out", "bool"), scalars=_opmath_scalars)
+register_family("addcdiv", _addcdiv, Kind.DEFAULT, kw=("value",), validate=_addcdiv_check,
+                scalars=_opmath_scalars)
 
 
 # --------------------------------------------------------------------------------------------

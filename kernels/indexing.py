@@ -20,6 +20,7 @@ from kernels._semantics import (
     COMPLEX,
     check_dtype,
     check_result_fits,
+    checked_scalar,
     emit,
     promote,
     quiet,
@@ -348,7 +349,11 @@ def _index_fill(self: torch.Tensor, dim: int, index: torch.Tensor, value: Any) -
     d = wrap_dim(dim, x.ndim)
     idx = _int_index(index, "index_fill").reshape(-1)
     _check_bounds(idx, x.shape[d] if x.ndim else 1, "index_fill")
-    v = np.asarray(value).astype(x.dtype)
+    if isinstance(value, complex) and not self.dtype.is_complex:
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not "
+                           "supported")
+    with quiet():
+        v = np.asarray(checked_scalar(value, self.dtype)).astype(x.dtype)
     if x.ndim == 0:
         if idx.size:
             x[...] = v
@@ -434,10 +439,9 @@ def _masked_fill(self: torch.Tensor, mask: torch.Tensor, value: Any) -> torch.Te
             f"({m.shape[-1]}) at non-singleton dimension {x.ndim - 1}.  Target sizes: "
             f"{list(x.shape)}.  Tensor sizes: {list(m.shape)}"
         )
+    value = checked_scalar(value, self.dtype)
     if x.size == 0:
         return self
-    if x.dtype.kind != "c" and isinstance(value, complex):
-        raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow")
     with quiet():
         np.copyto(x, np.asarray(value).astype(x.dtype), where=m)
     return self

@@ -28,6 +28,7 @@ from kernels._semantics import (
     FLOATING,
     REAL,
     check_dtype,
+    checked_scalar,
     opmath,
     scalar_type_name,
     write_inplace,
@@ -62,11 +63,18 @@ def _elu_bwd(g: Arr, y_or_x: Arr, alpha: Any, scale: Any, input_scale: Any,
     return np.where(y_or_x <= 0, inner, g * scale)
 
 
-def _hardtanh_check(self: torch.Tensor, lo: Any, hi: Any) -> None:
+def _hardtanh_scalars(self: torch.Tensor, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """ATen's hardtanh_out: integral bounds go through int64 (``toLong``, checked; uint8 refuses
+    negative ones), floating bounds through double; then clamp reads them in the dtype."""
     if self.dtype == torch.bool:
         raise RuntimeError("Bool inputs not supported for hardtanh")
-    if self.dtype == torch.uint8 and (lo < 0 or hi < 0):
-        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        lo, hi = (int(checked_scalar(v, torch.int64)) for v in (lo, hi))
+        if self.dtype == torch.uint8 and (lo < 0 or hi < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    else:
+        lo, hi = (checked_scalar(v, torch.float64) for v in (lo, hi))
+    return checked_scalar(lo, self.dtype), checked_scalar(hi, self.dtype)
 
 
 def _hardtanh(x: Arr, lo: Any, hi: Any) -> Arr:
@@ -151,12 +159,16 @@ class Activation:
     backward_flags: int = 0
     #: dtypes CPU's kernels accept
     dtypes: frozenset[torch.dtype] = FLOATING
+    #: how the kernel reads its Scalar arguments (``scalars(self, *values)``, raising CPU's
+    #: refusals); None: in the opmath type of the dtype (``real_scalars``)
+    scalars: Callable[..., tuple[Any, ...]] | None = None
 
 
 ACTIVATIONS = (
     Activation("elu", _elu, None),  # elu_backward has its own argument order, below
     # bool and uint8 reach _hardtanh_check, which refuses them with CPU's own messages
-    Activation("hardtanh", _hardtanh, _hardtanh_bwd, dtypes=REAL | {torch.bool}),
+    Activation("hardtanh", _hardtanh, _hardtanh_bwd, dtypes=REAL | {torch.bool},
+               scalars=_hardtanh_scalars),
     Activation("leaky_relu", _leaky_relu, _leaky_relu_bwd, backward_flags=1),
     Activation("silu", _silu, _silu_bwd, dtypes=FLOATING | COMPLEX),
     Activation("softplus", _softplus, _softplus_bwd, inplace=False),
@@ -180,10 +192,10 @@ def _make(act: Activation) -> None:
     def forward_arrays(self: torch.Tensor, *scalars: Any) -> Arr:
         if act.name == "hardtanh":  # CPU's hardtanh is clamp: dtype checks before anything
             check_dtype(act.name, self.dtype, allowed=act.dtypes)
-        scalars = real_scalars(scalars + defaults[len(scalars):], self.dtype)
+        scalars = scalars + defaults[len(scalars):]
+        scalars = act.scalars(self, *scalars) if act.scalars is not None else \
+            real_scalars(scalars, self.dtype)
         x = to_numpy(self)
-        if act.name == "hardtanh":
-            _hardtanh_check(self, *scalars)
         return act.forward(opmath(x), *scalars).astype(x.dtype, copy=False)
 
     forward_arrays.__name__ = act.name

@@ -20,21 +20,20 @@ from typing import Any, cast
 
 import numpy as np
 import torch
+from torch._prims_common import get_computation_dtype
 
 from kernels import _device, nn
 from kernels._define import (
-    ScalarConversionError,
     arr,
     check_same_shape_or_broadcast,
     define,
-    plain,
-    real_scalars,
 )
 from kernels._semantics import (
     COMPLEX,
     FLOATING,
     REAL,
     check_dtype,
+    checked_scalar,
     opmath,
     scalar_type_name,
     write_inplace,
@@ -316,19 +315,23 @@ def _threshold(x: np.ndarray, threshold: Any, value: Any) -> np.ndarray:
     return np.where(x <= _c_cast(threshold, x.dtype), _c_cast(value, x.dtype), x)
 
 
+def _threshold_scalar(threshold: Any, dtype: torch.dtype) -> Any:
+    """ATen reads ``threshold`` in the opmath type (float32 for float16/bfloat16)."""
+    return checked_scalar(threshold, get_computation_dtype(dtype), deferred=True)
+
+
 @define("threshold", "threshold.out",
         dtypes=REAL, kernel_name="threshold_cpu", castable_out=True)
 def threshold(self: torch.Tensor, threshold: Any, value: Any) -> np.ndarray:
-    return _threshold(to_numpy(self), *real_scalars((threshold, value), self.dtype))
+    return _threshold(to_numpy(self), _threshold_scalar(threshold, self.dtype),
+                      checked_scalar(value, self.dtype, deferred=True))
 
 
 @register("threshold_")
 def threshold_(self: torch.Tensor, threshold: Any, value: Any) -> torch.Tensor:
     check_dtype("threshold_cpu", self.dtype, allowed=REAL)
-    try:
-        threshold, value = real_scalars((threshold, value), self.dtype)
-    except ScalarConversionError as exc:
-        raise plain(exc) from None
+    threshold = checked_scalar(threshold, get_computation_dtype(self.dtype))
+    value = checked_scalar(value, self.dtype)
     return write_inplace(self, _threshold(to_numpy(self), threshold, value))
 
 
@@ -338,7 +341,7 @@ def threshold_backward(grad_output: torch.Tensor, self: torch.Tensor, threshold:
                        ) -> np.ndarray:
     check_same_shape_or_broadcast(grad_output, self)
     dtype = torch.result_type(grad_output, self)
-    (threshold,) = real_scalars((threshold,), dtype)
+    threshold = _threshold_scalar(threshold, dtype)
     x = to_numpy(self).astype(NP_DTYPE[dtype], copy=False)
     return nn.threshold_backward(to_numpy(grad_output).astype(NP_DTYPE[dtype], copy=False), x,
                                  _c_cast(threshold, x.dtype))

@@ -575,12 +575,12 @@ def _sortable(x: np.ndarray) -> np.ndarray:
 
 
 def _median_all(self: torch.Tensor, *, ignore_nan: bool) -> torch.Tensor:
+    x = to_numpy(self).reshape(-1)
+    if x.size == 0:  # ATen returns NaN converted to the dtype before its dtype dispatch
+        with quiet():
+            return from_numpy(np.asarray(np.nan).astype(x.dtype), self.dtype)
     check_dtype("median", self.dtype, refused=COMPLEX)
     check_dtype("median_cpu", self.dtype, refused=BOOL)
-    x = to_numpy(self).reshape(-1)
-    if x.size == 0:
-        return from_numpy(np.asarray(np.nan).astype(x.dtype) if x.dtype.kind in "fV" else
-                          np.zeros((), x.dtype), self.dtype)
     order = np.argsort(_sortable(x), kind="stable")  # NaN sorts last
     if ignore_nan and x.dtype.kind in "fV":
         n = int((~np.isnan(x)).sum())

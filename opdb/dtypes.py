@@ -55,6 +55,15 @@ CPP_TYPE_NAMES: dict[str, str] = {
     "complex128": "c10::complex<double>",
 }
 
+#: The type names c10's ``Scalar::to<T>()`` accessors print when a Python scalar does not fit
+#: the dtype (``value cannot be converted to type uint8_t without overflow``).
+SCALAR_CONVERSION_NAMES: dict[str, str] = {
+    "bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+    "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+    "float64": "double", "complex64": "c10::complex<float>",
+    "complex128": "c10::complex<double>",
+}
+
 #: The type names ATen's templated kernels print (``at::Half``, ``int64_t``), e.g. in
 #: ``max_pool2d`` / scalar-check messages.
 ATEN_TYPE_NAMES: dict[str, str] = {

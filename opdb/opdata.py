@@ -66,6 +66,21 @@ _NO_ARGS: Mapping[str, ArgHint] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
+class TieHint:
+    """An output of positions into ``self`` along ``dim`` that is not unique when elements tie
+    (``topk``, ``sort``, ``kthvalue``...): compared by the values it picks, not as numbers.
+
+    ``output`` is the output's position among the overload's returns (resolved from its name);
+    ``keepdim``: the overload has a ``keepdim`` argument (without it the output keeps ``dim``);
+    ``unless``: a bool argument that, when true, makes the positions unique (``stable``)."""
+
+    output: int
+    name: str
+    keepdim: bool = False
+    unless: str | None = None
+
+
+@dataclass(frozen=True)
 class OpHints:
     """Hints for one overload: per argument, merged global-by-name then per-op."""
 
@@ -73,6 +88,7 @@ class OpHints:
     max_side: int | None = None
     values: bool = True  # False: result values are unspecified (empty_like): dtype/shape only
     result_on_device: bool = True  # False: the op returns CPU tensors by design
+    ties: TieHint | None = None  # an indices output that is ambiguous under ties
 
     def get(self, name: str) -> ArgHint:
         return self.args.get(name, ArgHint())
@@ -91,7 +107,7 @@ class Hints:
         if own is None:
             return OpHints(args=self.arguments)
         return OpHints(args={**self.arguments, **own.args}, max_side=own.max_side,
-                       values=own.values, result_on_device=own.result_on_device)
+                       values=own.values, result_on_device=own.result_on_device, ties=own.ties)
 
 
 @dataclass(frozen=True)
@@ -207,7 +223,36 @@ def _database(db: OpDB | None) -> OpDB:
 # --------------------------------------------------------------------------- hints
 
 _ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes"}
-_OP_KEYS = {"names", "args", "max_side", "values", "result_device"}
+_OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties"}
+_TIE_KEYS = {"output", "unless"}
+
+
+def _tie_hint(raw: Any, ov: Any, file: str, line: int | None) -> TieHint:
+    """``ties: {output: indices, unless: stable}`` resolved for one overload: the output must be
+    one of its returns, ``self`` and ``dim`` must be arguments, ``unless`` a bool argument."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("output"), str):
+        raise InputError("'ties' must be a mapping with 'output' (the name of an indices output)",
+                         file=file, line=line)
+    take(raw, _TIE_KEYS, file, "ties hint")
+    line = raw.get(LINE, line)
+    try:
+        returns = [r.name for r in ov.schema.returns]
+        args = {a.name: str(a.type) for a in ov.schema.arguments}
+    except RuntimeError:
+        returns, args = [], {}
+    name = raw["output"]
+    if not name or name not in returns:
+        raise InputError(f"{ov.name} has no output named {name!r} (outputs: "
+                         f"{', '.join(r or '?' for r in returns)})", file=file, line=line)
+    if "self" not in args or "dim" not in args:
+        raise InputError(f"{ov.name}: 'ties' needs arguments 'self' and 'dim' (the positions "
+                         "index self along dim)", file=file, line=line)
+    unless = raw.get("unless")
+    if unless is not None and args.get(unless) not in ("bool", "Optional[bool]"):
+        raise InputError(f"{ov.name}: 'unless' must name a bool argument, not {unless!r}",
+                         file=file, line=line)
+    return TieHint(output=returns.index(name), name=name, keepdim="keepdim" in args,
+                   unless=unless)
 
 
 def _arg_hint(raw: Any, file: str, line: int | None) -> ArgHint:
@@ -306,9 +351,20 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None) -> Hints
             args[k] = _arg_hint(v, file, aline)
         frozen_args = MappingProxyType(args)
         for name in names:
-            ops[name] = OpHints(args=frozen_args, max_side=max_side,
-                                values=entry.get("values", "compared") == "compared",
-                                result_on_device=entry.get("result_device", "input") == "input")
+            ties = _tie_hint(entry["ties"], database[name], file, line) if "ties" in entry \
+                else None
+            hint = OpHints(args=frozen_args, max_side=max_side,
+                           values=entry.get("values", "compared") == "compared",
+                           result_on_device=entry.get("result_device", "input") == "input",
+                           ties=ties)
+            earlier = ops.get(name)
+            if earlier is not None:  # a second entry naming the overload adds to the first
+                hint = OpHints(args=MappingProxyType({**earlier.args, **hint.args}),
+                               max_side=hint.max_side or earlier.max_side,
+                               values=hint.values and earlier.values,
+                               result_on_device=hint.result_on_device and earlier.result_on_device,
+                               ties=hint.ties or earlier.ties)
+            ops[name] = hint
             source[name] = (file, line)
     return Hints(arguments=MappingProxyType(arguments), ops=MappingProxyType(ops),
                  source=MappingProxyType(source))
@@ -374,6 +430,7 @@ __all__ = [
     "ArgHint",
     "Hints",
     "OpHints",
+    "TieHint",
     "Tolerance",
     "Tolerances",
     "expand_names",

@@ -115,9 +115,6 @@ def test_repro_runs_standalone_and_shows_the_mismatch(reference, tmp_path):
     assert cpu_block.replace("cpu:", "") != dev_block.replace("mlu:", ""), out
 
 
-@pytest.mark.xfail(strict=True, reason="mlu's threshold does not refuse a Scalar value its dtype "
-                   "cannot hold as CPU does (threshold(uint8, True, 256)): a kernels bug the "
-                   "drawn promotion scalars found; remove this mark when it is fixed")
 def test_cpu_dtype_gap_is_informational_not_a_fail(reference):
     """CPU refuses bool threshold only for lack of a kernel; a backend that computes it passes,
     and the verdict says so (category ``cpu_dtype_gap``); the reference backend, which refuses

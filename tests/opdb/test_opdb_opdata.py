@@ -114,3 +114,29 @@ def test_user_files_are_checked_by_the_cli(tmp_path, capsys, monkeypatch):
     assert code == 2
     assert f"{bad}:3: 'abss' is not an overload of the op database" in err
     assert "Traceback" not in err
+
+
+def test_ties_hint_resolves_the_output_per_overload(db):
+    hints = load_hints(db=db)
+    topk = hints.for_op("topk")
+    assert topk.ties is not None and topk.ties.output == 1 and topk.ties.name == "indices"
+    assert topk.get("sorted").choices == (True,)  # a second entry adds to the first
+    assert hints.for_op("median.dim").ties.keepdim
+    assert not hints.for_op("sort").ties.keepdim
+    assert hints.for_op("sort.stable").ties.unless == "stable"
+    assert hints.for_op("max.dim").ties is None  # documented: the first maximal index
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("ops:\n  - names: [topk]\n    ties: {output: idx}\n", r"topk has no output named 'idx'"),
+    ("ops:\n  - names: [topk]\n    ties: indices\n", r"'ties' must be a mapping"),
+    ("ops:\n  - names: [topk]\n    ties: {output: indices, unless: k}\n",
+     r"'unless' must name a bool argument"),
+    ("ops:\n  - names: [topk]\n    ties: {output: indices, when: k}\n", r"unknown key 'when'"),
+    ("ops:\n  - names: [argsort]\n    ties: {output: ''}\n", r"argsort has no output"),
+])
+def test_ties_hint_errors_name_file_and_line(tmp_path, db, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(InputError, match=message) as info:
+        load_hints(path, db=db)
+    assert info.value.file == str(path) and info.value.line in (2, 3)  # the entry or `ties:`
