@@ -211,7 +211,7 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
             with np.errstate(all="ignore"):
                 try:
                     result = call(args, kwargs)
-                except (TypeError, ValueError, ScalarConversionError) as exc:
+                except (TypeError, ValueError, OverflowError, ScalarConversionError) as exc:
                     if dtypes is None:
                         raise
                     pending, result = exc, None

@@ -495,6 +495,11 @@ def _lazy_special(fname: str) -> ArrayFn:
     return f
 
 
+def _lgamma(x: Any) -> Any:
+    """log|Gamma(x)|; ATen's is +inf at x = -inf (SciPy's gammaln says -inf there)."""
+    return np.where(np.isneginf(x), np.asarray(np.inf, x.dtype), _special().gammaln(x))
+
+
 def _sigmoid(x: Any) -> Any:
     return np.reciprocal(np.add(1, np.exp(np.negative(x)), dtype=x.dtype))
 
@@ -538,7 +543,7 @@ UNARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "erf": (_lazy_special("erf"), Kind.INT_TO_FLOAT, ("complex",)),
     "erfc": (_lazy_special("erfc"), Kind.INT_TO_FLOAT, ("complex",)),
     "erfinv": (_lazy_special("erfinv"), Kind.INT_TO_FLOAT, ("complex",)),
-    "lgamma": (_lazy_special("gammaln"), Kind.INT_TO_FLOAT, ("complex",)),
+    "lgamma": (_lgamma, Kind.INT_TO_FLOAT, ("complex",)),
     "digamma": (_digamma, Kind.INT_TO_FLOAT, ("complex",)),
     "i0": (_lazy_special("i0"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_erfcx": (_lazy_special("erfcx"), Kind.INT_TO_FLOAT, ("complex", *LOW_PRECISION)),
@@ -761,7 +766,6 @@ BINARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "atan2": (np.arctan2, Kind.INT_TO_FLOAT, ("complex",)),
     "hypot": (np.hypot, Kind.DEFAULT, ("bool", "integral", "complex")),
     "copysign": (np.copysign, Kind.INT_TO_FLOAT, ("complex",)),
-    "nextafter": (np.nextafter, Kind.DEFAULT, ("bool", "integral", "complex")),
     "logaddexp": (lambda a, b: np.logaddexp(a, b) if a.dtype.kind != "c"
                   else np.log(np.exp(a) + np.exp(b)), Kind.DEFAULT, ("bool", "integral")),
     "logaddexp2": (np.logaddexp2, Kind.DEFAULT, ("bool", "integral", "complex")),
@@ -804,6 +808,17 @@ def _register_binary() -> None:
 
 
 _register_binary()
+
+
+def _nextafter(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    """The neighbour in the result dtype itself: float16/bfloat16 step by their own ulp (the
+    float32 neighbour of a float16 value rounds back to it)."""
+    npd = NP_DTYPE[result]
+    return np.nextafter(a.astype(npd, copy=False), b.astype(npd, copy=False))
+
+
+register_family("nextafter", _nextafter, Kind.DEFAULT,
+                validate=refuse("nextafter", "bool", "integral", "complex"))
 
 
 def _heaviside_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any) -> None:
@@ -1103,7 +1118,13 @@ def _gcd(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
 
 
 def _lcm(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
-    return np.abs(np.lcm(a, b))
+    """ATen's ``abs(a / gcd * b)`` in C++'s int arithmetic: int8/int16 are widened to int before
+    the product and abs, so an overflow wraps only when the result is stored."""
+    wide = np.promote_types(a.dtype, np.int32)
+    g = np.gcd(a, b).astype(wide)
+    safe = np.where(g == 0, 1, g)
+    r = np.abs(a.astype(wide) // safe * b.astype(wide))
+    return np.where(g == 0, 0, r).astype(a.dtype)
 
 
 register_family("gcd", _gcd, Kind.DEFAULT, validate=refuse("gcd", "bool", "floating", "complex"))

@@ -669,6 +669,20 @@ def mode(self: torch.Tensor, dim: int = -1, keepdim: bool = False
     return from_numpy(vals, self.dtype), from_numpy(idx, torch.int64)
 
 
+@register("mode.values")
+def mode_values(self: torch.Tensor, dim: int = -1, keepdim: bool = False, *,
+                values: torch.Tensor, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """ATen's mode_out (which accepts only CPU, CUDA and XPU tensors): out dtypes, then mode."""
+    for out, want, what in ((values, self.dtype, "values"), (indices, torch.int64, "indices")):
+        if out.dtype != want:
+            raise RuntimeError(f"expected scalar type '{scalar_type_name(want)}' but got "
+                               f"'{scalar_type_name(out.dtype)}' for {what} output")
+    vals, idx = mode(self, dim, keepdim)
+    write_out(values, to_numpy(vals), self.dtype, exact=True)
+    write_out(indices, to_numpy(idx), torch.int64, exact=True)
+    return values, indices
+
+
 def _cum_extreme(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, dim: int, *,
                  largest: bool) -> None:
     x = to_numpy(self)
