@@ -8,6 +8,7 @@ accumulate in float32; ``dtype=`` casts the input first. NaN propagates through 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import partial
 from typing import Any, overload
@@ -23,6 +24,7 @@ from kernels._semantics import (
     check_dtype,
     check_out_exact,
     check_result_fits,
+    checked_scalar,
     cpp_type_name,
     emit,
     quiet,
@@ -743,15 +745,31 @@ def _histc(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0,
         )
     if bins <= 0:
         raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")
-    check_dtype("histogram_cpu", self.dtype, allowed=FLOATING)
-    x = to_numpy(self).reshape(-1).astype(np.float64)
-    lo, hi = float(min), float(max)
-    if lo == hi and x.size:
-        lo, hi = float(x.min()), float(x.max())
+    # ATen's order: the range as doubles (checked); min == max: the data's extrema (aminmax),
+    # else widened by 1; finite and ordered; then linspace(lo, hi) in the input's dtype (its
+    # dtype gate, then the doubles converted, checked), then the histogram kernel's gate
+    lo, hi = (float(checked_scalar(v, torch.float64)) for v in (min, max))
+    # float32/float64 (CPU's own histc kernel) read the final range in the dtype before checking
+    # it, and allow an empty one
+    native = self.dtype in (torch.float32, torch.float64)
+    if lo == hi and self.numel():
+        check_dtype("aminmax_cpu", self.dtype, refused=COMPLEX)
+        data = to_numpy(self)
+        lo, hi = float(data.min()), float(data.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    if lo > hi:
-        raise RuntimeError("torch.histc(): max must be larger than min")
+    if native:
+        for v in (lo, hi):
+            checked_scalar(v, self.dtype)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
+    if lo > hi or (lo == hi and not native):
+        raise RuntimeError("torch.histc: max must be larger than min")
+    check_dtype("linspace_cpu", self.dtype, refused=BOOL)
+    for v in (lo, hi):
+        checked_scalar(v, self.dtype)
+    check_dtype("histogram_cpu", self.dtype, allowed=FLOATING)
+    x = to_numpy(self).reshape(-1).astype(np.float64)
     inside = (x >= lo) & (x <= hi)
     pos = np.floor((x[inside] - lo) * bins / (hi - lo)).astype(np.int64)
     pos = np.minimum(pos, bins - 1)

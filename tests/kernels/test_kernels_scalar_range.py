@@ -82,3 +82,17 @@ def test_scalar_arguments_are_refused_as_on_cpu(op: str) -> None:
                     assert dev == cpu, (op, dtype, shape, v)
                 else:
                     assert dev.split(":")[0] == cpu.split(":")[0], (op, dtype, shape, v, cpu, dev)
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.float32, torch.float64, torch.complex64,
+                                   torch.int32, torch.uint8, torch.bool), ids=str)
+def test_histc_range_checks_in_cpus_order(dtype: torch.dtype) -> None:
+    """histc's range: as doubles, data extrema when equal, widened, finite, ordered, then in the
+    input's dtype (float32/float64 before the checks) — and the dtype gates after."""
+    for lo, hi in ((0, 0), (0j, True), (1 + 1j, 2), (0, math.inf), (math.nan, 1), (2, 1),
+                   (-1, 1), (0, 1e300), (0.5, 0.5), (1e300, 1e300)):
+        for n in (0, 3):
+            x = torch.tensor([0.5, -1.0, 2.0])[:n].to(dtype)
+            cpu = _outcome(lambda x=x, lo=lo, hi=hi: torch.histc(x, 4, lo, hi))
+            dev = _outcome(lambda x=x, lo=lo, hi=hi: torch.histc(x.to("mlu"), 4, lo, hi))
+            assert dev == cpu, (dtype, lo, hi, n)
