@@ -749,9 +749,21 @@ def searchsorted_scalar(sorted_sequence: torch.Tensor, self: Any, *, out_int32: 
                         right: bool = False, side: str | None = None,
                         sorter: torch.Tensor | None = None) -> torch.Tensor:
     _search_checks(sorted_sequence, self)
-    r = _searchsorted(to_numpy(sorted_sequence), np.asarray(self), right or side == "right",
+    seq, value = _scalar_and_sequence(sorted_sequence, self)
+    r = _searchsorted(seq, value, right or side == "right",
                       None if sorter is None else to_numpy(sorter))
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
+
+
+def _scalar_and_sequence(seq: torch.Tensor, value: Any) -> tuple[np.ndarray, np.ndarray]:
+    """ATen wraps the Scalar into a tensor and compares in the promoted dtype: an integer
+    Scalar beside uint8 boundaries wraps to uint8 (300 is 44), a float one beside integer
+    boundaries compares as a double."""
+    common = torch.result_type(seq, value)
+    # bfloat16 compared as float32 (exact), where NumPy orders NaN last
+    npd = NP_DTYPE[torch.float32 if common == torch.bfloat16 else common]
+    with quiet():
+        return to_numpy(seq).astype(npd), np.asarray(value).astype(npd)
 
 
 @register("bucketize.Tensor")
@@ -907,7 +919,8 @@ def bucketize_scalar(self: Any, boundaries: torch.Tensor, *, out_int32: bool = F
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     _search_checks(boundaries, np.asarray(self))
-    r = np.searchsorted(to_numpy(boundaries), np.asarray(self), side="right" if right else "left")
+    seq, value = _scalar_and_sequence(boundaries, self)
+    r = np.searchsorted(seq, value, side="right" if right else "left")
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
 
