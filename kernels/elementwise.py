@@ -1173,8 +1173,7 @@ register("polygamma.out")(_polygamma_kernel("out"))
 def _mvlgamma_vec(x: Any, p: int) -> Any:
     # log Gamma_p(x) = p(p-1)/4 log(pi) + sum_{j<p} lgamma(x - j/2)
     j = np.arange(p, dtype=x.dtype).reshape((p,) + (1,) * x.ndim) / 2
-    return (p * (p - 1) / 4 * np.log(np.pi) + _special().gammaln(x[None] - j).sum(0)).astype(
-        x.dtype)
+    return (p * (p - 1) / 4 * np.log(np.pi) + _lgamma(x[None] - j).sum(0)).astype(x.dtype)
 
 
 def _mvlgamma_check(compute: torch.dtype, result: torch.dtype, x: Any, p: int = 1) -> None:
