@@ -226,6 +226,7 @@ def page_data(
         },
         "missing_variants": [dict(x) for x in ann.missing_variants],
         "missing_backward": [dict(x) for x in ann.missing_backward],
+        "backward_parity": backward_parity(cur, ann),
     }
 
 
@@ -267,6 +268,49 @@ def family_rank(family: Mapping[str, str],
     score = family_scores(family, cells, strings)
     ordered = sorted(score, key=lambda f: (-score[f][0], -score[f][1], -score[f][2], f))
     return {f: i for i, f in enumerate(ordered)}
+
+
+#: How the static prediction and the ``autograd`` verdict of one forward relate.
+PARITY_AGREE = "agree"  # predicted missing, and the autograd check found that op missing
+PARITY_OTHER_OP = "other op"  # both found a missing backward, naming different ops
+PARITY_STATIC_ONLY = "static only"  # predicted missing, but the backward ran (or failed otherwise)
+PARITY_DYNAMIC_ONLY = "dynamic only"  # not predicted, but the autograd check found one missing
+PARITY_NOT_TESTED = "not tested"  # predicted missing; no autograd outcome for the overload
+PARITY_INCONCLUSIVE = "inconclusive"  # predicted missing; the autograd item crashed or timed out
+
+
+def backward_parity(cur: pd.DataFrame, ann: Annotations) -> list[dict[str, Any]]:
+    """Per forward overload, the static prediction (``missing_backward`` of the coverage) beside
+    what the ``autograd`` check found: ``[{"forward", "predicted": [ops], "verdict", "category",
+    "missing_op", "relation"}]`` for every forward the coverage lists or whose autograd verdict
+    is ``unsupported``; in the coverage's order, then the dynamic-only ones by name."""
+    predicted = {str(x.get("forward")): [str(m) for m in x.get("missing") or ()]
+                 for x in ann.missing_backward}
+    found: dict[str, tuple[str, Any, Any]] = {}
+    auto = cur[cur["check"] == "autograd"]
+    for name, v, cat, op in zip(auto["overload"], auto["verdict"], auto["category"],
+                                auto["missing_op"], strict=True):
+        found[name] = (v, cat if isinstance(cat, str) else None, op if isinstance(op, str) else None)
+    names = list(predicted) + sorted(n for n, (v, _, _) in found.items()
+                                     if v == "unsupported" and n not in predicted
+                                     and found[n][2] != n)
+    out = []
+    for name in names:
+        missing = predicted.get(name, [])
+        verdict, cat, op = found.get(name, (None, None, None))
+        if not missing:
+            relation = PARITY_DYNAMIC_ONLY
+        elif verdict is None or verdict == "skip":
+            relation = PARITY_NOT_TESTED
+        elif verdict in ("crash", "timeout"):
+            relation = PARITY_INCONCLUSIVE
+        elif verdict == "unsupported":
+            relation = PARITY_AGREE if op in missing else PARITY_OTHER_OP
+        else:
+            relation = PARITY_STATIC_ONLY
+        out.append({"forward": name, "predicted": missing, "verdict": verdict, "category": cat,
+                    "missing_op": op, "relation": relation})
+    return out
 
 
 def _fail_kinds(cur: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:

@@ -606,11 +606,15 @@
         list.appendChild(el("p", "defs", "Dtypes CPU supports that the backend refuses (missing kernel or dtype error), per overload and backend. From the dtypes check."));
         list.appendChild(rows.length ? table(["overload", "backend", "dtypes refused"], rows) : el("div", "empty", n ? "no overload matches the search" : "none (or no dtypes check in the results)"));
       } else if (state.tab === "backward") {
-        rows = D.missing_backward.filter(function (x) { return textMatch(String(x.forward)); })
-          .map(function (x) { return [x.forward, (x.missing || []).join(", ")]; });
-        n = D.missing_backward.length;
-        list.appendChild(el("p", "defs", "Forward overloads the backend implements whose backward ops (per derivatives.yaml) it lacks. From the static coverage."));
-        list.appendChild(rows.length ? table(["forward", "missing backward ops"], rows) : el("div", "empty", n ? "no overload matches the search" : "none listed (needs --coverage)"));
+        var bp = D.backward_parity || [];
+        rows = bp.filter(function (x) { return textMatch(String(x.forward)); })
+          .map(function (x) {
+            var found = x.verdict === null ? "no autograd verdict" : x.verdict + (x.category ? " (" + x.category + ")" : "") + (x.missing_op ? ": " + x.missing_op : "");
+            return [x.forward, (x.predicted || []).join(", ") || "\u2014", found, x.relation];
+          });
+        n = bp.length;
+        list.appendChild(el("p", "defs", "Static prediction beside the autograd check, per forward overload: the backward ops (per derivatives.yaml) the static coverage says the backend lacks, and what the autograd check found (unsupported names the backward op the dispatcher reported). agree = the check found a predicted op missing; static only = predicted, but the backward ran; inconclusive = the autograd item crashed or timed out; dynamic only = found missing, not predicted."));
+        list.appendChild(rows.length ? table(["forward", "static: missing backward ops", "autograd check", "relation"], rows) : el("div", "empty", n ? "no overload matches the search" : "none listed (static needs --coverage; dynamic needs --checks autograd)"));
       } else {
         n = D.runs.length;
         rows = D.runs.map(function (r) {

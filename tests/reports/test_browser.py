@@ -220,3 +220,13 @@ def test_sorting_by_a_check_column(browser, small_report):
     page.click(f"#head > div:nth-child({heads.index('promotion') + 1})")  # again: descending
     assert page.eval(names)[-2:] == ["add_.Tensor", "add.Tensor"]
     assert page.errors() == []
+
+
+def test_backward_tab_shows_static_beside_autograd(browser, small_report):
+    page = browser.open(small_report.as_uri() + "#tab=backward")
+    page.wait_for(READY)
+    text = page.eval("document.getElementById('view-list').textContent")
+    # coverage-small predicts mul.Tensor's backward missing; the run's autograd item timed out
+    assert "static: missing backward ops" in text and "mul.Tensor" in text
+    assert "timeout" in text and "inconclusive" in text
+    assert page.errors() == []

@@ -469,3 +469,50 @@ def test_report_shows_failures_by_kind(tmp_path):
     assert kinds[2]["counts"] == {"promotion": 2} and kinds[3]["informational"]
     html = rhtml.render(rpage.page_data(df, rops.annotate(df.overload.unique())))
     assert 'id="fail-kinds"' in html and "missing validation" in html
+
+
+def test_backward_parity_puts_static_prediction_beside_the_autograd_verdict(tmp_path):
+    """Issue 10.4: per forward, what coverage predicted (missing_backward) and what the autograd
+    check found, with how they relate."""
+    lines = SMALL.read_text().splitlines()
+    base = json.loads(lines[1])
+
+    def auto(overload: str, verdict: str, missing_op: str | None = None) -> str:
+        rec = dict(base, overload=overload, check="autograd", verdict=verdict,
+                   category="missing_kernel" if verdict == "unsupported" else None,
+                   missing_op=missing_op)
+        return json.dumps(rec)
+
+    p = tmp_path / "r.jsonl"
+    p.write_text("\n".join([
+        *lines[:2],
+        auto("add.Tensor", "unsupported", "mul.Tensor"),  # predicted mul.Tensor: agree
+        auto("relu", "unsupported", "threshold_backward"),  # not predicted: dynamic only
+        auto("add_.Tensor", "unsupported", "add_.Tensor"),  # its own forward missing: not listed
+    ]) + "\n")
+    cov = json.loads(COVERAGE.read_text())
+    cov["missing_backward"] = [{"forward": "add.Tensor", "missing": ["mul.Tensor"]},
+                               {"forward": "mul.Tensor", "missing": ["mul.Tensor"]},
+                               {"forward": "relu", "missing": []}]
+    df, ann = load_names(p, coverage=None)
+    ann = rops.annotate(df["overload"].unique(), cov, use_opdb=False)
+    data = rpage.page_data(df, ann)
+    rows = {r["forward"]: r for r in data["backward_parity"]}
+    assert rows["add.Tensor"]["relation"] == rpage.PARITY_AGREE
+    assert rows["add.Tensor"]["missing_op"] == "mul.Tensor"
+    assert rows["mul.Tensor"]["relation"] == rpage.PARITY_NOT_TESTED
+    assert rows["mul.Tensor"]["verdict"] is None
+    assert rows["relu"]["relation"] == rpage.PARITY_DYNAMIC_ONLY
+    assert "add_.Tensor" not in rows
+    # the page carries it and renders the tab
+    html = rhtml.render(data)
+    assert page(html)["backward_parity"] == data["backward_parity"]
+    assert "static vs autograd (3)" in html
+
+
+def test_backward_parity_static_only_when_the_backward_ran():
+    df, ann = load_names(coverage=COVERAGE)
+    cur = df.copy()
+    cur.loc[(cur.overload == "mul.Tensor") & (cur.check == "autograd"), "verdict"] = "pass"
+    rows = rpage.backward_parity(cur, ann)
+    assert [(r["forward"], r["relation"]) for r in rows] == [("mul.Tensor", rpage.PARITY_STATIC_ONLY)]
