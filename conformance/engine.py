@@ -110,6 +110,9 @@ class EngineSettings:
     seed: int = 0
     database: str | None = ".conformance/hypothesis"  # None: no example database
     reject_budget: int = 0  # CPU rejections before giving up; 0 = 8 x max_examples (min 40)
+    #: recorded calls mixed into the inputs (conformance.corpus): None = the packaged corpus,
+    #: "off" = none, else a corpus file
+    corpus: str | None = None
 
     def item_seed(self, overload: str, check: str) -> int:
         digest = hashlib.sha256(f"{self.seed}:{overload}:{check}".encode()).digest()
@@ -211,6 +214,8 @@ class Context:
     metadata_only: int = 0  # agreeing examples whose values a shape-only backend cannot give
     value_errors: Counter[str] = field(default_factory=Counter)  # CPU refusals about values only
     _values_skipped: bool = False
+    sources: Counter[str] = field(default_factory=Counter)  # counted examples by Call.source
+    _source: str = "hypothesis"
     tallies: dict[str, _Tally] = field(default_factory=dict)
     dtype_support: dict[str, str] = field(default_factory=dict)  # the dtypes check's outcomes
     _current: tuple[frozenset[str], list[bool]] | None = None
@@ -369,6 +374,7 @@ class Context:
     def _begin(self, call: Call) -> None:
         self._current = (call.tensor_dtypes, [False, False])
         self._values_skipped = False
+        self._source = call.source
 
     def _mark(self, *, cpu_ok: bool = False, backend_ok: bool = False) -> None:
         if self._current is None:
@@ -385,6 +391,7 @@ class Context:
         if not counted:
             return
         self.metadata_only += agreed and self._values_skipped
+        self.sources[self._source] += 1
         for name in names:
             t = self.tallies.setdefault(name, _Tally())
             t.examples += 1
@@ -434,7 +441,41 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     exception class per fingerprint), and listed in ``Verdict.failures``. The verdict's own
     category, message and repro are the primary failure's: the first one no expected-failure
     entry matches, else the first one.
+
+    Inputs come from the schema strategies with recorded calls (:mod:`conformance.corpus`)
+    mixed in; when that finds no input CPU accepts and the overload has recorded calls, the
+    search runs again on those alone (``Verdict.sources`` counts examples by source).
     """
+    from dataclasses import replace
+
+    kwargs = dict(settings=settings, hints=hints, tolerance_fn=tolerance_fn, repro_fn=repro_fn,
+                  inflight=inflight, expected=expected)
+    first = _run_once(item, backend, **kwargs)  # type: ignore[arg-type]
+    if first.verdict != "skip" or first.category != "no_valid_inputs" \
+            or not _has_corpus(item, settings, hints):
+        return first
+    again = _run_once(item, backend, corpus_only=True, **kwargs)  # type: ignore[arg-type]
+    took = round(first.duration_s + again.duration_s, 4)
+    if again.verdict == "skip" and again.category == "no_valid_inputs":
+        return replace(first, duration_s=took, message=f"{first.message}; on recorded calls "
+                       f"alone: {again.message}")
+    return replace(again, duration_s=took)
+
+
+def _has_corpus(item: Item, settings: EngineSettings, hints: OpHints) -> bool:
+    from conformance import corpus
+
+    recorded = corpus.for_settings(settings.corpus)
+    return recorded is not None and bool(
+        corpus.usable_specs(item.sig, hints, item.check.mode, recorded))
+
+
+def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: OpHints,
+              tolerance_fn: ToleranceFn, repro_fn: Callable[[Call], str],
+              inflight: Inflight | None = None,
+              expected: str | ExpectedFn | None = None, corpus_only: bool = False) -> Verdict:
+    """One search of :func:`run_check`: schema strategies with recorded calls mixed in, or
+    (``corpus_only``) recorded calls alone."""
     from hypothesis import HealthCheck, Phase, given, reject, seed
     from hypothesis import settings as hsettings
     from hypothesis.database import DirectoryBasedExampleDatabase
@@ -464,15 +505,25 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
             torch_version=torch.__version__, repro=repro, expected=reason,
             dtypes=ctx.dtype_tallies() if ctx else {}, failures=failures,
             dtype_support=dict(ctx.dtype_support) if ctx else {},
+            sources=dict(ctx.sources) if ctx else {},
         )
 
     reason = check.applies(sig)
     if reason:
         return verdict("skip", "not_applicable", f"{check.name} does not apply: {reason}")
-    try:
-        strategy = calls(sig, hints, mode=check.mode)
-    except NoStrategy as exc:
-        return verdict("skip", "no_strategy", f"no inputs can be drawn: {exc}")
+    from conformance import corpus
+
+    schema, problem = None, None
+    if not corpus_only:
+        try:
+            schema = calls(sig, hints, mode=check.mode)
+        except NoStrategy as exc:
+            problem = exc
+    recorded = corpus.for_settings(settings.corpus)
+    strategy = schema if recorded is None else corpus.with_corpus(
+        schema, sig, hints, mode=check.mode, corpus=recorded)
+    if strategy is None:
+        return verdict("skip", "no_strategy", f"no inputs can be drawn: {problem}")
 
     ctx = Context(backend=backend, sig=sig, hints=hints, tolerance_fn=tolerance_fn,
                   inflight=inflight,
@@ -482,6 +533,7 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     state: dict[str, Any] = {"last": None, "rejected": 0}
     # fingerprint -> (last call that showed it, its CheckFailure); insertion order = discovery
     found: dict[str, tuple[Call, CheckFailure]] = {}
+    origin: dict[str, str] = {}
     classes: dict[str, type[_Distinct]] = {}
     final: list[str] = []
 
@@ -532,6 +584,7 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     def failed_on(call: Call, failure: CheckFailure) -> None:
         key = failure_key(failure.category, failure.message, _lead_dtype(call))
         found.pop(key, None)
+        origin.setdefault(key, call.source)  # the source that found it (shrinking may move it)
         found[key] = (call, failure)  # the latest call showing it: after shrinking, the minimal
         if _is_final():
             final.append(key)  # Hypothesis replays the shrunk failures simplest first
@@ -547,7 +600,8 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                    report_multiple_bugs=True, print_blob=False, verbosity=hsettings().verbosity)
     # seed first, settings last: @seed alone would switch the example database off
     test = hs(seed(settings.item_seed(sig.name, check.name))(given(strategy)(body)))
-    test._hypothesis_internal_database_key = item.id.encode()  # type: ignore[attr-defined]
+    db_key = f"{item.id}::corpus" if corpus_only else item.id
+    test._hypothesis_internal_database_key = db_key.encode()  # type: ignore[attr-defined]
 
     def most_common_cpu_error() -> str:
         if not ctx.cpu_errors:
@@ -565,7 +619,7 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
             records.append(Failure(
                 category=failure.category, message=failure.message, key=key,
                 repro=repro_fn(call), expected=expectation(failure.category, failure.message),
-                dtypes=tuple(sorted(call.tensor_dtypes))))
+                dtypes=tuple(sorted(call.tensor_dtypes)), source=origin.get(key, call.source)))
         # new failures first; then in Hypothesis' report order (simplest shrunk example first)
         rank = {k: i for i, k in enumerate(dict.fromkeys(final))}
         records.sort(key=lambda f: (f.expected is not None, rank.get(f.key, len(rank))))

@@ -64,6 +64,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tolerances", default=None, metavar="FILE",
                     help="tolerances YAML (default: opdb/data/tolerances.yaml); names are "
                          "checked against the op database")
+    group.addoption("--corpus", default=None, metavar="FILE|off",
+                    help="recorded CPU calls mixed into the inputs (default: the packaged "
+                         "corpus, conformance/data/corpus/; 'off': schema strategies only)")
     group.addoption("--conformance-timeout", type=float, default=120.0, metavar="SECONDS",
                     help="per-item watchdog: a hung item is recorded as 'timeout' and its "
                          "process ends (use -n so a worker is replaced) (default 120; 0 = off)")
@@ -149,6 +152,11 @@ class State:
             if opt("--expected-failures") and not Path(xf).exists():
                 raise InputError("--expected-failures: file not found", file=str(xf))
             self.expectations: Expectations = load_expectations(xf)
+            corpus = opt("--corpus")
+            if corpus is not None and corpus != "off":
+                from conformance.corpus import load as load_corpus
+
+                load_corpus(corpus)  # a bad file is an InputError now, not in every item
         except InputError as exc:
             raise pytest.UsageError(f"conformance: {exc}") from None
         # Hypothesis's own caches (e.g. its constants cache) go under .conformance/ too, not
@@ -162,7 +170,8 @@ class State:
         elif db.lower() == "none":
             db = None
         self.settings: EngineSettings = EngineSettings(
-            max_examples=max_examples or EngineSettings().max_examples, seed=opt("--conformance-seed"), database=db)
+            max_examples=max_examples or EngineSettings().max_examples, seed=opt("--conformance-seed"), database=db,
+            corpus=opt("--corpus"))
         self.timeout = float(opt("--conformance-timeout") or 0)
         if self.is_worker:
             workerinput = getattr(config, "workerinput")  # noqa: B009 - set by xdist

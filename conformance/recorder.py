@@ -271,7 +271,9 @@ class Recorder:
     ``expand``: predicate on an overload name; a backend-level call it accepts is run through
     the overload's CompositeExplicitAutograd kernel so that what it calls is recorded too.
     ``max_examples``: distinct argument specs kept per overload. ``keep_calls``: keep every
-    call's spec, in order. ``phase``: the initial phase label.
+    call's spec, in order. ``phase``: the initial phase label. ``on_call``: called as
+    ``on_call(level, name, func, args, kwargs)`` for every recorded call, with the argument values
+    themselves (e.g. to read value ranges, which specs do not keep), before the call runs.
     """
 
     def __init__(
@@ -282,6 +284,8 @@ class Recorder:
         max_examples: int = 3,
         keep_calls: bool = False,
         phase: str = "forward",
+        on_call: Callable[[str, str, Any, tuple[Any, ...], Mapping[str, Any]], None]
+        | None = None,
     ) -> None:
         if max_examples < 0:
             raise ValueError("max_examples must be 0 or more")
@@ -290,6 +294,7 @@ class Recorder:
         self.max_examples = max_examples
         self.keep_calls = keep_calls
         self._phase = phase
+        self.on_call = on_call
         self._acc: dict[str, dict[str, _Acc]] = {BACKEND: {}, TOP: {}}
         self._calls: list[Call] = []
         self._local = threading.local()
@@ -398,6 +403,8 @@ class Recorder:
                 self._calls.append(
                     Call(level, name, spec, phase, caller[1] if caller else None)
                 )
+        if self.on_call is not None:
+            self.on_call(level, name, func, args, kwargs)
         return name
 
 

@@ -177,6 +177,9 @@ class Call:
                 value = [new.get((name, j), v) for j, v in enumerate(value)]
             values.append((name, value))
         return replace(self, values=tuple(values))
+    #: where the call came from: ``hypothesis`` (the schema strategies) or ``corpus``
+    #: (a recorded CPU call, :mod:`conformance.corpus`)
+    source: str = field(default="hypothesis", compare=False)
 
     def split(self, device: str) -> tuple[list[Any], dict[str, Any]]:
         """Positional args and kwargs for ``sig.packet``, tensors moved to ``device``."""

@@ -99,7 +99,8 @@ class DtypeTally:
 class Failure:
     """One distinct failure of an item: its category, message, fingerprint (``key``, from
     :func:`conformance.engine.failure_key`), the shrunk call's repro, and the expected-failure
-    reason that matched it (``None``: a new failure)."""
+    reason that matched it (``None``: a new failure), and the input source that found it
+    (``hypothesis``: the schema strategies; ``corpus``: a recorded call)."""
 
     category: str
     message: str
@@ -107,6 +108,7 @@ class Failure:
     repro: str | None = None
     expected: str | None = None
     dtypes: tuple[str, ...] = ()
+    source: str = "hypothesis"
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -118,6 +120,7 @@ class Failure:
         known = set(cls.__dataclass_fields__)
         kw = {k: v for k, v in obj.items() if k in known}
         kw["dtypes"] = tuple(obj.get("dtypes") or ())
+        kw["source"] = obj.get("source") or "hypothesis"
         return cls(**kw)
 
 
@@ -144,6 +147,8 @@ class Verdict:
     #: the ``dtypes`` check's outcome per dtype name (:data:`opdb.outcomes.DTYPE_OUTCOMES`);
     #: empty for other checks
     dtype_support: Mapping[str, str] = field(default_factory=dict)
+    #: examples checked per input source (``hypothesis``, ``corpus``)
+    sources: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -168,4 +173,5 @@ class Verdict:
         kw["dtypes"] = {k: DtypeTally(**v) for k, v in (obj.get("dtypes") or {}).items()}
         kw["failures"] = tuple(Failure.from_json(f) for f in obj.get("failures") or ())
         kw["dtype_support"] = {str(k): str(v) for k, v in (obj.get("dtype_support") or {}).items()}
+        kw["sources"] = dict(obj.get("sources") or {})
         return cls(**kw)

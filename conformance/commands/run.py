@@ -88,6 +88,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tolerances", metavar="FILE",
                    help="per-overload tolerances YAML (default: the packaged "
                         "opdb/data/tolerances.yaml)")
+    p.add_argument("--corpus", metavar="FILE|off",
+                   help="recorded CPU calls mixed into the inputs (default: the packaged corpus; "
+                        "'off': schema strategies only)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                    help="per-item timeout; a hung item gets the verdict 'timeout' (default 120)")
     p.add_argument("--shard", metavar="K/N", help="run only shard K of N (0-based)")
@@ -145,6 +148,10 @@ def _validate(args: argparse.Namespace) -> Backend:
             and not args.overwrite):
         raise InputError(f"-o {args.output} exists (from an earlier run): continue it with "
                          f"--resume or replace it with --overwrite")
+    if args.corpus and args.corpus != "off":
+        from conformance.corpus import load as load_corpus
+
+        load_corpus(args.corpus)  # InputError (file:line) before the workers start
     for opt in ("native_functions", "expected_failures", "hints", "tolerances"):
         path = getattr(args, opt)
         if path and not Path(path).is_file():
@@ -222,6 +229,8 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
                         ("--native-functions", args.native_functions),
                         ("--expected-failures", args.expected_failures),
                         ("--hints", args.hints), ("--tolerances", args.tolerances),
+                        ("--corpus", args.corpus if args.corpus in (None, "off")
+                         else str(Path(args.corpus).resolve())),
                         ("--shard", args.shard), ("--shard-durations", args.durations)):
         if value is not None:
             argv += [flag, str(value)]
