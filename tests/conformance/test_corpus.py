@@ -283,3 +283,37 @@ def test_corpus_off_and_plain_jsonl(tmp_path, small_corpus):
         plain.write_text(fh.read())
     assert len(Corpus.read(plain)) == len(Corpus.read(small_corpus))
     assert corpus.for_settings(corpus.OFF) is None
+
+
+# -- benchmarks/bench_reach.py ----------------------------------------------------------------
+
+
+def test_bench_reach_counts_reached_items_and_lists_misses(tmp_path):
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent.parent / "benchmarks"
+    sys.path.insert(0, str(bench))
+    try:
+        import bench_reach
+    finally:
+        sys.path.remove(str(bench))
+    base = {"record": "verdict", "check": "forward", "category": None, "message": "",
+            "examples": 0}
+    verdicts = {
+        ("a_backward", "forward"): dict(base, overload="a_backward", verdict="pass", examples=3,
+                                        sources={"corpus": 3}),
+        ("b_backward", "forward"): dict(base, overload="b_backward", verdict="unsupported"),
+        ("c_backward", "forward"): dict(base, overload="c_backward", verdict="skip",
+                                        category="no_valid_inputs", message="CPU rejected"),
+    }
+    f = bench_reach.figure(["a_backward", "b_backward", "c_backward", "d_backward"], "forward",
+                           verdicts)
+    assert (f["total"], f["reached"], f["corpus_only"]) == (4, 2, 1)
+    assert f["missing"] == {"c_backward": "skip/no_valid_inputs: CPU rejected",
+                            "d_backward": "not in the results"}
+    sets = bench_reach.universes()
+    assert "convolution_backward" in sets["backward"]
+    assert "_adaptive_avg_pool2d_backward" in sets["backward"]
+    assert "tanh" in sets["autograd"] and "linear" in sets["autograd+implicit"]
+    assert "linear" not in sets["autograd"]
+    assert 150 <= len(sets["backward"]) <= 300
