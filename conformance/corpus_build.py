@@ -286,8 +286,12 @@ def _grad_inputs(sample: Any) -> list[Any]:
 
 
 def record_opinfo(collector: Collector, log: Callable[[str], None], *,
-                  samples_per_dtype: int = SAMPLES_PER_DTYPE, match: str | None = None) -> None:
-    """Every OpInfo's first samples per declared CPU dtype, and their backward."""
+                  samples_per_dtype: int = SAMPLES_PER_DTYPE, match: str | None = None,
+                  deadline: float | None = None) -> tuple[int, int]:
+    """Every OpInfo's first samples per declared CPU dtype, and their backward, recorded at the
+    level of the kernels (the top level's Python dispatcher would cost several times more per
+    call). Stops at ``deadline`` (a ``time.perf_counter()`` value). Returns (OpInfos recorded,
+    OpInfos selected)."""
     import re
 
     import torch
@@ -297,12 +301,14 @@ def record_opinfo(collector: Collector, log: Callable[[str], None], *,
 
     ops = _opinfo_db()
     pattern = re.compile(match) if match else None
+    selected = [op for op in ops if pattern is None or pattern.search(_label(op))]
     done = 0
     t0 = time.perf_counter()
-    for op in ops:
-        label = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
-        if pattern is not None and not pattern.search(label):
-            continue
+    for op in selected:
+        if deadline is not None and time.perf_counter() > deadline:
+            log(f"  opinfo: time limit reached after {done} of {len(selected)} OpInfos")
+            break
+        label = _label(op)
         try:
             declared = op.supported_dtypes("cpu")
         except Exception:  # noqa: BLE001
@@ -328,9 +334,14 @@ def record_opinfo(collector: Collector, log: Callable[[str], None], *,
                     _run_sample(op, sample, collector, origin, grad=grad,
                                 recorder=Recorder, backward=BACKWARD)
         done += 1
-        if done % 100 == 0:
-            log(f"  opinfo: {done} ops, {len(collector.calls)} overloads, "
+        if done % 50 == 0:
+            log(f"  opinfo: {done} of {len(selected)} OpInfos, {len(collector.calls)} overloads, "
                 f"{time.perf_counter() - t0:.0f} s")
+    return done, len(selected)
+
+
+def _label(op: Any) -> str:
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
 
 
 def _run_sample(op: Any, sample: Any, collector: Collector, origin: str, *, grad: bool,
@@ -340,7 +351,7 @@ def _run_sample(op: Any, sample: Any, collector: Collector, origin: str, *, grad
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            with recorder(max_examples=0, on_call=collector) as rec, \
+            with recorder(top=False, max_examples=0, on_call=collector) as rec, \
                     collector.recording(origin):
                 out = op(sample.input, *sample.args, **sample.kwargs)
                 if grad:
@@ -374,7 +385,8 @@ def write(records: Sequence[Mapping[str, Any]], path: Path, header: Mapping[str,
 def build(*, models: Sequence[str], opinfo: bool, output: Path, cap: int = CAP,
           per_dtype: int = PER_DTYPE, samples_per_dtype: int = SAMPLES_PER_DTYPE,
           max_numel: int = MAX_NUMEL, match: str | None = None,
-          log: Callable[[str], None] = print) -> dict[str, Any]:
+          time_limit: float | None = None, log: Callable[[str], None] = print
+          ) -> dict[str, Any]:
     """Record every source and write the corpus; returns the header written."""
     import torch
 
@@ -382,12 +394,17 @@ def build(*, models: Sequence[str], opinfo: bool, output: Path, cap: int = CAP,
     collector = Collector(per_dtype=per_dtype, max_numel=max_numel)
     if models:
         record_models(models, collector, log)
+    opinfos = (0, 0)
     if opinfo:
-        record_opinfo(collector, log, samples_per_dtype=samples_per_dtype, match=match)
+        deadline = t0 + time_limit if time_limit else None
+        opinfos = record_opinfo(collector, log, samples_per_dtype=samples_per_dtype, match=match,
+                                deadline=deadline)
     records = collector.select(cap)
     header = {
         "record": "corpus", "format": FORMAT, "torch_version": torch.__version__,
-        "models": list(models), "opinfo": opinfo, "cap": cap, "per_dtype": per_dtype,
+        "models": list(models), "opinfo": opinfo, "opinfo_match": match,
+        "opinfos_recorded": opinfos[0], "opinfos_selected": opinfos[1],
+        "cap": cap, "per_dtype": per_dtype,
         "samples_per_dtype": samples_per_dtype, "max_numel": max_numel,
         "overloads": len({r["overload"] for r in records}), "specs": len(records),
         "created": _dt.date.today().isoformat(),
@@ -444,6 +461,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="do not record torch's OpInfo samples")
     b.add_argument("--match", default=None, help="only OpInfos whose name matches this regex")
     b.add_argument("--cap", type=int, default=CAP, help="specs per overload in the file")
+    b.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="stop recording OpInfos after this long (the header says how many)")
     b.add_argument("--per-dtype", type=int, default=PER_DTYPE,
                    help="distinct specs per (overload, tensor dtypes) while recording")
     b.add_argument("--samples", type=int, default=SAMPLES_PER_DTYPE,
@@ -463,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise InputError(f"{name} must be 1 or more, not {value}")
         build(models=args.models, opinfo=args.opinfo, output=args.output or packaged_path(),
               cap=args.cap, per_dtype=args.per_dtype, samples_per_dtype=args.samples,
-              max_numel=args.max_numel, match=args.match,
+              max_numel=args.max_numel, match=args.match, time_limit=args.time_limit,
               log=lambda m: print(m, file=sys.stderr))
     except InputError as exc:
         print(f"python -m conformance.corpus {args.cmd}: error: {exc}", file=sys.stderr)
