@@ -113,6 +113,10 @@ class EngineSettings:
     #: recorded calls mixed into the inputs (conformance.corpus): None = the packaged corpus,
     #: "off" = none, else a corpus file
     corpus: str | None = None
+    #: also mix recorded calls into items the schema strategies can feed (one example in
+    #: conformance.corpus.CORPUS_ONE_IN); off: recorded calls only where the schema strategies
+    #: find no valid input or cannot draw at all
+    corpus_mix: bool = False
 
     def item_seed(self, overload: str, check: str) -> int:
         digest = hashlib.sha256(f"{self.seed}:{overload}:{check}".encode()).digest()
@@ -442,9 +446,11 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     category, message and repro are the primary failure's: the first one no expected-failure
     entry matches, else the first one.
 
-    Inputs come from the schema strategies with recorded calls (:mod:`conformance.corpus`)
-    mixed in; when that finds no input CPU accepts and the overload has recorded calls, the
-    search runs again on those alone (``Verdict.sources`` counts examples by source).
+    Inputs come from the schema strategies (with recorded calls, :mod:`conformance.corpus`,
+    mixed in when ``settings.corpus_mix``); when that finds no input CPU accepts and the overload
+    has recorded calls, the search runs again on those alone (``Verdict.sources`` counts
+    examples by source). An overload the schema strategies cannot draw for at all is searched on
+    its recorded calls.
     """
     from dataclasses import replace
 
@@ -520,7 +526,8 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         except NoStrategy as exc:
             problem = exc
     recorded = corpus.for_settings(settings.corpus)
-    strategy = schema if recorded is None else corpus.with_corpus(
+    mix = corpus_only or schema is None or settings.corpus_mix
+    strategy = schema if recorded is None or not mix else corpus.with_corpus(
         schema, sig, hints, mode=check.mode, corpus=recorded)
     if strategy is None:
         return verdict("skip", "no_strategy", f"no inputs can be drawn: {problem}")

@@ -67,6 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--corpus", default=None, metavar="FILE|off",
                     help="recorded CPU calls mixed into the inputs (default: the packaged "
                          "corpus, conformance/data/corpus/; 'off': schema strategies only)")
+    group.addoption("--corpus-mix", action="store_true", default=False,
+                    help="also mix recorded calls into items the schema strategies can feed "
+                         "(one example in four)")
     group.addoption("--conformance-timeout", type=float, default=120.0, metavar="SECONDS",
                     help="per-item watchdog: a hung item is recorded as 'timeout' and its "
                          "process ends (use -n so a worker is replaced) (default 120; 0 = off)")
@@ -171,7 +174,7 @@ class State:
             db = None
         self.settings: EngineSettings = EngineSettings(
             max_examples=max_examples or EngineSettings().max_examples, seed=opt("--conformance-seed"), database=db,
-            corpus=opt("--corpus"))
+            corpus=opt("--corpus"), corpus_mix=bool(opt("--corpus-mix")))
         self.timeout = float(opt("--conformance-timeout") or 0)
         if self.is_worker:
             workerinput = getattr(config, "workerinput")  # noqa: B009 - set by xdist

@@ -91,6 +91,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--corpus", metavar="FILE|off",
                    help="recorded CPU calls mixed into the inputs (default: the packaged corpus; "
                         "'off': schema strategies only)")
+    p.add_argument("--corpus-mix", action="store_true",
+                   help="also mix recorded calls into items the schema strategies can feed")
     p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                    help="per-item timeout; a hung item gets the verdict 'timeout' (default 120)")
     p.add_argument("--shard", metavar="K/N", help="run only shard K of N (0-based)")
@@ -234,7 +236,7 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
                         ("--shard", args.shard), ("--shard-durations", args.durations)):
         if value is not None:
             argv += [flag, str(value)]
-    for flag in ("resume", "overwrite", "strict_expectations"):
+    for flag in ("resume", "overwrite", "strict_expectations", "corpus_mix"):
         if getattr(args, flag):
             argv.append("--" + flag.replace("_", "-"))
     if workers > 0:
