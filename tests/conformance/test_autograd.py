@@ -4,12 +4,8 @@ forward that already differs). Backends with injected backward bugs live in test
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
-from test_injected_bugs import DATA, _buggy, _run, reference  # noqa: F401 - the fixture
+from test_injected_bugs import _buggy, _run, run_repro
 
 
 def _mlu():
@@ -68,10 +64,7 @@ def test_autograd_repro_runs_standalone_and_shows_the_gradient_mismatch(tmp_path
     assert v.verdict == "fail" and v.category == "grad_value", v.message
     script = tmp_path / "repro.py"
     script.write_text(v.repro or "")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=tmp_path)
+    proc = run_repro(script, tmp_path)
     assert proc.returncode == 0, proc.stderr
     grads = {ln.split(":", 1)[0]: ln.split(":", 2)[2] for ln in proc.stdout.splitlines()
              if ": grad of " in ln}

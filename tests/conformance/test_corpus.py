@@ -220,16 +220,6 @@ def test_specs_that_do_not_fit_the_schema_are_not_used():
 # -- the engine -------------------------------------------------------------------------------
 
 
-@pytest.fixture()
-def reference():
-    import kernels
-    from conformance.backends import resolve
-
-    kernels.install(without=())
-    yield resolve("mlu", without=())
-    kernels.install(without=())
-
-
 def _run(backend, name: str, check: str, corpus_path: str, k: int = 6) -> Verdict:
     sig = _sig(name)
     return run_check(Item(sig, CHECKS[check]), backend,

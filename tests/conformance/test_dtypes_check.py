@@ -7,7 +7,7 @@ one dtype per example at random, may or may not meet either at its default depth
 from __future__ import annotations
 
 import pytest
-from test_injected_bugs import _buggy, _run, reference  # noqa: F401 - the fixture
+from test_injected_bugs import _buggy, _run
 
 from conformance.verdicts import Verdict
 from opdb import outcomes

@@ -29,17 +29,6 @@ BUGS = {
 }
 
 
-@pytest.fixture()
-def reference():
-    """The reference backend, restored to its unmodified kernels afterwards."""
-    kernels = importlib.import_module("kernels")
-    from conformance.backends import resolve
-
-    kernels.install(without=())
-    yield resolve("mlu", without=())
-    kernels.install(without=())
-
-
 def _run(backend, overload: str, check: str, max_examples: int = 20):
     import opdb
     from conformance.checks import CHECKS
@@ -66,6 +55,15 @@ def _buggy(module: str):
     backend = resolve(f"privateuse1:{module}", without=())
     kernels.install(overrides=mod.OVERRIDES)  # again: the import ran once per process
     return backend
+
+
+def run_repro(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a failure's repro ``script`` as a user would, in a fresh interpreter that can import
+    the buggy backends of tests/data/engine and this checkout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=cwd)
 
 
 @pytest.mark.parametrize("module", sorted(BUGS))
@@ -100,10 +98,7 @@ def test_repro_runs_standalone_and_shows_the_mismatch(reference, tmp_path):
     assert v.verdict == "fail"
     script = tmp_path / "repro.py"
     script.write_text(v.repro)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=tmp_path)
+    proc = run_repro(script, tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     cpu = [ln for ln in out.splitlines() if ln.startswith("cpu:")]

@@ -4,13 +4,9 @@ reference backend and CPU itself pass the same overloads."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
-from test_injected_bugs import DATA, _buggy, _run, reference  # noqa: F401 - the fixture
+from test_injected_bugs import _buggy, _run, run_repro
 
 from opdb import outcomes
 
@@ -77,10 +73,7 @@ def test_inplace_repro_runs_standalone_and_shows_self_unchanged(tmp_path):
     not_written = next(f for f in v.failures if f.category == outcomes.INPLACE_NOT_WRITTEN)
     script = tmp_path / "repro.py"
     script.write_text(not_written.repro)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=tmp_path)
+    proc = run_repro(script, tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "cpu: self after the call" in out and "mlu: self after the call" in out, out
@@ -98,10 +91,7 @@ def test_view_repro_builds_self_as_a_view_of_a_base(tmp_path):
     assert "base = torch.tensor(" in view.repro and "'self': base" in view.repro, view.repro
     script = tmp_path / "repro.py"
     script.write_text(view.repro)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=tmp_path)
+    proc = run_repro(script, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "cpu: base after the call" in proc.stdout and "mlu: base after the call" in proc.stdout
 

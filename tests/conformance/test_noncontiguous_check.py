@@ -4,19 +4,14 @@ contract, and no false failure on CPU against itself or on the unmodified refere
 
 from __future__ import annotations
 
-import importlib
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
+from test_injected_bugs import _buggy, run_repro
+from test_injected_bugs import _run as _run_check
 
 from conformance.layouts import LAYOUTS, LayoutCall, stride_contract, with_layouts
 from conformance.strategies import Call, OpSignature
 
-DATA = Path(__file__).parent.parent / "data" / "engine"
 SHAPES = {"channels_last": (1, 3, 2, 4)}
 
 
@@ -26,40 +21,8 @@ def _sig(name: str) -> OpSignature:
     return OpSignature.of(opdb.load()[name])
 
 
-@pytest.fixture()
-def reference():
-    kernels = importlib.import_module("kernels")
-    from conformance.backends import resolve
-
-    kernels.install(without=())
-    yield resolve("mlu", without=())
-    kernels.install(without=())
-
-
-def _buggy(module: str):
-    import kernels
-    from conformance.backends import resolve
-
-    if str(DATA) not in sys.path:
-        sys.path.insert(0, str(DATA))
-    mod = importlib.import_module(module)
-    backend = resolve(f"privateuse1:{module}", without=())
-    kernels.install(overrides=mod.OVERRIDES)
-    return backend
-
-
 def _run(backend, overload: str, max_examples: int = 20):
-    import opdb
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.repro import snippet
-    from opdb.opdata import load_hints, load_tolerances
-
-    sig = OpSignature.of(opdb.load()[overload])
-    return run_check(Item(sig, CHECKS["noncontiguous"]), backend,
-                     settings=EngineSettings(max_examples=max_examples, seed=0, database=None),
-                     hints=load_hints().for_op(overload), tolerance_fn=load_tolerances(),
-                     repro_fn=lambda call: snippet(call, backend))
+    return _run_check(backend, overload, "noncontiguous", max_examples=max_examples)
 
 
 # --------------------------------------------------------------------------- the views
@@ -153,10 +116,7 @@ def test_kernel_right_only_for_contiguous_input_is_caught(reference, tmp_path):
         "::2]" in v.repro or ".view(" in v.repro or ".expand(" in v.repro
     script = tmp_path / "repro.py"
     script.write_text(v.repro)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=tmp_path)
+    proc = run_repro(script, tmp_path)
     assert proc.returncode == 0, proc.stderr
     cpu_block, dev_block = proc.stdout.split("\nmlu:", 1)
     assert "stride=" in cpu_block

@@ -3,24 +3,9 @@ that bug, the repro runs on its own and shows it, and CPU against itself passes.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
-
-from tests.conformance.test_injected_bugs import DATA, _buggy, _run
-
-
-@pytest.fixture()
-def reference():
-    import kernels
-    from conformance.backends import resolve
-
-    kernels.install(without=())
-    yield resolve("mlu", without=())
-    kernels.install(without=())
+from test_injected_bugs import _buggy, _run, run_repro
 
 
 def _mlu_with(overrides):
@@ -65,10 +50,7 @@ def test_fresh_result_and_untouched_out_is_caught_with_a_runnable_repro(referenc
     assert "add.out" in v.message and "was not written" in v.message
     script = tmp_path / "repro.py"
     script.write_text(v.repro)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), os.getcwd(),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=tmp_path)
+    proc = run_repro(script, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "import buggy_out_fresh" in v.repro
     lines = proc.stdout.splitlines()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import replace
 
@@ -63,16 +62,6 @@ def test_unique_positions_are_compared_as_before():
     assert ties.applies(_call("sort.stable", self=x, stable=False), hint, 1)
     assert not ties.applies(_call("sort.stable", self=x, stable=False), hint, 0)  # values
     assert not ties.applies(_call("sort", self=torch.tensor(2.0)), _hint("sort"), 1)  # 0-dim
-
-
-@pytest.fixture()
-def reference():
-    kernels = importlib.import_module("kernels")
-    from conformance.backends import resolve
-
-    kernels.install(without=())
-    yield resolve("mlu", without=())
-    kernels.install(without=())
 
 
 def _topk_last_of_ties(self, k, dim=-1, largest=True, sorted=True):

@@ -1,0 +1,18 @@
+"""Fixtures shared by the engine and check tests."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+
+@pytest.fixture()
+def reference():
+    """The reference backend, restored to its unmodified kernels afterwards."""
+    kernels = importlib.import_module("kernels")
+    from conformance.backends import resolve
+
+    kernels.install(without=())
+    yield resolve("mlu", without=())
+    kernels.install(without=())
