@@ -428,9 +428,9 @@ def grad_args(sig: OpSignature) -> tuple[str, ...]:
     """Tensor arguments autograd differentiates for ``sig``: those derivatives.yaml gives a
     formula (``formula``), or every tensor argument (``decomposition``: differentiable through
     the ops it calls); ``()`` when the overload is not differentiable (``db.autograd``)."""
-    from opdb import load
+    from conformance.rundb import current
 
-    db = load()
+    db = current()
     if sig.name not in db:
         return ()
     how = db.autograd(sig.name)
@@ -492,18 +492,18 @@ def _grad_outputs(out: Any) -> list[int]:
 
 def _backward_name(sig: OpSignature, outs: list[torch.Tensor]) -> str:
     """``AdaptiveAvgPool2DBackward0 (calls _adaptive_avg_pool2d_backward)`` for messages."""
-    from opdb import load
+    from conformance.rundb import current
 
     fns = sorted({o.grad_fn.name() for o in outs if o.grad_fn is not None})
-    d = load().derivatives.get(sig.name)
+    d = current().derivatives.get(sig.name)
     calls = f" (calls {', '.join(sorted(d.backward_bases))})" if d and d.backward_bases else ""
     return f"the backward of {sig.name}, {'/'.join(fns) or 'no grad_fn'}{calls}"
 
 
 def _autograd_applies(sig: OpSignature) -> str | None:
-    from opdb import load
+    from conformance.rundb import current
 
-    db = load()
+    db = current()
     if sig.name not in db:
         return "not in the op database: its derivatives are unknown"
     how = db.autograd(sig.name)

@@ -285,10 +285,7 @@ def for_settings(value: str | None) -> Corpus | None:
 
 
 @functools.cache
-def _signature_of(name: str) -> tuple[tuple[str, str, bool], ...] | None:
-    from opdb import load as load_db
-
-    db = load_db()
+def _signature_of(db: Any, name: str) -> tuple[tuple[str, str, bool], ...] | None:
     if name not in db:
         return None
     try:
@@ -299,17 +296,17 @@ def _signature_of(name: str) -> tuple[tuple[str, str, bool], ...] | None:
 
 def _sibling(name: str, recorded: Iterable[str]) -> str | None:
     """A recorded overload of ``name``'s family whose non-out arguments are ``name``'s."""
-    from opdb import load as load_db
+    from conformance.rundb import current
 
-    db = load_db()
+    db = current()
     if name not in db:
         return None
-    mine = _signature_of(name)
+    mine = _signature_of(db, name)
     if mine is None:
         return None
     have = set(recorded)
     for other in db.families.get(db[name].family, ()):
-        if other.name != name and other.name in have and _signature_of(other.name) == mine:
+        if other.name != name and other.name in have and _signature_of(db, other.name) == mine:
             return other.name
     return None
 

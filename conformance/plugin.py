@@ -149,6 +149,9 @@ class State:
                 raise InputError("--max-examples must be at least 1")
             # per-op data is validated against the op database the run uses
             self._db = opdb.load(opt("--native-functions"))
+            from conformance import rundb
+
+            rundb.use(self._db)  # checks' applies/grad_args ask the run's database
             self.hints: Hints = load_hints(opt("--hints"), db=self._db)
             self.tolerances: Tolerances = load_tolerances(opt("--tolerances"), db=self._db)
             xf = opt("--expected-failures") or expected_failures_path(self.backend.name)
@@ -429,6 +432,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state.writer is not None:
         state.writer.close()
     state.cleanup()
+    from conformance import rundb
+
+    rundb.use(None)  # a later in-process session (pytester, -n 0 reruns) loads its own
 
 
 def _how_it_ended(code: int | None) -> str:

@@ -496,11 +496,11 @@ def _left_unchanged(ctx: Context, drawn: Any, exp_v: Any, act_v: Any, min_numel:
 def functional_sibling(sig: OpSignature) -> OpSignature | None:
     """The functional overload of an in-place one with the same arguments (``add_.Tensor`` ->
     ``add.Tensor``, ``__iand__.Scalar`` -> ``__and__.Scalar``), or ``None``."""
-    from opdb import load
+    from conformance.rundb import current
 
     base = "__" + sig.base[3:] if sig.base.startswith("__i") else sig.base.removesuffix("_")
     name = f"{base}.{sig.overload_name}" if sig.overload_name else base
-    db = load()
+    db = current()
     if name == sig.name or name not in db:
         return None
     sibling = OpSignature.of(db[name])
