@@ -13,7 +13,13 @@ are recorded under the overload actually called):
   ``examples/lstm_lm.py`` by default);
 * **OpInfo samples** (when ``torch.testing._internal`` is importable: ``expecttest``, a test
   extra): every OpInfo of ``op_db``, its first samples for each dtype it declares on CPU, and
-  their backward (``torch.autograd.grad`` of the outputs) where it ``supports_autograd``.
+  their backward (``torch.autograd.grad`` of the outputs) where it ``supports_autograd``;
+* **derived** (last): each backward op a ``derivatives.yaml`` formula calls that no source above
+  reached, through the forwards whose formulas call it, run and backpropagated on CPU with
+  their recorded (else drawn) inputs (:mod:`conformance.corpus_derive`).
+
+``--base FILE`` starts from an existing corpus's records instead of an empty one (e.g.
+``--base calls.jsonl.gz --models --no-opinfo`` re-derives only).
 
 Each call is kept as a spec (shapes, dtypes, strides, value ranges, scalar arguments), deduplicated
 per overload, at most ``--per-dtype`` per (overload, tensor dtypes) while recording and ``--cap``
@@ -203,6 +209,14 @@ class Collector:
         if key not in group:
             group[key] = {"overload": name, "origin": self.origin, "args": pairs}
 
+    def seed(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Start from records already selected (an existing corpus file's)."""
+        for rec in records:
+            pairs = rec["args"]
+            dtypes = tuple(d for _, v in pairs for d in _dtypes(v))
+            group = self.calls.setdefault(rec["overload"], {}).setdefault(dtypes, {})
+            group.setdefault(json.dumps(pairs, sort_keys=True), dict(rec))
+
     @contextmanager
     def recording(self, origin: str) -> Iterator[None]:
         self.origin, self.active = origin, True
@@ -369,6 +383,25 @@ def _run_sample(op: Any, sample: Any, collector: Collector, origin: str, *, grad
 # --------------------------------------------------------------------------- writing
 
 
+def read_records(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The raw records and header of a corpus file (:class:`conformance.corpus.Corpus` checks
+    it first: a bad file is an InputError)."""
+    from conformance.corpus import Corpus
+
+    Corpus.read(path)
+    opener: Any = gzip.open if str(path).endswith(".gz") else open
+    records, header = [], {}
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                if rec.get("record") == "corpus":
+                    header = rec
+                else:
+                    records.append(rec)
+    return records, header
+
+
 def write(records: Sequence[Mapping[str, Any]], path: Path, header: Mapping[str, Any]) -> None:
     """Gzip'd JSONL, deterministic bytes for the same records (no timestamp in the gzip)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -385,13 +418,20 @@ def write(records: Sequence[Mapping[str, Any]], path: Path, header: Mapping[str,
 def build(*, models: Sequence[str], opinfo: bool, output: Path, cap: int = CAP,
           per_dtype: int = PER_DTYPE, samples_per_dtype: int = SAMPLES_PER_DTYPE,
           max_numel: int = MAX_NUMEL, match: str | None = None,
-          time_limit: float | None = None, log: Callable[[str], None] = print
+          time_limit: float | None = None, derived: bool = True,
+          derived_match: str | None = None,
+          base: Path | None = None, log: Callable[[str], None] = print
           ) -> dict[str, Any]:
     """Record every source and write the corpus; returns the header written."""
     import torch
 
     t0 = time.perf_counter()
     collector = Collector(per_dtype=per_dtype, max_numel=max_numel)
+    base_header: Mapping[str, Any] = {}
+    if base is not None:
+        records, base_header = read_records(base)
+        collector.seed(records)
+        log(f"  base {base}: {len(records)} specs of {len(collector.calls)} overloads")
     if models:
         record_models(models, collector, log)
     opinfos = (0, 0)
@@ -399,13 +439,28 @@ def build(*, models: Sequence[str], opinfo: bool, output: Path, cap: int = CAP,
         deadline = t0 + time_limit if time_limit else None
         opinfos = record_opinfo(collector, log, samples_per_dtype=samples_per_dtype, match=match,
                                 deadline=deadline)
+    derived_s = None
+    if derived:
+        from conformance.corpus_derive import record_derived
+
+        t1 = time.perf_counter()
+        reached = record_derived(collector, log, match=derived_match)
+        derived_s = round(time.perf_counter() - t1, 1)
+        derived_n = sum(1 for v in reached.values() if v)
     records = collector.select(cap)
+    if base is not None and not opinfo:  # re-deriving on a base: its OpInfo facts stay true
+        opinfos = (base_header.get("opinfos_recorded", 0), base_header.get("opinfos_selected", 0))
+        opinfo = bool(base_header.get("opinfo", False))
+        match = base_header.get("opinfo_match", match)
+        models = [*dict.fromkeys([*base_header.get("models", []), *models])]
     header = {
         "record": "corpus", "format": FORMAT, "torch_version": torch.__version__,
         "models": list(models), "opinfo": opinfo, "opinfo_match": match,
         "opinfos_recorded": opinfos[0], "opinfos_selected": opinfos[1],
         "cap": cap, "per_dtype": per_dtype,
         "samples_per_dtype": samples_per_dtype, "max_numel": max_numel,
+        "derived": derived, "derived_reached": derived_n if derived else 0,
+        "derived_seconds": derived_s,
         "overloads": len({r["overload"] for r in records}), "specs": len(records),
         "created": _dt.date.today().isoformat(),
     }
@@ -459,6 +514,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="conformance trace targets whose training step is recorded")
     b.add_argument("--no-opinfo", dest="opinfo", action="store_false",
                    help="do not record torch's OpInfo samples")
+    b.add_argument("--no-derived", dest="derived", action="store_false",
+                   help="do not derive backward ops' calls from their forwards")
+    b.add_argument("--derived-match", default=None, metavar="REGEX",
+                   help="derive only the backward ops whose name matches this regex")
+    b.add_argument("--base", type=Path, default=None, metavar="FILE",
+                   help="start from this corpus file's records (e.g. to re-derive only)")
     b.add_argument("--match", default=None, help="only OpInfos whose name matches this regex")
     b.add_argument("--cap", type=int, default=CAP, help="specs per overload in the file")
     b.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
@@ -483,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         build(models=args.models, opinfo=args.opinfo, output=args.output or packaged_path(),
               cap=args.cap, per_dtype=args.per_dtype, samples_per_dtype=args.samples,
               max_numel=args.max_numel, match=args.match, time_limit=args.time_limit,
-              log=lambda m: print(m, file=sys.stderr))
+              derived=args.derived, derived_match=args.derived_match, base=args.base, log=lambda m: print(m, file=sys.stderr))
     except InputError as exc:
         print(f"python -m conformance.corpus {args.cmd}: error: {exc}", file=sys.stderr)
         return 2

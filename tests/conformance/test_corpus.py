@@ -308,3 +308,8 @@ def test_bench_reach_counts_reached_items_and_lists_misses(tmp_path):
     assert "tanh" in sets["autograd"] and "linear" in sets["autograd+implicit"]
     assert "linear" not in sets["autograd"]
     assert 150 <= len(sets["backward"]) <= 300
+    # an autogen'd out= over an overload CPU has no kernel for does not count; one over a CPU
+    # kernel does
+    assert "cudnn_batch_norm_backward.out" in sets["backward-registered"]
+    assert "cudnn_batch_norm_backward.out" not in sets["backward"]
+    assert "native_batch_norm_backward.out" in sets["backward"]
