@@ -496,8 +496,13 @@ def _lazy_special(fname: str) -> ArrayFn:
 
 
 def _lgamma(x: Any) -> Any:
-    """log|Gamma(x)|; ATen's is +inf at x = -inf (SciPy's gammaln says -inf there)."""
-    return np.where(np.isneginf(x), np.asarray(np.inf, x.dtype), _special().gammaln(x))
+    """log|Gamma(x)|; ATen's is +inf at x = -inf (SciPy's gammaln says -inf there), and
+    -log|x| for a nonzero |x| below 2**-60 (SciPy's gammaln overflows to inf for subnormals)."""
+    r = _special().gammaln(x)
+    with quiet():
+        tiny = (x != 0) & (np.abs(x) < 2.0 ** -60)
+        r = np.where(tiny, -np.log(np.abs(x)).astype(r.dtype), r)
+    return np.where(np.isneginf(x), np.asarray(np.inf, r.dtype), r)
 
 
 def _sigmoid(x: Any) -> Any:
@@ -509,9 +514,9 @@ def _rsqrt(x: Any) -> Any:
 
 
 def _digamma(x: Any) -> Any:
-    # ATen: digamma(0) = -inf (sign of zero ignored), scipy gives nan/inf by side.
+    # ATen: digamma(+0) = -inf and digamma(-0) = +inf (the pole's side), scipy gives nan/inf.
     r = _special().psi(x)
-    return np.where(x == 0, -np.inf, r).astype(r.dtype)
+    return np.where(x == 0, np.copysign(np.inf, np.negative(x)), r).astype(r.dtype)
 
 
 #: name -> (NumPy function of one operand, promotion kind, refused dtype categories)
@@ -895,6 +900,15 @@ def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
     if not isinstance(a, np.ndarray):  # pow.Scalar: a Python base
         a = np.asarray(a).astype(npd)
     if not isinstance(b, np.ndarray):  # pow.Tensor_Scalar: a Python exponent
+        if compute.is_complex:
+            # ATen's pow_tensor_scalar_kernel: sqrt, rsqrt, reciprocal (a complex division,
+            # 0 where the base is infinite) and x*x, x*x*x, 1/(x*x) for these exponents
+            special = {0.5: np.sqrt, -0.5: lambda x: np.divide(1, np.sqrt(x)),
+                       -1: lambda x: np.divide(1, x), 2: lambda x: x * x,
+                       3: lambda x: x * x * x, -2: lambda x: np.divide(1, x * x)}
+            fn = special.get(complex(b))  # type: ignore[call-overload]
+            if fn is not None:
+                return fn(a)
         if compute == torch.float32 and not isinstance(b, complex):
             # ATen raises a float tensor to a Scalar exponent held as double.
             return np.power(a.astype(np.float64), float(b))
@@ -1034,8 +1048,20 @@ register_family("clamp_max", _plain(np.minimum), Kind.DEFAULT, validate=_bound_c
 
 
 def _lerp(a: Any, b: Any, w: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
+    """ATen's ``w < 0.5 ? a + w * (b - a) : b - (b - a) * (1 - w)``, compiled with fused
+    multiply-adds on CPU: each product-and-sum rounds once, so ``b - 2 * (b - a)`` near the top
+    of the range is finite. Real dtypes emulate that by the product and sum in a wider type."""
     diff = b - a
-    return np.where(np.abs(w) < 0.5, a + w * diff, b - diff * (1 - w))
+    small = np.abs(w) < 0.5
+    if diff.dtype.kind == "c":
+        return np.where(small, a + w * diff, b - diff * (1 - w))
+    npd = diff.dtype
+    wide = np.float64 if npd.itemsize < 8 else np.longdouble
+    w_ = np.asarray(w).astype(npd)
+    d = diff.astype(wide)
+    lo = w_.astype(wide) * d + np.asarray(a).astype(wide)
+    hi = np.asarray(b).astype(wide) - d * (1 - w_).astype(wide)
+    return np.where(small, lo, hi).astype(npd)
 
 
 def _lerp_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any, w: Any) -> None:
@@ -1114,7 +1140,18 @@ register_family("addcdiv", _addcdiv, Kind.DEFAULT, kw=("value",), validate=_addc
 
 
 def _gcd(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
-    return np.gcd(a, b)
+    """ATen's ``calc_gcd``: Euclid on ``abs`` of each operand in the operand's own type, so
+    abs(INT_MIN) wraps to INT_MIN and gcd(INT_MIN, INT_MAX) is -1 (np.gcd says 1)."""
+    a, b = np.broadcast_arrays(np.abs(a), np.abs(b))
+    a, b = a.copy(), b.copy()
+    with quiet():
+        while True:
+            live = a != 0
+            if not live.any():
+                return b
+            c = a.copy()
+            a = np.where(live, np.fmod(b, np.where(live, a, 1)), 0).astype(a.dtype)
+            b = np.where(live, c, b)
 
 
 def _lcm(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
@@ -1170,10 +1207,17 @@ def _polygamma_kernel(mode: str) -> Callable[..., Any]:
 register("polygamma.out")(_polygamma_kernel("out"))
 
 
-def _mvlgamma_vec(x: Any, p: int) -> Any:
-    # log Gamma_p(x) = p(p-1)/4 log(pi) + sum_{j<p} lgamma(x - j/2)
-    j = np.arange(p, dtype=x.dtype).reshape((p,) + (1,) * x.ndim) / 2
-    return (p * (p - 1) / 4 * np.log(np.pi) + _lgamma(x[None] - j).sum(0)).astype(x.dtype)
+def _mvlgamma_vec(x: Any, p: int, dt: Any) -> Any:
+    """log Gamma_p(x) = p(p-1)/4 log(pi) + sum_{j<p} lgamma(x - j/2), step by step in x's dtype
+    as ATen's composite (``arange + x``, ``lgamma_``, ``sum``, ``add_``): each step rounds, so a
+    float16 lgamma beyond 65504 is inf before the sum."""
+    dt = np.dtype(dt)
+    opm = np.dtype(np.float32) if dt.itemsize < 4 else dt
+    j = (np.arange(p, dtype=np.float64) / 2).astype(opm).reshape((p,) + (1,) * x.ndim)
+    args = (x.astype(opm)[None] - j).astype(dt)
+    terms = _lgamma(args.astype(opm)).astype(dt)
+    total = terms.astype(opm).sum(0).astype(dt)
+    return (total.astype(opm) + opm.type(p * (p - 1) / 4 * np.log(np.pi))).astype(dt)
 
 
 def _mvlgamma_check(compute: torch.dtype, result: torch.dtype, x: Any, p: int = 1) -> None:
@@ -1184,7 +1228,8 @@ def _mvlgamma_check(compute: torch.dtype, result: torch.dtype, x: Any, p: int = 
     refuse("arange_cpu", "complex")(compute, result, x)
 
 
-register_family("mvlgamma", lambda x, *, compute, result, p=1: _mvlgamma_vec(x, p),
+register_family("mvlgamma", lambda x, *, compute, result, p=1: _mvlgamma_vec(x, p,
+                                                                              np_dtype(result)),
                 Kind.INT_TO_FLOAT, kw=("p",), validate=_mvlgamma_check)
 
 
@@ -1195,7 +1240,17 @@ def complex_out(real: torch.Tensor, imag: torch.Tensor, *, out: torch.Tensor) ->
             f"Expected object of scalar type {scalar_type_name(real.dtype)} but got scalar type "
             f"{scalar_type_name(imag.dtype)} for second argument"
         )
-    return _complex_like(real, imag, out, lambda r, i: r + 1j * i)
+    return _complex_like(real, imag, out, _pair)
+
+
+def _pair(re: Any, im: Any) -> Any:
+    """The complex array with these exact parts: ``re + 1j * im`` turns a NaN or infinite
+    imaginary part into a NaN real part (1j * nan is nan+nanj), as CPU's complex(re, im) does
+    not."""
+    z = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)),
+                 np.result_type(re, im, np.complex64))
+    z.real, z.imag = re, im
+    return z
 
 
 def _complex_like(real: torch.Tensor, imag: torch.Tensor, out: torch.Tensor, fn: ArrayFn
@@ -1224,7 +1279,7 @@ def polar_out(abs: torch.Tensor, angle: torch.Tensor, *, out: torch.Tensor) -> t
             f"Expected object of scalar type {scalar_type_name(abs.dtype)} but got scalar type "
             f"{scalar_type_name(angle.dtype)} for second argument"
         )
-    return _complex_like(abs, angle, out, lambda a, t: a * np.cos(t) + 1j * (a * np.sin(t)))
+    return _complex_like(abs, angle, out, lambda a, t: _pair(a * np.cos(t), a * np.sin(t)))
 
 
 @register("frexp.Tensor_out")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -583,6 +583,33 @@ def roll(self: torch.Tensor, shifts: Sequence[int], dims: Sequence[int] = ()) ->
     return from_numpy(np.roll(x, tuple(shifts), axes), self.dtype)
 
 
+@register("pixel_unshuffle")
+def pixel_unshuffle(self: torch.Tensor, downscale_factor: int) -> torch.Tensor:
+    """(*, C, H, W) -> (*, C*r*r, H/r, W/r); CPU's kernel returns a clone of an empty input
+    (ATen's composite, which the device would get otherwise, reshapes it)."""
+    r = downscale_factor
+    if self.dim() < 3:
+        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {self.dim()} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *batch, c, h, w = self.shape
+    if h % r:
+        raise RuntimeError("pixel_unshuffle expects height to be divisible by downscale_factor, "
+                           f"but input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError("pixel_unshuffle expects width to be divisible by downscale_factor, "
+                           f"but input.size(-1)={w} is not divisible by {r}")
+    x = to_numpy(self)
+    if x.size == 0:
+        return from_numpy(x.copy(), self.dtype)
+    n = len(batch)
+    y = x.reshape(*batch, c, h // r, r, w // r, r)
+    y = y.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return from_numpy(np.ascontiguousarray(y).reshape(*batch, c * r * r, h // r, w // r),
+                      self.dtype)
+
+
 def _tri(self: torch.Tensor, diagonal: int = 0, out: torch.Tensor | None = None, *, fn: Any,
          op: str) -> torch.Tensor:
     if self.dim() < 2:
@@ -692,22 +719,46 @@ def kthvalue_values(self: torch.Tensor, k: int, dim: int = -1, keepdim: bool = F
 # --------------------------------------------------------------------------------------------
 
 
+def _bisect(seq2: np.ndarray, vals2: np.ndarray, right: bool) -> np.ndarray:
+    """ATen's ``cus_lower_bound``/``cus_upper_bound``, all rows at once: ``seq2`` (rows, n),
+    ``vals2`` (rows, m). Its comparisons (``!(mid >= v)``, ``!(mid > v)``) put a NaN value past
+    every boundary and give CPU's answer on an unsorted sequence too (np.searchsorted's
+    differs there)."""
+    n = seq2.shape[-1]
+    lo = np.zeros(vals2.shape, np.int64)
+    hi = np.full(vals2.shape, n, np.int64)
+    rows = np.arange(seq2.shape[0])[:, None]
+    with quiet():
+        while True:
+            live = lo < hi
+            if not live.any():
+                return lo
+            mid = lo + ((hi - lo) >> 1)
+            mid_val = seq2[rows, np.minimum(mid, n - 1)]
+            go_right = ~(mid_val > vals2) if right else ~(mid_val >= vals2)
+            lo = np.where(live & go_right, mid + 1, lo)
+            hi = np.where(live & ~go_right, mid, hi)
+
+
 def _searchsorted(sorted_sequence: np.ndarray, values: np.ndarray, right: bool,
                   sorter: np.ndarray | None) -> np.ndarray:
-    side: Literal["left", "right"] = "right" if right else "left"
+    values = np.asarray(values)
+    if sorted_sequence.dtype == NP_DTYPE[torch.bfloat16]:  # compared as float32 (exact)
+        sorted_sequence = sorted_sequence.astype(np.float32)
+    if values.dtype == NP_DTYPE[torch.bfloat16]:
+        values = values.astype(np.float32)
     if sorted_sequence.ndim <= 1:
         seq = sorted_sequence if sorter is None else sorted_sequence[sorter]
-        return np.searchsorted(seq, values, side=side)
+        if seq.size == 0:
+            return np.zeros(values.shape, np.int64)
+        return _bisect(seq.reshape(1, -1), values.reshape(1, -1), right).reshape(values.shape)
     if sorted_sequence.size == 0 or values.size == 0:
         return np.zeros(values.shape, np.int64)
     seq2 = sorted_sequence.reshape(-1, sorted_sequence.shape[-1])
     if sorter is not None:
         seq2 = np.take_along_axis(seq2, sorter.reshape(seq2.shape), -1)
     vals2 = values.reshape(seq2.shape[0], -1)
-    res = np.empty(vals2.shape, np.int64)
-    for r in range(seq2.shape[0]):  # a loop over batch rows, as the issue allows
-        res[r] = np.searchsorted(seq2[r], vals2[r], side=side)
-    return res.reshape(values.shape)
+    return _bisect(seq2, vals2, right).reshape(values.shape)
 
 
 def _search_out_check(out: torch.Tensor, out_int32: bool) -> None:
@@ -773,7 +824,7 @@ def bucketize_tensor(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     if boundaries.numel() and self.numel():
         check_dtype("searchsorted_out_cpu", boundaries.dtype, refused=BOOL)
-    r = np.searchsorted(to_numpy(boundaries), to_numpy(self), side="right" if right else "left")
+    r = _searchsorted(to_numpy(boundaries), to_numpy(self), right, None)
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
 
@@ -817,6 +868,8 @@ def _unique2(self: torch.Tensor, sorted: bool = True, return_inverse: bool = Fal
              return_counts: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     check_dtype("unique", self.dtype, refused=COMPLEX)
     x = to_numpy(self)
+    if x.dtype == NP_DTYPE[torch.bfloat16]:  # NumPy orders ml_dtypes' bfloat16 by its bits
+        x = x.astype(np.float32)
     vals, inv, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True)
     inverse = inv.reshape(x.shape) if return_inverse else np.empty((0,), np.int64)
     cnt = counts if return_counts else np.empty((0,), np.int64)
@@ -828,8 +881,8 @@ def _unique2(self: torch.Tensor, sorted: bool = True, return_inverse: bool = Fal
 def unique_consecutive(self: torch.Tensor, return_inverse: bool = False,
                        return_counts: bool = False, dim: int | None = None
                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    if dim is not None:
-        # ATen's dim variant always fills inverse and counts
+    if dim is not None and not (dim == 0 and self.dim() == 1):
+        # ATen's dim variant always fills inverse and counts (a 1-d input at dim=0 is not it)
         return _unique_consecutive_dim(self, True, True, dim)
     x = to_numpy(self).reshape(-1)
     if x.size == 0:

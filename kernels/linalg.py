@@ -246,15 +246,19 @@ __all__ = ["NP_DTYPE"]
 
 def _pairwise_p(diff: np.ndarray, p: float) -> np.ndarray:
     a = np.abs(diff)
-    if p == 0:
-        return (a != 0).sum(-1).astype(a.dtype)
+    if p == 0:  # ATen's zdist: min(ceil(|d|), 1) per element, so a NaN stays NaN
+        return np.minimum(np.ceil(a), 1).sum(-1).astype(a.dtype)
     if p == float("inf"):
         return a.max(-1) if a.shape[-1] else np.zeros(a.shape[:-1], a.dtype)
     if p == 1:
         return a.sum(-1)
     if p == 2:
         return np.sqrt((a * a).sum(-1))
-    return np.power(np.power(a, p).sum(-1), 1.0 / p)
+    # each pow in double, rounded to the dtype (float32's powf is off by several ulps where
+    # CPU's is within one; the rounding keeps CPU's overflow of |d|**p), summed in the dtype
+    wide = np.float64 if a.dtype.itemsize < 8 else a.dtype
+    terms = np.power(a.astype(wide), p).astype(a.dtype)
+    return np.power(terms.sum(-1).astype(wide), 1.0 / p).astype(a.dtype)
 
 
 @register("_cdist_forward")

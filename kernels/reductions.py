@@ -392,20 +392,67 @@ def _var(self: torch.Tensor, dim: Any, correction: Any, keepdim: bool, op: str
         raise RuntimeError("std and var only support floating point and complex dtypes")
     x = to_numpy(self)
     axes = reduce_axes(dim, x.ndim)
-    acc = NP_DTYPE[_acc_dtype(self.dtype)]
     ddof = 1 if correction is None else correction
+    n = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
+    # ATen's std_var_all_cpu: all of a float32/float64 input reduced (dims of size 1 aside)
+    kept = 1 if axes is None else int(np.prod([s for i, s in enumerate(x.shape) if i not in axes]))
+    two_pass = op in ("var", "std") and kept == 1 and x.real.dtype in (np.float32, np.float64)
     with quiet():
-        xa = x.astype(acc, copy=False)
-        m = np.mean(xa, axis=axes, keepdims=True)
-        dev = xa - m
-        sq = (dev.real ** 2 + dev.imag ** 2) if xa.dtype.kind == "c" else dev * dev
-        n = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
-        # ATen divides by max(0, N - correction): 0 gives inf/nan, as on CPU.
-        v = np.sum(sq, axis=axes) / np.asarray(max(n - ddof, 0), dtype=sq.dtype)
-        if n == 0:
-            v = np.full(np.shape(v), np.nan, sq.dtype)
-    mean_v = np.squeeze(m, axis=axes) if axes is not None else m.reshape(())
+        if x.dtype.kind == "c":  # ATen: var(real) + var(imag) in the real dtype, mean of each
+            real = x.real.dtype
+            vr, mr = _var_moments(np.ascontiguousarray(x.real), axes, ddof, n, two_pass)
+            vi, mi = _var_moments(np.ascontiguousarray(x.imag), axes, ddof, n, two_pass)
+            v, mean_v = vr.astype(real) + vi.astype(real), _pair_parts(mr, mi)
+        else:
+            v, mean_v = _var_moments(x, axes, ddof, n, two_pass)
+        if x.size == 0 and op in ("var", "std"):  # ATen fills an empty input's result with NaN
+            v = np.full(np.shape(v), np.nan, np.asarray(v).dtype)
     return _keep(v, x, axes, keepdim), _keep(mean_v, x, axes, keepdim), self.dtype
+
+
+def _pair_parts(re: np.ndarray, im: np.ndarray) -> np.ndarray:
+    z = np.empty(re.shape, np.result_type(re, np.complex64))
+    z.real, z.imag = re, im
+    return z
+
+
+#: reductions longer than this use the two-pass formula instead of the element-by-element loop
+_WELFORD_MAX = 4096
+
+
+def _var_moments(x: np.ndarray, axes: tuple[int, ...] | None, ddof: Any, n: int,
+                 two_pass: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(variance, mean) of a real array, reduced over ``axes``, as CPU computes them: in double
+    (float16/bfloat16/float32 too), a full var/std of float32/float64 in two passes around
+    ``self.mean()``, everything else by ATen's Welford recurrence (so [inf, 1] has mean NaN, as
+    ``delta = 1 - inf`` makes it, where the two-pass mean is inf). Results in double: the
+    caller takes std's square root before rounding to the result dtype, as CPU does."""
+    out_shape = tuple(s for i, s in enumerate(x.shape) if axes is not None and i not in axes)
+    divisor = np.float64(n - ddof if n > ddof else 0)  # ATen's ``nf > correction ? ...``: NaN
+    #                                                   correction divides by 0
+    if two_pass:
+        mean = np.float64(np.mean(x, dtype=x.dtype)) if x.size else np.float64(np.nan)
+        dx = x.astype(np.float64) - mean
+        var = np.sum(dx * dx) / divisor
+        return np.asarray(var).reshape(out_shape), np.asarray(mean).reshape(out_shape)
+    rest = [i for i in range(x.ndim) if axes is not None and i not in axes]
+    red = list(range(x.ndim)) if axes is None else list(axes)
+    flat = np.transpose(x, rest + red).reshape(int(np.prod(out_shape)), n).astype(np.float64)
+    if n > _WELFORD_MAX:
+        mean = flat.mean(axis=1)
+        dx = flat - mean[:, None]
+        m2 = np.sum(dx * dx, axis=1)
+    else:
+        mean = np.zeros(flat.shape[0])
+        m2 = np.zeros(flat.shape[0])
+        for k in range(n):
+            delta = flat[:, k] - mean
+            mean = mean + delta / np.float64(k + 1)
+            m2 = m2 + delta * (flat[:, k] - mean)
+        if n == 0:
+            mean = np.full(flat.shape[0], np.nan)
+    var = m2 / divisor if n else np.full(flat.shape[0], np.nan)
+    return var.reshape(out_shape), mean.reshape(out_shape)
 
 
 
@@ -435,8 +482,14 @@ def std_mean_correction(self: torch.Tensor, dim: Any = None, *, correction: Any 
 # --------------------------------------------------------------------------------------------
 
 
-def vector_norm(x: np.ndarray, ord: float, axes: tuple[int, ...] | None) -> np.ndarray:
+def vector_norm(x: np.ndarray, ord: float, axes: tuple[int, ...] | None, *,
+                single_is_abs: bool = True) -> np.ndarray:
     a = np.abs(x)
+    count = a.size if axes is None else int(np.prod([a.shape[i] for i in axes]))
+    if count == 1 and ord != 0 and single_is_abs:
+        # CPU's norm of one element is its absolute value (no |x|**p that would overflow),
+        # except for a 0-dim input reduced over an explicit dim 0 (the caller says so)
+        return a.reshape(()) if axes is None else np.squeeze(a, axis=axes)
     if ord == float("inf"):
         return np.max(a, axis=axes)
     if ord == float("-inf"):
@@ -470,7 +523,8 @@ def _vector_norm(self: torch.Tensor, ord: Any, dim: Any, keepdim: bool,
         xa = x.astype(NP_DTYPE[_acc_dtype(in_dtype)], copy=False)
         # the order is a Scalar ATen holds in the accumulation type
         p = float(np.asarray(ord).astype(xa.real.dtype))
-        v = vector_norm(xa, p, axes)
+        explicit = dim is not None and (isinstance(dim, int) or len(dim) > 0)
+        v = vector_norm(xa, p, axes, single_is_abs=not (x.ndim == 0 and explicit))
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 
@@ -700,15 +754,15 @@ def _cum_extreme(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor
         nan = np.isnan(xm)
     else:
         nan = np.zeros(xm.shape, bool)
-    acc = (np.maximum if largest else np.minimum).accumulate(
-        np.where(nan, -np.inf if largest else np.inf, xm).astype(xm.dtype), axis=-1)
+    src = np.where(nan, -np.inf if largest else np.inf, xm).astype(xm.dtype) if nan.any() else xm
+    acc = (np.maximum if largest else np.minimum).accumulate(src, axis=-1)
     # ATen: ties move the index forward (>=), a NaN sticks from its position on
     hit = (xm >= acc) if largest else (xm <= acc)
     idx = np.maximum.accumulate(np.where(hit | nan, pos, 0), axis=-1)
-    first_nan = np.where(nan, pos, n)
-    first_nan = np.minimum.accumulate(first_nan, axis=-1)
-    seen_nan = first_nan < n
-    idx = np.where(seen_nan, first_nan, idx)
+    # ATen: ``isnan(x) || x <= acc`` moves the index, so past a NaN it is the latest NaN's
+    last_nan = np.maximum.accumulate(np.where(nan, pos, -1), axis=-1)
+    seen_nan = last_nan >= 0
+    idx = np.where(seen_nan, last_nan, idx)
     vals = np.where(seen_nan, np.asarray(np.nan, xm.dtype) if xm.dtype.kind in "fV" else acc,
                     np.take_along_axis(xm, idx, -1))
     np.copyto(to_numpy(values), np.moveaxis(vals, -1, d), casting="unsafe")

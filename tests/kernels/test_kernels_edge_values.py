@@ -1,0 +1,155 @@
+"""Edge values where a NumPy one-liner disagrees with CPU's kernel: each case is a call the
+conformance run found failing (issue 9's adversarial values), compared with CPU bit for bit
+(NaN equal to NaN) or, where CPU's last ulp is its own library's, within the default tolerance."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import kernels
+
+kernels.install()
+
+inf, nan = float("inf"), float("nan")
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+
+def _t(values: Any, dtype: torch.dtype) -> torch.Tensor:
+    return torch.tensor(values, dtype=dtype)
+
+
+def _flat(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, tuple | list) else [out]
+
+
+def _same(fn: Callable[..., Any], *args: Any, exact: bool = True, **kwargs: Any) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = _flat(fn(*args, **kwargs))
+        dev = [a.to("mlu") if isinstance(a, torch.Tensor) else a for a in args]
+        actual = _flat(fn(*dev, **kwargs))
+    for e, a in zip(expected, actual, strict=True):
+        if not isinstance(e, torch.Tensor):
+            continue
+        a = a.cpu()
+        assert (a.dtype, a.shape) == (e.dtype, e.shape)
+        if e.is_complex():
+            e, a = torch.view_as_real(e.resolve_conj()), torch.view_as_real(a.resolve_conj())
+        if exact:
+            assert torch.equal(a.isnan(), e.isnan()) if e.is_floating_point() else True
+            keep = ~e.isnan() if e.is_floating_point() else torch.ones_like(e, dtype=torch.bool)
+            assert torch.equal(a[keep], e[keep]), f"{a} != {e}"
+        else:
+            torch.testing.assert_close(a, e, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64], ids=str)
+def test_gcd_of_int_min_wraps_like_cpu(dtype: torch.dtype) -> None:
+    info = torch.iinfo(dtype)
+    _same(torch.gcd, _t([info.min, 0, info.min, 6, -4], dtype),
+          _t([info.max, info.min, 0, -4, 0], dtype))
+
+
+def test_digamma_pole_sign_follows_the_zero() -> None:
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        _same(torch.digamma, _t([0.0, -0.0, 1.5], dtype), exact=False)
+
+
+def test_cummin_cummax_int_extremes_and_nan_index() -> None:
+    _same(torch.cummin, _t([I32_MAX * 2**32 + I32_MAX, 2], torch.int64), 0)
+    _same(torch.cummax, _t([-(2**63), -5], torch.int64), 0)
+    _same(torch.cummin, _t([-3.0, nan, 1.0, nan, -9.0], torch.float16), 0)
+
+
+def test_searchsorted_nan_and_unsorted_boundaries_as_cpu() -> None:
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        _same(torch.searchsorted, _t([0.0078125, 2.0], dtype), _t([nan, 1.0, -inf], dtype))
+        _same(torch.bucketize, _t([nan, 1.0], dtype), _t([0.0078125, 2.0], dtype))
+    unsorted = _t([[-4, -1, 8, 0], [6, 5, -8, -6]], torch.int16)
+    values = _t([[-1, 0, -2, 2], [4, -9, -8, -5]], torch.int16)
+    _same(torch.searchsorted, unsorted, values, right=True)
+    _same(torch.searchsorted, unsorted, values)
+
+
+def test_unique_orders_bfloat16_by_value() -> None:
+    _same(torch.unique, _t([9.18e-41, -1.17e-38, nan, -7.71875, -7.90625, inf], torch.bfloat16),
+          sorted=False)
+
+
+def test_pixel_unshuffle_of_an_empty_input_is_a_clone() -> None:
+    _same(torch.pixel_unshuffle, torch.empty(2, 0, 3, dtype=torch.int16), 3)
+    _same(torch.pixel_unshuffle, torch.arange(2 * 3 * 4 * 6.0).reshape(2, 3, 4, 6), 2)
+
+
+def test_unique_consecutive_dim0_of_1d_leaves_inverse_and_counts_empty() -> None:
+    _same(torch.unique_consecutive, _t([2.5, 2.5, 1.0], torch.float32), dim=0)
+
+
+def test_complex_and_polar_keep_each_part() -> None:
+    _same(torch.complex, _t([3.0, 0.0, inf], torch.float64), _t([-1.0, nan, nan], torch.float64))
+    _same(torch.polar, _t([inf], torch.float32), _t([2.5], torch.float32), exact=False)
+
+
+def test_complex_pow_minus_one_is_a_reciprocal() -> None:
+    z = _t([complex(-1.34e154, -inf), complex(inf, 1), 0j, 3 + 4j], torch.complex128)
+    _same(torch.pow, z, -1, exact=False)
+    _same(torch.pow, z, 2, exact=False)
+
+
+def test_lerp_does_not_overflow_where_cpus_fused_multiply_add_does_not() -> None:
+    _same(torch.lerp, _t([-4.587277889251709], torch.float32), _t([3.4028234663852886e38],
+                                                                    torch.float32), -1.0)
+    _same(torch.lerp, _t([-4.59375], torch.bfloat16), _t([3.3895313892515355e38],
+                                                        torch.bfloat16), -1.0)
+
+
+@pytest.mark.parametrize("fn", [torch.var, torch.std, torch.var_mean, torch.std_mean],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("x,kwargs", [
+    ([inf, 1.0], {}),  # Welford: the mean after delta = 1 - inf is NaN
+    ([1.0, inf], {}),
+    ([1e30, -1e30, 3e30], {}),  # accumulated in double: var overflows float32, std does not
+    ([2.1875, -3.6875], {"correction": nan}),  # a NaN correction divides by 0
+    ([[1.0], [2.0], [4.0]], {"dim": 0}),
+])
+def test_var_std_accumulate_as_cpu(fn: Callable[..., Any], x: Any, kwargs: dict[str, Any]
+                                   ) -> None:
+    _same(fn, _t(x, torch.float32), exact=False, **kwargs)
+    _same(fn, _t(x, torch.bfloat16), exact=False, **kwargs)
+
+
+def test_complex_var_adds_the_parts_in_the_real_dtype() -> None:
+    z = _t([complex(-4.947706870653517e31, 3.5e-41), complex(4.4e27, 3.3e-07)], torch.complex64)
+    _same(torch.std, z, exact=False)
+    _same(torch.var_mean, z, exact=False)
+
+
+def test_norm_of_one_element_is_its_absolute_value() -> None:
+    x = _t(4.947706870653517e31, torch.float32)
+    _same(torch.linalg.vector_norm, x, 1.5, exact=False)
+    _same(torch.linalg.vector_norm, x.reshape(1), exact=False)
+    _same(torch.linalg.vector_norm, x, dim=0, exact=False)  # 0-dim, explicit dim: overflows
+    _same(torch.linalg.vector_norm, _t([3e38, 3e38], torch.float32), -1, exact=False)
+
+
+def test_cdist_general_p_as_cpu() -> None:
+    a = _t([[[5.057433638544495e-12]]], torch.float32)
+    b = _t([[[3.280290535525144e24]]], torch.float32)
+    _same(torch.cdist, a, b, p=1.5, exact=False)
+    _same(torch.cdist, _t([[[4.947706870653517e31]]], torch.float32), _t([[[3.0]]],
+                                                                        torch.float32), p=1.5)
+    _same(torch.cdist, _t([[[nan]]], torch.float32), _t([[[1.0]]], torch.float32), p=0)
+
+
+def test_mvlgamma_rounds_each_step_in_its_dtype() -> None:
+    _same(torch.mvlgamma, _t([-4.76837158203125e-07, 40000.0], torch.float16), 3, exact=False)
+    _same(torch.mvlgamma, _t([-3.640625, 5.5], torch.bfloat16), 2, exact=False)
+
+
+def test_lgamma_of_a_subnormal_is_finite() -> None:
+    _same(torch.lgamma, _t([5e-324, -5e-324, 0.0, 2.5], torch.float64), exact=False)
