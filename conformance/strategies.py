@@ -37,6 +37,8 @@ from conformance.values import (
     cached_integers,
     draw_fill,
     python_scalars,
+    refill_dtype,
+    refill_target,
     scalar_values,
     small_scalars,
 )
@@ -162,19 +164,35 @@ class Call:
     #: Empty where values are not the subject (promotion, broadcast, autograd's finite draws).
     fills: tuple[tuple[str, int | None, Fill], ...] = field(default=(), compare=False)
 
-    def refill(self, i: int) -> Call:
+    def refill(self, i: int, *, move: bool = True) -> Call:
         """The ``i``-th refill of this call (``i`` = 0: the call itself): every tensor of
         :attr:`fills` filled again (:meth:`Fill.refill`), everything else as drawn. The engine
-        checks several refills per drawn call: Hypothesis draws the structure once."""
+        checks several refills per drawn call: Hypothesis draws the structure once.
+
+        Odd refills also move the call to another dtype (:func:`~conformance.values.
+        refill_dtype`): every tensor of the drawn dtype whose dtype no hint fixes (empty out=
+        tensors too), and, half the time each, the ``ScalarType`` arguments (a conversion's
+        target); CPU refusing the new dtype skips that refill. ``move=False``: values only."""
         if i == 0 or not self.fills:
             return self
-        new = {(name, j): f.refill(i, k) for k, (name, j, f) in enumerate(self.fills)}
+        free = [f for _, _, f in self.fills if not f.pinned]
+        old = free[0].name if free else None
+        to = refill_dtype(self.fills[0][2].seed, i, old, DTYPE_NAMES) if old and move else None
+        new = {(name, j): (replace(f, name=to) if to and f.name == old and not f.pinned
+                           else f).refill(i, k) for k, (name, j, f) in enumerate(self.fills)}
         values = []
+        n_types = 0
         for name, value in self.values:
             if (name, None) in new:
                 value = new[(name, None)]
             elif isinstance(value, list) and any((name, j) in new for j in range(len(value))):
                 value = [new.get((name, j), v) for j, v in enumerate(value)]
+            elif to and isinstance(value, torch.Tensor) and dtype_name(value.dtype) == old:
+                value = value.to(torch_dtype(to))  # empty (out=, size-0) tensors
+            elif to and isinstance(value, torch.dtype):
+                target = refill_target(self.fills[0][2].seed, i, n_types, DTYPE_NAMES)
+                n_types += 1
+                value = torch_dtype(target) if target else value
             values.append((name, value))
         return replace(self, values=tuple(values))
     #: where the call came from: ``hypothesis`` (the schema strategies) or ``corpus``
@@ -272,13 +290,16 @@ def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bo
 
 def _draw_tensor(draw: Any, name: str, shape: Sequence[int], *, specials: bool, safe: bool,
                  bounds: tuple[float, float] | None, extremes: bool, label: str = "",
-                 plan: _Plan | None = None, slot: tuple[str, int | None] | None = None) -> Any:
+                 plan: _Plan | None = None, slot: tuple[str, int | None] | None = None,
+                 pinned: bool = False) -> Any:
     """Draw a tensor; with ``plan`` and ``slot`` (argument, list index) its fill is recorded
     for the engine's refills when the plan's values are adversarial."""
     if safe and bounds is None:
         bounds = (1.0, 4.0)
     how = draw_fill(draw, name, shape, adversarial=specials, bounds=bounds, extremes=extremes,
                     label=label)
+    if pinned:
+        how = replace(how, pinned=True)
     if plan is not None and slot is not None and plan.specials and how.numel:
         plan.fills.append((*slot, how))
     return how.tensor()
@@ -297,6 +318,7 @@ class _Plan:
     safe: bool = False
     notes: list[str] = field(default_factory=list)
     fills: list[tuple[str, int | None, Fill]] = field(default_factory=list)
+    target: str | None = None  # every ScalarType argument pinned to this dtype (dtype pairs)
 
 
 def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int
@@ -434,9 +456,14 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignatur
         if base == "Device":  # results go where the call runs (linspace.Tensor_Tensor, to, ...)
             return DEVICE
         return _OMIT if spec.has_default else None
-    if spec.optional and base not in ("ScalarType",) and draw(st.integers(0, 3), label=f"{spec.name} is None?") == 0:
+    # optional arguments take their default (None) one time in three, as tensors do: the
+    # default path is the one most calls take (nan_to_num's posinf=None maps inf to finfo.max)
+    if spec.optional and base not in ("ScalarType",) \
+            and draw(cached_integers(0, 2), label=f"{spec.name} is None?") == 0:
         return None
     if base == "ScalarType":
+        if plan.target is not None:
+            return torch_dtype(plan.target)
         if spec.optional and draw(st.integers(0, 2), label=f"{spec.name} given?") != 0:
             return None
         return torch_dtype(draw(st.sampled_from(DTYPE_NAMES), label=spec.name))
@@ -498,7 +525,7 @@ def _tensor_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSig
         dtype = draw(st.sampled_from(hint.dtypes), label=f"{spec.name} dtype")
     return _draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe,
                         bounds=_bounds(hint), extremes=hint.extremes, label=spec.name,
-                        plan=plan, slot=(spec.name, None))
+                        plan=plan, slot=(spec.name, None), pinned=bool(hint.dtypes))
 
 
 def _bounds(hint: ArgHint) -> tuple[float, float] | None:
@@ -518,7 +545,8 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
             length = draw(st.integers(0, 3), label=f"{spec.name}[{i}] length")
             out.append(_draw_tensor(draw, dt, (length,), specials=False, safe=False,
                                     bounds=_bounds(hint), extremes=hint.extremes,
-                                    label=f"{spec.name}[{i}]", plan=plan, slot=(spec.name, i)))
+                                    label=f"{spec.name}[{i}]", plan=plan, slot=(spec.name, i),
+                                    pinned=True))
         return out
     shape = _first_shape(plan, sig) if plan.shapes else draw(
         hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
@@ -568,12 +596,13 @@ def _tensor_arg_dtypes(draw: Any, sig: OpSignature, hints: OpHints, pool: Sequen
 
 
 @st.composite
-def forward_calls(draw: Any, sig: OpSignature, hints: OpHints, dtype: str | None = None) -> Call:
+def forward_calls(draw: Any, sig: OpSignature, hints: OpHints, dtype: str | None = None,
+                  target: str | None = None) -> Call:
     """Calls for the ``forward`` check; ``dtype`` pins the tensor arguments' shared dtype
-    (arguments whose dtypes the hints fix keep those)."""
+    (arguments whose dtypes the hints fix keep those), ``target`` every ScalarType argument."""
     shapes = _shapes(draw, sig, hints, mode="forward")
     dtypes = _tensor_arg_dtypes(draw, sig, hints, (dtype,) if dtype else DTYPE_NAMES)
-    plan = _Plan(shapes=shapes, dtypes=dtypes, specials=True)
+    plan = _Plan(shapes=shapes, dtypes=dtypes, specials=True, target=target)
     return _assemble(draw, sig, hints, plan)
 
 
@@ -593,9 +622,34 @@ class DtypeSweep:
 
 
 def dtype_sweeps(sig: OpSignature, hints: OpHints) -> st.SearchStrategy[DtypeSweep]:
-    """Sweeps for the ``dtypes`` check: the forward strategy once per dtype, dtype pinned."""
+    """Sweeps for the ``dtypes`` check: the forward strategy once per dtype, dtype pinned; for a
+    conversion with a ``ScalarType`` argument (``dtype_pairs`` in ``opdb/data/exactness.yaml``)
+    once per (dtype, target) pair of the twelve."""
+    if _dtype_pairs(sig):  # one call drawn per dtype, refilled for each of the twelve targets
+        return st.builds(lambda *cs: DtypeSweep(tuple(
+            (d, _retarget(c.refill(j, move=False), t)) for d, c in zip(DTYPE_NAMES, cs, strict=True)
+            for j, t in enumerate(DTYPE_NAMES))),
+            *(forward_calls(sig, hints, dtype=d, target=d) for d in DTYPE_NAMES))
     return st.builds(lambda *cs: DtypeSweep(tuple(zip(DTYPE_NAMES, cs, strict=True))),
                      *(forward_calls(sig, hints, dtype=d) for d in DTYPE_NAMES))
+
+
+def _retarget(call: Call, target: str) -> Call:
+    """``call`` with every ``ScalarType`` argument set to ``target``."""
+    dt = torch_dtype(target)
+    return replace(call, values=tuple((n, dt if isinstance(v, torch.dtype) else v)
+                                      for n, v in call.values))
+
+
+def _dtype_pairs(sig: OpSignature) -> bool:
+    """Whether ``sig`` converts to a ``ScalarType`` argument's dtype (the data says so)."""
+    if not any(a.base == "ScalarType" and not a.is_list for a in sig.args):
+        return False
+    from opdb import exactness
+
+    entry = exactness.load().entry_for(sig.name, family=family_of(sig.base)[0], tags=sig.tags,
+                                       is_view=False)
+    return entry is not None and entry.dtype_pairs
 
 
 #: Dtypes the ``autograd`` check draws: those torch differentiates, less the low-precision ones

@@ -80,7 +80,9 @@ def resize_(self: torch.Tensor, size: list[int], *,
 def _copy_into(dst: torch.Tensor, src: Any) -> None:
     d = to_numpy(dst)
     s = to_numpy(src) if isinstance(src, torch.Tensor) else np.asarray(src)
-    if d.dtype.kind != "c" and s.dtype.kind == "c":
+    if d.dtype.kind == "b" and s.dtype.kind == "c":
+        s = s != 0  # complex -> bool: true when either part is non-zero, as CPU (no warning)
+    elif d.dtype.kind != "c" and s.dtype.kind == "c":
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
                       stacklevel=3)
         s = s.real

@@ -351,28 +351,31 @@ def _sub_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any, alpha:
     _check_alpha(compute, result, a, b, alpha=alpha)
 
 
-def _scaled(b: Any, alpha: Any, compute: torch.dtype) -> Any:
+def _scaled(b: Any, alpha: Any, compute: torch.dtype, result: torch.dtype | None = None) -> Any:
     # CPU computes ``a + alpha * b`` even for alpha == 1: for complex operands the product is
     # not a no-op ((1+0j) * (0+infj) = nan+infj), so only real dtypes may skip it.
     if compute.is_complex:
         return np.multiply(b, np.asarray(1 if alpha is None else alpha).astype(NP_DTYPE[compute]))
     if alpha is None or (alpha == 1 and not isinstance(alpha, bool)) or alpha is True:
         return b
+    if result in (torch.float16, torch.bfloat16) and not isinstance(alpha, bool):
+        # CPU reads alpha in the result's dtype (alpha=1e-41 is 0 for float16: inf * 0 = nan)
+        alpha = torch.tensor(alpha, dtype=torch.float64).to(result).item()
     return np.multiply(b, np.asarray(alpha).astype(NP_DTYPE[compute]))
 
 
 def _add(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype, alpha: Any = 1) -> Any:
     if compute == torch.bool:
         return np.logical_or(a, np.logical_and(b, bool(alpha)))
-    return np.add(a, _scaled(b, alpha, compute))
+    return np.add(a, _scaled(b, alpha, compute, result))
 
 
 def _sub(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype, alpha: Any = 1) -> Any:
-    return np.subtract(a, _scaled(b, alpha, compute))
+    return np.subtract(a, _scaled(b, alpha, compute, result))
 
 
 def _rsub(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype, alpha: Any = 1) -> Any:
-    return np.subtract(b, _scaled(a, alpha, compute))
+    return np.subtract(b, _scaled(a, alpha, compute, result))
 
 
 def _alpha_range(result: torch.dtype, *operands: Any, alpha: Any = 1) -> None:

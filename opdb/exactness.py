@@ -23,7 +23,7 @@ from opdb.errors import InputError
 
 CLASSES = ("exact", "rounded")
 _KEYS = {"class", "families", "tags", "views", "requires", "complex", "undefined_conversion",
-         "low_precision_ulps", "reason"}
+         "low_precision_ulps", "ulps", "signed_zero", "host_scalars", "dtype_pairs", "reason"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ class ExactEntry:
     complex_ok: bool = True
     undefined_conversion: bool = False
     low_precision_ulps: int = 1  # rounded class: ulps allowed for float16/bfloat16 results
+    ulps: int = 0  # rounded class: ulps allowed for float32/float64 results
+    signed_zero: bool = False  # the sign of a zero result is part of the answer
+    host_scalars: bool = True  # False: the class does not hold when an operand is a host scalar
+    dtype_pairs: bool = False  # the answer depends on the (input, ScalarType argument) pair
     file: str = ""
     line: int = 0
 
@@ -131,7 +135,16 @@ def _parse(entry: Entry) -> ExactEntry:
     low = entry.items.get("low_precision_ulps", (1, 0))[0]
     if not isinstance(low, int) or isinstance(low, bool) or low not in (0, 1):
         raise entry.error("'low_precision_ulps' must be 0 or 1", "low_precision_ulps")
-    out = ExactEntry(klass=klass, low_precision_ulps=low, reason=" ".join(reason.split()),
+    ulps = entry.items.get("ulps", (0, 0))[0]
+    if not isinstance(ulps, int) or isinstance(ulps, bool) or ulps not in (0, 1):
+        raise entry.error("'ulps' must be 0 or 1", "ulps")
+    if klass != "rounded" and ("ulps" in entry.items or "low_precision_ulps" in entry.items):
+        raise entry.error("'ulps' and 'low_precision_ulps' apply to the rounded class only",
+                          "ulps" if "ulps" in entry.items else "low_precision_ulps")
+    out = ExactEntry(klass=klass, low_precision_ulps=low, ulps=ulps,
+                     signed_zero=_flag(entry, "signed_zero", False),
+                     host_scalars=_flag(entry, "host_scalars", True),
+                     dtype_pairs=_flag(entry, "dtype_pairs", False), reason=" ".join(reason.split()),
                      families=_names(entry, "families"), tags=_names(entry, "tags"),
                      views=_flag(entry, "views", False), requires=requires,
                      complex_ok=_flag(entry, "complex", True),

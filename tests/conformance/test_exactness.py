@@ -44,6 +44,8 @@ def test_packaged_table_names_real_families():
     ("- {class: fuzzy, families: [cat], reason: r}\n", "'class' must be one of"),
     ("- {class: exact, families: [cat], reason: r, colour: red}\n", "unknown key 'colour'"),
     ("- {class: exact, reason: r}\n", "needs 'families'"),
+    ("- {class: exact, families: [cat], reason: r, ulps: 1}\n", "rounded class only"),
+    ("- {class: rounded, families: [cat], reason: r, ulps: 2}\n", "'ulps' must be 0 or 1"),
     ("- {class: exact, families: [cat], reason: r}\n- {class: exact, families: [cat], reason: s}\n",
      "already classified"),
 ])
@@ -72,9 +74,19 @@ def test_classes_by_call():
     # mixed dtypes (int64 input converted first): tolerances
     assert how(call("sub.Tensor", self=torch.ones(3, dtype=torch.int64), other=f32),
                f32).kind == "tolerance"
-    # CPU's sqrt is not always correctly rounded; CUDA divides by a scalar via its reciprocal
-    assert how(call("sqrt", self=f32), f32).kind == "tolerance"
-    assert how(call("div.Tensor", self=f32, other=f32), f32).kind == "tolerance"
+    # CPU's vectorized float32 sqrt is within 1 ulp, not always correctly rounded: 1 ulp
+    assert (how(call("sqrt", self=f32), f32).kind, how(call("sqrt", self=f32), f32).ulps) \
+        == ("exact", 1)
+    # division by a device tensor is correctly rounded; CUDA divides by a host scalar (a Python
+    # number, a 0-dim CPU tensor) through its reciprocal: tolerances
+    assert (how(call("div.Tensor", self=f32, other=f32), f32).kind,
+            how(call("div.Tensor", self=f32, other=f32), f32).ulps) == ("exact", 0)
+    assert how(call("div.Scalar", self=f32, other=2.0), f32).kind == "tolerance"
+    on_host = Call(sig=sig_of("div.Tensor"), values=(("self", f32), ("other", torch.ones(()))),
+                   on_cpu=frozenset({"other"}))
+    assert how(on_host, f32).kind == "tolerance"
+    assert how(call("div.Tensor_mode", self=f32, other=f32, rounding_mode="floor"),
+               f32).kind == "tolerance"
     # data movement is exact; narrowing float64 -> float16 may round twice on CPU: 1 ulp
     assert how(call("cat", tensors=[f32, f32]), f32).ulps == 0
     to_half = how(call("_to_copy", self=torch.ones(3, dtype=torch.float64),
@@ -83,6 +95,14 @@ def test_classes_by_call():
     # |z| is a rounded hypot: complex abs keeps tolerances
     assert how(call("abs", self=torch.ones(2, dtype=torch.complex64)), f32).kind == "tolerance"
     assert how(call("abs", self=f32), f32).kind == "exact"
+    # the sign of a zero result: specified for abs/ceil/copies, open for selection and sign
+    assert how(call("abs", self=f32), f32).signed_zero
+    assert how(call("ceil", self=f32), f32).signed_zero
+    assert how(call("cat", tensors=[f32, f32]), f32).signed_zero
+    assert not how(call("maximum", self=f32, other=f32), f32).signed_zero
+    assert not how(call("sign", self=f32), f32).signed_zero
+    c64 = torch.ones(3, dtype=torch.complex64)
+    assert not how(call("neg", self=c64), c64).signed_zero  # CPU's vectorized neg is 0 - z
     # accumulate=True adds in an unspecified order
     idx = [torch.zeros(2, dtype=torch.int64)]
     assert how(call("index_put", self=f32, indices=idx, values=f32[:2], accumulate=True),
@@ -107,6 +127,12 @@ def test_ulp_mask():
     assert _mismatches(-big, big, 1).all()  # opposite signs: no int64 overflow in the distance
     z = torch.tensor([complex(1, float("nan"))])
     assert not _mismatches(z, z.clone(), 0).any()
+    # signed zeros: -0.0 differs from 0.0 only where the data says the sign is specified
+    zeros = torch.tensor([-0.0, 0.0, 1.0])
+    flipped = torch.tensor([0.0, 0.0, 1.0])
+    assert not _mismatches(flipped, zeros, 0).any()
+    assert _mismatches(flipped, zeros, 0, signed_zero=True).tolist() == [True, False, False]
+    assert _mismatches(flipped, zeros, 1, signed_zero=True).tolist() == [True, False, False]
 
 
 def test_undefined_conversion_is_not_counted_but_defined_ones_are_compared():

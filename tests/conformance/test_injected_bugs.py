@@ -72,7 +72,10 @@ def test_injected_bug_is_caught_with_its_category(reference, module):
     for overload, check, category in BUGS[module]:
         v = _run(backend, overload, check)
         assert v.verdict == "fail", f"{module}: {overload}::{check} -> {v.verdict}: {v.message}"
-        assert v.category == category, f"{module}: {v.category} != {category}: {v.message}"
+        # the bug's failure among the item's distinct failures (the reference backend's
+        # documented complex32 limitation may be found too, and first)
+        found = {v.category} | {f.category for f in v.failures}
+        assert category in found, f"{module}: {found} lacks {category}: {v.message}"
         assert v.repro and f"import {module}" in v.repro
         assert overload.split(".")[0] in v.message
 

@@ -148,3 +148,9 @@ def test_add_promotion_over_every_dtype_pair() -> None:
 def test_unsupported_dtype_is_refused_clearly() -> None:
     with pytest.raises(NotImplementedError, match="does not support dtype torch.complex32"):
         torch.empty(2, dtype=torch.complex32, device="mlu")
+
+
+def test_complex_to_bool_reads_both_parts() -> None:
+    """complex -> bool is true when either part is non-zero (a real-part-only cast is not)."""
+    x = torch.tensor([1j, 0j, 1 + 0j, complex(0, float("nan"))])
+    same(x.to("mlu").to(torch.bool).cpu(), x.to(torch.bool))
