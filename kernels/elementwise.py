@@ -1350,8 +1350,9 @@ def _poly(kind: str) -> ArrayFn:
     def f(x: Any, n: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
         out = _f(x, n)
         # a scalar operand broadcast (stride 0) makes NumPy's result C-ordered; CPU lays it out
-        # like the tensor operand (a transposed x gives a transposed result)
-        like = next((a for a in (x, n) if np.ndim(a) == out.ndim), None)
+        # like the tensor operand of the result's shape (a transposed x gives a transposed
+        # result); an operand that broadcasts (size 1 against 0 or 4) lends no layout
+        like = next((a for a in (x, n) if np.shape(a) == out.shape), None)
         if like is not None and out.ndim and out.strides != np.empty_like(like, out.dtype).strides:
             laid = np.empty_like(like, out.dtype)
             laid[...] = out
