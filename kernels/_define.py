@@ -101,11 +101,14 @@ def _check_out(args: Sequence[Any], positions: Sequence[int], out: torch.Tensor,
 
 
 def _empty_refused(args: Sequence[Any], positions: Sequence[int],
-                   allowed: frozenset[torch.dtype]) -> bool:
+                   allowed: frozenset[torch.dtype],
+                   empty: Callable[..., bool] | None = None) -> bool:
+    """Whether the call is empty (``empty(*args)``, else: the first tensor has no elements) and
+    a tensor at ``positions`` has a dtype outside ``allowed``."""
     tensors = [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.Tensor)]
-    return bool(tensors) and tensors[0].numel() == 0 and any(
-        t.dtype not in allowed for t in tensors
-    )
+    if not tensors or all(t.dtype in allowed for t in tensors):
+        return False
+    return empty(*args) if empty is not None else tensors[0].numel() == 0
 
 
 def _as_float32(call: Callable[[Sequence[Any], dict[str, Any]], Any], args: Sequence[Any],
@@ -162,7 +165,7 @@ def _positional_defaults(name: str) -> tuple[Any, ...]:
 def define(functional: str, out: str | None = None, out_names: Sequence[str] | None = None, *,
            dtypes: frozenset[torch.dtype] | None = None, kernel_name: str | None = None,
            dtype_args: Sequence[int] = (0,), castable_out: bool = False,
-           empty_any_dtype: bool = False, autogen_out: bool = False,
+           empty_any_dtype: bool | Callable[..., bool] = False, autogen_out: bool = False,
            arrays: bool = False) -> Callable[[Impl], Impl]:
     """Register ``impl`` as ``functional`` and (if given) as the ``out=`` overload ``out``.
 
@@ -179,7 +182,9 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
     impl validates, and the dtype is refused only if it did not (or if NumPy itself choked on the
     dtype, a ``TypeError``/``ValueError``). ``empty_any_dtype``: CPU's kernel returns before
     dispatching on the dtype when the input is empty (softmax family; TensorIterator kernels do
-    not), so an empty input of a refused dtype is computed as float32 and cast back.
+    not), so an empty input of a refused dtype is computed as float32 and cast back. A callable
+    ``empty_any_dtype(*args)`` says when CPU returns early instead (an empty *result*:
+    ``_adaptive_avg_pool2d`` with an output size of 0).
 
     ``castable_out``: the ``out=`` overload is a TensorIterator one that accepts any ``out`` dtype
     the result casts to safely; otherwise ``out`` must have the result's dtype exactly.
@@ -203,7 +208,9 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
             dispatch; NumPy choking on a refused dtype surfaces as the dispatch refusal."""
             if len(args) < len(defaults):
                 args = args + defaults[len(args):]
-            if empty_any_dtype and dtypes is not None and _empty_refused(args, dtype_args, dtypes):
+            if empty_any_dtype and dtypes is not None and _empty_refused(
+                    args, dtype_args, dtypes,
+                    empty_any_dtype if callable(empty_any_dtype) else None):
                 if out is not None:
                     _check_out(args, dtype_args, out, exact=not castable_out)
                 return _as_float32(call, args, kwargs, dtype_args)

@@ -8,6 +8,8 @@ in-place overload that has no composite is implemented, plus a few hot functiona
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -36,16 +38,24 @@ from kernels.registry import register, register_rows
 # --------------------------------------------------------------------------------------------
 
 
-def _index_tuple(self: torch.Tensor, indices: Sequence[torch.Tensor | None]) -> tuple[Any, ...]:
-    if len(indices) > self.dim():
-        raise IndexError(
-            f"too many indices for tensor of dimension {self.dim()} (got {len(indices)})"
-        )
+def _index_tuple(self: torch.Tensor, indices: Sequence[torch.Tensor | None]
+                 ) -> tuple[tuple[Any, ...] | None, tuple[int, ...], IndexError | None]:
+    """NumPy's index tuple for ``self[indices]``, the result's shape and the bounds error to
+    raise once the caller's other checks passed (CPU checks bounds last). As on CPU, an index
+    out of bounds is an error only when the result has elements (CPU's kernel then reads
+    nothing): for an empty result the tuple is ``None`` and there is no error."""
+    _check_index_count(self, indices)
     out: list[Any] = []
+    indexed: list[int] = []  # sizes of the dims the index tensors consume
+    shapes: list[tuple[int, ...]] = []  # their shapes (a mask: its nonzero count per dim)
+    safe: list[Any] = []  # the same index, clipped into a dummy of the same result shape
+    dummy = list(self.shape)
+    bad: tuple[int, int, int] | None = None
     dim = 0
     for i in indices:
         if i is None:
             out.append(slice(None))
+            safe.append(slice(None))
             dim += 1
             continue
         if i.dtype in (torch.bool, torch.uint8):
@@ -57,45 +67,91 @@ def _index_tuple(self: torch.Tensor, indices: Sequence[torch.Tensor | None]) -> 
                         f"the shape of the indexed tensor {list(self.shape)} at index {dim + k}"
                     )
             out.append(arr)
+            safe.append(arr)
+            indexed += self.shape[dim:dim + arr.ndim]
+            shapes.append((int(arr.sum()),))
             dim += max(arr.ndim, 1) if arr.ndim else 1
             continue
         if i.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8):
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         arr = to_numpy(i).astype(np.intp, copy=False)
         size = self.shape[dim]
-        if arr.size and (arr.max() >= size or arr.min() < -size):
-            bad = int(arr.max()) if arr.max() >= size else int(arr.min())
-            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+        if bad is None and arr.size and (arr.max() >= size or arr.min() < -size):
+            bad = (int(arr.max()) if arr.max() >= size else int(arr.min()), dim, size)
         out.append(arr)
+        indexed.append(size)
+        shapes.append(arr.shape)
+        dummy[dim] = max(size, 1)
+        safe.append(np.clip(arr, -dummy[dim], dummy[dim] - 1))
         dim += 1
-    return tuple(out)
+    if 0 in indexed and 0 not in np.broadcast_shapes(*shapes):
+        # ATen's AdvancedIndex: no index is valid for an empty dim, found before any kernel
+        raise IndexError("index is out of bounds for dimension with size 0")
+    if bad is None:
+        shape = np.broadcast_to(np.empty((), np.bool_), self.shape)[tuple(out)].shape
+        return tuple(out), shape, None
+    shape = np.broadcast_to(np.empty((), np.bool_), dummy)[tuple(safe)].shape
+    if math.prod(shape):
+        return None, shape, IndexError(
+            f"index {bad[0]} is out of bounds for dimension {bad[1]} with size {bad[2]}")
+    return None, shape, None
+
+
+def _check_index_count(self: torch.Tensor, indices: Sequence[torch.Tensor | None]) -> None:
+    if len(indices) > self.dim():
+        raise IndexError(
+            f"too many indices for tensor of dimension {self.dim()} (got {len(indices)})"
+        )
+
+
+def _indexed(self: torch.Tensor, indices: Sequence[torch.Tensor | None]) -> np.ndarray:
+    idx, shape, error = _index_tuple(self, indices)
+    if error is not None:
+        raise error
+    return to_numpy(self)[idx] if idx is not None else np.empty(shape, NP_DTYPE[self.dtype])
 
 
 @register("index.Tensor")
 def index(self: torch.Tensor, indices: Sequence[torch.Tensor | None]) -> torch.Tensor:
-    x = to_numpy(self)
-    return from_numpy(x[_index_tuple(self, indices)], self.dtype)
+    return from_numpy(_indexed(self, indices), self.dtype)
 
 
 @register("index.Tensor_out")
 def index_out(self: torch.Tensor, indices: Sequence[torch.Tensor | None], *,
               out: torch.Tensor) -> torch.Tensor:
-    x = to_numpy(self)
-    return write_out(out, x[_index_tuple(self, indices)], self.dtype)
+    _check_index_count(self, indices)
+    if out.dtype != self.dtype:  # CPU checks it before broadcasting the indices
+        raise RuntimeError(f"index_out: self ({scalar_type_name(self.dtype)}) and result "
+                           f"({scalar_type_name(out.dtype)}) must have the same scalar type")
+    return write_out(out, _indexed(self, indices), self.dtype)
+
+
+def _is_expandable_to(shape: Sequence[int], desired: Sequence[int]) -> bool:
+    """c10's ``is_expandable_to``: no more dims, each trailing one equal or 1."""
+    if len(shape) > len(desired):
+        return False
+    return all(s in (1, d) for s, d in zip(reversed(shape), reversed(desired), strict=False))
 
 
 @register("_index_put_impl_")
 def _index_put_impl_(self: torch.Tensor, indices: Sequence[torch.Tensor | None],
                      values: torch.Tensor, accumulate: bool = False, unsafe: bool = False
                      ) -> torch.Tensor:
+    idx, shape, error = _index_tuple(self, indices)  # CPU's order: indices, shapes, dtype, bounds
+    if not _is_expandable_to(tuple(values.shape), shape):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot "
+                           f"be broadcast to indexing result of shape {list(shape)}")
     if values.dtype != self.dtype:
         raise RuntimeError(
             "Index put requires the source and destination dtypes match, got "
             f"{scalar_type_name(self.dtype)} for the destination and "
             f"{scalar_type_name(values.dtype)} for the source."
         )
+    if error is not None:
+        raise error
+    if idx is None:  # nothing to write
+        return self
     x = to_numpy(self)
-    idx = _index_tuple(self, indices)
     v = to_numpy(values)
     if accumulate:
         with quiet():
@@ -114,6 +170,23 @@ def _int_index(index: torch.Tensor, op: str) -> np.ndarray:
     if index.dtype not in (torch.int64, torch.int32):
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     return to_numpy(index).astype(np.intp, copy=False)
+
+
+def _index_func_checks(func: str, self: torch.Tensor, index: torch.Tensor,
+                       source: torch.Tensor) -> None:
+    """ATen's ``index_func_meta_impl`` (index_add, index_reduce), in its order, before any
+    bound check: the index is a vector of int32/int64, ``source`` has ``self``'s dtype."""
+    if index.dim() > 1:
+        raise IndexError(
+            f"{func}_(): Index is supposed to be a vector, but got dim: {index.dim()} with type: "
+            f"{scalar_type_name(index.dtype)} and size: {list(index.shape)}")
+    if index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(f"{func}_(): Expected dtype int32/int64 for index but got: "
+                           f"{scalar_type_name(index.dtype)}")
+    if self.dtype != source.dtype:
+        raise RuntimeError(
+            f"{func}_(): self ({scalar_type_name(self.dtype)}) and source "
+            f"({scalar_type_name(source.dtype)}) must have the same scalar type")
 
 
 def _check_bounds(idx: np.ndarray, size: int, op: str) -> None:
@@ -306,6 +379,7 @@ def _index_axis(x: np.ndarray, d: int, idx: np.ndarray) -> tuple[Any, ...]:
 @register("index_add.out")
 def index_add_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *,
                   alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
+    _index_func_checks("index_add", self, index, source)
     base = np.array(to_numpy(self), copy=True)
     d = wrap_dim(dim, base.ndim)
     idx = _int_index(index, "index_add").reshape(-1)
@@ -345,13 +419,15 @@ def index_copy_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: to
 def _index_fill(self: torch.Tensor, dim: int, index: torch.Tensor, value: Any) -> torch.Tensor:
     if index.dtype != torch.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index.dim() > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    if isinstance(value, complex) and not self.dtype.is_complex:
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not "
+                           "supported")
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     idx = _int_index(index, "index_fill").reshape(-1)
     _check_bounds(idx, x.shape[d] if x.ndim else 1, "index_fill")
-    if isinstance(value, complex) and not self.dtype.is_complex:
-        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not "
-                           "supported")
     with quiet():
         v = np.asarray(checked_scalar(value, self.dtype)).astype(x.dtype)
     if x.ndim == 0:
@@ -400,6 +476,20 @@ def _take(self: torch.Tensor, index: torch.Tensor, out: torch.Tensor | None = No
 @register("put_")
 def put_(self: torch.Tensor, index: torch.Tensor, source: torch.Tensor,
          accumulate: bool = False) -> torch.Tensor:
+    # ATen's checks, in its order, before any bound check
+    if index.dtype != torch.int64:
+        raise RuntimeError("put_(): Expected a long tensor for index, but got "
+                           f"{scalar_type_name(index.dtype)}")
+    if self.dtype != source.dtype:
+        raise RuntimeError(
+            "put_(): self and source expected to have the same dtype, but got self.dtype = "
+            f"{scalar_type_name(self.dtype)} and source.dtype = {scalar_type_name(source.dtype)}")
+    if source.numel() != index.numel():
+        raise IndexError(
+            "put_(): Expected source and index to have the same number of elements, but got "
+            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    if self.numel() == 0 and index.numel() != 0:
+        raise IndexError("put_(): Tried to put elements into an empty tensor")
     x = to_numpy(self)
     flat = np.array(x.reshape(-1), copy=True)
     idx = to_numpy(index).astype(np.intp).reshape(-1)
@@ -923,6 +1013,7 @@ def index_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: 
             f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
             f"{reduce}."
         )
+    _index_func_checks("index_reduce", self, index, source)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     idx = _int_index(index, "index_reduce").reshape(-1)

@@ -14,6 +14,7 @@ import torch
 
 from kernels._semantics import (
     BOOL,
+    FLOATING,
     check_dtype,
     check_out_exact,
     cpp_type_name,
@@ -280,6 +281,10 @@ def _cdist_forward(x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: i
             )
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
+    if x1.dtype != x2.dtype and x1.shape[-2] and x2.shape[-2] and x1.shape[-1]:
+        # CPU's kernel reads x2 as x1's scalar type (when there is something to compute)
+        raise RuntimeError(f"expected scalar type {scalar_type_name(x1.dtype)} but found "
+                           f"{scalar_type_name(x2.dtype)}")
     a, b = _operand(x1), _operand(x2)
     with quiet():
         if p == 2 and compute_mode in (None, 0, 1) and (compute_mode == 1 or (
@@ -295,12 +300,19 @@ def _cdist_forward(x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: i
 
 @register("_pdist_forward")
 def _pdist_forward(self: torch.Tensor, p: float = 2.0) -> torch.Tensor:
-    if self.dim() != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {self.dim()}D")
-    if p < 0:
-        raise RuntimeError("pdist only supports non-negative p values")
-    x = _operand(self)
-    i, j = np.triu_indices(x.shape[0], 1)
+    # ATen's _pdist_forward (the 2-D and p >= 0 checks are torch.pdist's, above it): fewer
+    # than two rows give an empty result, no columns zeros, before the dtype dispatch; the
+    # kernel walks the pairs of size(1)-element rows of the flat data (every row of a 3-D
+    # input, not only size(0) of them) and stops after n * (n - 1) / 2 results
+    n = self.size(0)  # torch's IndexError for a 0-dim self, as on CPU
+    if n <= 1:
+        return from_numpy(np.empty(0, NP_DTYPE[self.dtype]), self.dtype)
+    m = self.size(1)  # and for a 1-dim one
+    if m == 0:
+        return from_numpy(np.zeros(n * (n - 1) // 2, NP_DTYPE[self.dtype]), self.dtype)
+    check_dtype("pdist", self.dtype, allowed=FLOATING)
+    x = _operand(self).reshape(-1, m)
+    i, j = (k[:n * (n - 1) // 2] for k in np.triu_indices(x.shape[0], 1))
     with quiet():
         return from_numpy(_pairwise_p(x[i] - x[j], p), self.dtype)
 

@@ -1028,6 +1028,8 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
             f"dimensions, but input has sizes {list(x.shape)}"
         )
     dtype = x.dtype
+    if 0 in (*x.shape[:-nd], *output_size):  # an empty result: CPU computes nothing
+        return np.empty((*x.shape[:-nd], *(int(o) for o in output_size)), dtype)
     y = opmath(x)
     div = np.ones((1,) * nd, dtype=y.dtype)
     for i, o in enumerate(output_size):

@@ -138,18 +138,34 @@ def native_group_norm(input: torch.Tensor, weight: torch.Tensor | None,
     return nn.group_norm(to_numpy(input), arr(weight), arr(bias), N, C, HxW, group, eps)
 
 
-def _adaptive_backward_dims(grad_output: torch.Tensor, nd: int) -> None:
+def _adaptive_backward_dims(grad_output: torch.Tensor, self: torch.Tensor, nd: int) -> None:
+    """ATen's checks of adaptive_avg_pool{2,3}d_backward, in its order."""
     if grad_output.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(
             f"adaptive_avg_pool{nd}d_backward(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
             f"{list(grad_output.shape)}"
         )
+    for i in range(1, grad_output.dim()):
+        if grad_output.shape[i] == 0:
+            raise RuntimeError(
+                f"adaptive_avg_pool{nd}d_backward(): Expected grad_output to have non-zero size "
+                f"for non-batch dimensions, but grad_output has sizes {list(grad_output.shape)} "
+                f"with dimension {i} being empty")
+    if nd == 2:  # the 2-d template's checkDim / checkScalarType
+        where = "adaptive_avg_pool2d_backward_out_cpu_template"
+        if grad_output.dim() != self.dim():
+            raise RuntimeError(f"{where}: Expected dimensions {self.dim()} for `grad_output` but "
+                               f"got dimensions {grad_output.dim()}")
+        if grad_output.dtype != self.dtype:
+            raise RuntimeError(f"{where}: Expected dtype {str(self.dtype).removeprefix('torch.')}"
+                               f" for `grad_output` but got dtype "
+                               f"{str(grad_output.dtype).removeprefix('torch.')}")
 
 
 @define("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out",
         dtypes=FLOATING, kernel_name="adaptive_avg_pool2d_backward_cpu", autogen_out=True)
 def adaptive_avg_pool2d_backward(grad_output: torch.Tensor, self: torch.Tensor) -> np.ndarray:
-    _adaptive_backward_dims(grad_output, 2)
+    _adaptive_backward_dims(grad_output, self, 2)
     return nn.adaptive_avg_pool2d_backward(to_numpy(grad_output), to_numpy(self))
 
 
@@ -164,7 +180,7 @@ def adaptive_avg_pool3d(self: torch.Tensor, output_size: list[int]) -> np.ndarra
 @define("_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.out",
         dtypes=FLOATING, kernel_name="adaptive_avg_pool3d_backward_cpu", autogen_out=True)
 def adaptive_avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor) -> np.ndarray:
-    _adaptive_backward_dims(grad_output, 3)
+    _adaptive_backward_dims(grad_output, self, 3)
     return nn.adaptive_avg_pool_backward(to_numpy(grad_output), to_numpy(self), nd=3)
 
 
@@ -195,7 +211,9 @@ NN_ROWS: dict[tuple[str, str], tuple[dict[str, Any], Callable[..., Any]]] = {
     ("avg_pool2d_backward", "avg_pool2d_backward.grad_input"):
         (dict(dtypes=FLOATING | {torch.int64}), nn.avg_pool2d_backward),
     ("_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"):
-        (dict(dtypes=FLOATING, kernel_name="adaptive_avg_pool2d", autogen_out=True),
+        (dict(dtypes=FLOATING, kernel_name="adaptive_avg_pool2d", autogen_out=True,
+              # CPU returns an empty result before its dtype dispatch
+              empty_any_dtype=lambda x, output_size: 0 in (*x.shape[:-2], *output_size)),
          nn.adaptive_avg_pool2d),
     ("max_pool3d_with_indices", "max_pool3d_with_indices.out"):
         (dict(dtypes=REAL, kernel_name="max_pool3d"), partial(nn.max_pool_with_indices, nd=3)),

@@ -143,6 +143,9 @@ def _adaptive_max(x: np.ndarray, output_size: list[int]) -> tuple[np.ndarray, np
             f"dimensions, but input has sizes {list(x.shape)}"
         )
     h, w = x.shape[-2:]
+    if 0 in (*x.shape[:-2], *output_size):  # an empty result: CPU computes nothing
+        shape = (*x.shape[:-2], *(int(o) for o in output_size))
+        return np.empty(shape, x.dtype), np.empty(shape, np.int64)
     taps_h, _ = _adaptive_taps(h, int(output_size[0]))
     taps_w, _ = _adaptive_taps(w, int(output_size[1]))
     floating = x.dtype.kind == "f" or x.dtype.name == "bfloat16"

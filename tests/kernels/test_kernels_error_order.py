@@ -1,0 +1,160 @@
+"""The mlu reference backend against CPU where CPU's answer depends on the *order* of its checks
+or on an empty result: the exception type CPU raises first (argument and dtype checks before
+index bounds), and results CPU returns without computing (an empty result skips the dtype
+dispatch and the bound checks). Each case runs on both devices; both must raise the same
+exception type, or both return results of the same dtypes, shapes and values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import kernels
+
+kernels.install()
+
+A = torch.ops.aten
+Make = Callable[[str], Any]
+
+
+def t(*values: Any, dtype: torch.dtype = torch.float32, shape: tuple[int, ...] | None = None
+      ) -> Callable[[str], torch.Tensor]:
+    def make(device: str) -> torch.Tensor:
+        x = torch.tensor(list(values), dtype=dtype)
+        return (x.reshape(shape) if shape is not None else x).to(device)
+    return make
+
+
+def z(*shape: int, dtype: torch.dtype = torch.float32) -> Callable[[str], torch.Tensor]:
+    return lambda device: torch.zeros(shape, dtype=dtype, device=device)
+
+
+def ar(*shape: int, dtype: torch.dtype = torch.float32) -> Callable[[str], torch.Tensor]:
+    n = 1
+    for s in shape:
+        n *= s
+    return lambda device: torch.arange(n, dtype=torch.float64).to(dtype).reshape(shape).to(device)
+
+
+L = torch.int64
+I32 = torch.int32
+
+CASES: dict[str, Callable[[str], Any]] = {
+    # put_: index dtype, same dtype, numel, empty self, then bounds
+    "put_ index int32": lambda d: A.put_(z(1)(d), t(4, dtype=I32)(d), t(1.0)(d)),
+    "put_ source dtype": lambda d: A.put_(z(1)(d), t(4, dtype=L)(d), t(1, dtype=I32)(d)),
+    "put_ numel": lambda d: A.put_(z(1)(d), t(4, 1, dtype=L)(d), t(1.0)(d)),
+    "put_ empty self": lambda d: A.put_(z(0)(d), t(4, dtype=L)(d), t(1.0)(d)),
+    "put_ bounds": lambda d: A.put_(z(1)(d), t(4, dtype=L)(d), t(1.0)(d)),
+    # index_add / index_reduce: ATen's index_func_meta_impl before bounds
+    "index_add dtypes": lambda d: A.index_add(z(1, dtype=torch.float64)(d), 0,
+                                              t(4, dtype=L)(d), t(1.0)(d)),
+    "index_add index 2-d": lambda d: A.index_add(z(1)(d), 0, t(4, dtype=L, shape=(1, 1))(d),
+                                                 t(1.0)(d)),
+    "index_add index float": lambda d: A.index_add(z(1)(d), 0, t(4.0)(d), t(1.0)(d)),
+    "index_add bounds": lambda d: A.index_add(z(1)(d), 0, t(4, dtype=L)(d), t(1.0)(d)),
+    "index_reduce dtypes": lambda d: A.index_reduce(
+        z(1, dtype=I32)(d), 0, t(4, dtype=L)(d), t(1j, dtype=torch.complex64)(d), "prod"),
+    # index_fill_: index dtype, index rank, complex value, then bounds
+    "index_fill_ rank": lambda d: A.index_fill_(z(1, 1, dtype=torch.int8)(d), 0,
+                                                t(4, dtype=L, shape=(1, 1))(d), 1),
+    "index_fill_ complex": lambda d: A.index_fill_(z(1, dtype=torch.int8)(d), 0,
+                                                   t(4, dtype=L)(d), 1j),
+    "index_fill_ bounds": lambda d: A.index_fill_(z(1, dtype=torch.int8)(d), 0,
+                                                  t(4, dtype=L)(d), 1),
+    # advanced indexing: out-of-bounds indices are not read when the result is empty
+    "index empty result": lambda d: A.index(z(1, 0)(d), [t(1, dtype=L)(d)]),
+    "index empty dim": lambda d: A.index(z(0, 0)(d), [t(1, dtype=L)(d)]),
+    "index empty dim, empty index": lambda d: A.index(z(0, 0)(d), [z(0, dtype=L)(d)]),
+    "index nonempty result": lambda d: A.index(z(1, 0)(d), [None, t(0, dtype=L, shape=(1, 1))(d)]),
+    "index mask of an empty tensor": lambda d: A.index(z(2, 0)(d), [t(True, False,
+                                                                      dtype=torch.bool)(d)]),
+    "index broadcast": lambda d: A.index(ar(2, 3)(d), [t(1, 0, dtype=L)(d),
+                                                       t(1, 2, dtype=L, shape=(2, 1))(d)]),
+    "index_out dtype": lambda d: A.index(z(3)(d), [t(0, 1, dtype=L)(d)],
+                                         out=z(0, dtype=torch.bool)(d)),
+    "index_out too many indices": lambda d: A.index(z()(d), [z(0, dtype=L)(d)],
+                                                    out=z(0, dtype=torch.bool)(d)),
+    "_unsafe_index empty result": lambda d: A._unsafe_index(z(1, 0)(d), [t(2, dtype=L)(d)]),
+    "index_put empty result": lambda d: A.index_put(z(1, 0)(d), [t(2, dtype=L)(d)], z(1, 0)(d)),
+    # _index_put_impl_: indices, value shape, dtypes, bounds
+    "_index_put_impl_ value shape": lambda d: A._index_put_impl_(
+        z(3, dtype=torch.float16)(d), [t(7, dtype=L)(d)], z(2, dtype=torch.bool)(d)),
+    "_index_put_impl_ dtypes": lambda d: A._index_put_impl_(
+        z(3, dtype=torch.float16)(d), [t(7, dtype=L)(d)], z(1, dtype=torch.bool)(d)),
+    "_index_put_impl_ value rank": lambda d: A._index_put_impl_(
+        z(3, 2)(d), [t(0, 1, 2, dtype=L)(d)], z(1, 1, 2)(d)),
+    "_index_put_impl_ too many indices": lambda d: A._index_put_impl_(
+        z(dtype=torch.float16)(d), [t(0, dtype=L)(d)], z(1, dtype=torch.bool)(d)),
+    # _pdist_forward: CPU's internal op (the 2-D and p >= 0 checks are torch.pdist's)
+    "_pdist_forward one row": lambda d: A._pdist_forward(t(True, dtype=torch.bool)(d), 1.0),
+    "_pdist_forward empty 3-d": lambda d: A._pdist_forward(z(0, 0, 0, dtype=L)(d), -1.0),
+    "_pdist_forward no columns": lambda d: A._pdist_forward(z(3, 0)(d), -1.0),
+    "_pdist_forward integral": lambda d: A._pdist_forward(z(2, 1, 1, dtype=torch.int16)(d), 1.0),
+    "_pdist_forward 1-d": lambda d: A._pdist_forward(z(3)(d), 2.0),
+    "_pdist_forward 3-d": lambda d: A._pdist_forward(ar(3, 2, 2)(d), 1.5),
+    "_pdist_forward negative p": lambda d: A._pdist_forward(ar(3, 2)(d), -0.5),
+    # _cdist_forward: mixed dtypes refused only when there is something to compute
+    "_cdist_forward mixed dtypes": lambda d: A._cdist_forward(
+        z(1, 1, 4, dtype=torch.float16)(d), z(1, 1, 4, dtype=torch.float64)(d), 2.0, 1),
+    "_cdist_forward mixed dtypes, empty": lambda d: A._cdist_forward(
+        z(1, 0, 4, dtype=torch.float16)(d), z(1, 1, 4, dtype=torch.float64)(d), 2.0, 1),
+    # adaptive pooling: an empty result skips the dtype dispatch (2-d average) or the kernel
+    "_adaptive_avg_pool2d empty bool": lambda d: A._adaptive_avg_pool2d(
+        z(3, 1, 1, dtype=torch.bool)(d), [0, 1]),
+    "_adaptive_avg_pool2d bool": lambda d: A._adaptive_avg_pool2d(
+        z(3, 1, 1, dtype=torch.bool)(d), [1, 1]),
+    "adaptive_avg_pool1d empty int out": lambda d: A.adaptive_avg_pool1d(
+        z(3, 1, 1, dtype=I32)(d), [0], out=z(0, dtype=I32)(d)),
+    "_adaptive_avg_pool3d empty bool": lambda d: A._adaptive_avg_pool3d(
+        z(3, 1, 1, 1, dtype=torch.bool)(d), [0, 1, 1]),
+    "_adaptive_avg_pool3d empty": lambda d: A._adaptive_avg_pool3d(z(3, 1, 1, 1)(d), [0, 1, 1]),
+    "adaptive_max_pool2d empty": lambda d: A.adaptive_max_pool2d(z(0, 1, 1)(d), [0, 0]),
+    "adaptive_max_pool2d empty bfloat16": lambda d: A.adaptive_max_pool2d(
+        z(2, 4, 4, dtype=torch.bfloat16)(d), [1, 0]),
+    "adaptive_max_pool2d empty int": lambda d: A.adaptive_max_pool2d(
+        z(2, 4, 4, dtype=I32)(d), [1, 0]),
+    "adaptive_max_pool1d empty": lambda d: A.adaptive_max_pool1d(z(0, 1)(d), [0]),
+    "_adaptive_avg_pool2d_backward empty grad": lambda d: A._adaptive_avg_pool2d_backward(
+        z(0, 0, 0)(d), z(0, 0, 0, dtype=torch.bool)(d)),
+    "_adaptive_avg_pool2d_backward dtypes": lambda d: A._adaptive_avg_pool2d_backward(
+        z(0, 1, 1)(d), z(0, 1, 1, dtype=torch.bool)(d)),
+    "_adaptive_avg_pool2d_backward ranks": lambda d: A._adaptive_avg_pool2d_backward(
+        z(1, 1, 1)(d), z(0, 1, 1, 1)(d)),
+    "_adaptive_avg_pool3d_backward empty grad": lambda d: A._adaptive_avg_pool3d_backward(
+        z(0, 0, 0, 0)(d), z(0, 0, 0, 0, dtype=torch.bool)(d)),
+    # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
+    "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
+        ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
+    "hermite_polynomial_h empty": lambda d: A.special_hermite_polynomial_h(
+        z(1, 1)(d), z(0)(d)),
+    "laguerre_polynomial_l.out empty": lambda d: A.special_laguerre_polynomial_l(
+        z(1, 1, 1)(d), z(0, 0)(d), out=z(0)(d)),
+}
+
+
+def _answer(fn: Callable[[str], Any], device: str) -> tuple[str, Any]:
+    try:
+        out = fn(device)
+    except Exception as exc:  # noqa: BLE001 - the error is the answer
+        return "raised", type(exc)
+    outs = out if isinstance(out, tuple) else (out,)
+    return "returned", [o.cpu() for o in outs]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_answer_as_cpu(case: str) -> None:
+    kind, cpu = _answer(CASES[case], "cpu")
+    mlu_kind, mlu = _answer(CASES[case], "mlu")
+    assert mlu_kind == kind, f"mlu {mlu_kind} {mlu}, but CPU {kind} {cpu} [{case}]"
+    if kind == "raised":
+        assert mlu is cpu, f"mlu raised {mlu.__name__}, CPU {cpu.__name__} [{case}]"
+        return
+    assert len(mlu) == len(cpu)
+    for m, c in zip(mlu, cpu, strict=True):
+        assert (m.dtype, m.shape) == (c.dtype, c.shape), f"{m.dtype}{list(m.shape)}, but " \
+            f"should be {c.dtype}{list(c.shape)} [{case}]"
+        torch.testing.assert_close(m, c, equal_nan=True, msg=lambda s: f"{s} [{case}]")
