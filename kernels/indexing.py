@@ -9,7 +9,6 @@ in-place overload that has no composite is implemented, plus a few hot functiona
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
