@@ -256,6 +256,8 @@ def _linspace(start: Any, end: Any, steps: int, dtype: torch.dtype) -> np.ndarra
         raise RuntimeError("number of steps must be non-negative")
     npd = np.complex128 if (dtype.is_complex or isinstance(start, complex)
                             or isinstance(end, complex)) else np.float64
+    if steps == 0:  # CPU reads neither bound (a NaN or inf one converts to no integer)
+        return np.empty(0, npd)
     if not (dtype.is_floating_point or dtype.is_complex):
         # integral outputs: ATen converts the bounds to the output type first
         start, end = int(np.real(start)), int(np.real(end))
@@ -342,31 +344,34 @@ def normal_(self: torch.Tensor, mean: float = 0.0, std: float = 1.0, *,
     return _fill_random(self, mean + std * z)
 
 
-def _normal_out(mean: Any, std: Any, generator: Any) -> np.ndarray:
-    for t in (mean, std):
-        if isinstance(t, torch.Tensor):
-            check_dtype("normal_kernel_cpu", t.dtype, allowed=FLOATING)
-    m = to_numpy(mean) if isinstance(mean, torch.Tensor) else np.asarray(mean)
-    s = to_numpy(std) if isinstance(std, torch.Tensor) else np.asarray(std)
-    if (s < 0).any():
-        raise RuntimeError("normal expects all elements of std >= 0.0")
-    shape = np.broadcast_shapes(m.shape, s.shape)
-    z = _rng(generator).standard_normal(shape)
-    return m + s * z
-
-
-def _normal_dtype(mean: Any, std: Any) -> torch.dtype:
-    for t in (mean, std):
-        if isinstance(t, torch.Tensor):
-            return t.dtype
-    return torch.get_default_dtype()
-
-
 def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None,
             out: torch.Tensor | None = None) -> torch.Tensor:
-    if out is not None:
-        return _store(out, _normal_out(mean, std, generator))
-    return from_numpy(_normal_out(mean, std, generator), _normal_dtype(mean, std))
+    """ATen's ``normal_impl``/``normal_out_impl``, step by step: std's checks; the output
+    (``out``, or a new tensor of mean's dtype, std's for a float mean) resized to
+    ``infer_size(mean, std)``, where a float std stands as a tensor shaped like the output
+    itself (so ``out=`` keeps its shape against a 0-dim mean); ``normal_`` on it (its dtype is
+    what the kernel dispatches on; an empty output returns before); then
+    ``output.mul_(std).add_(mean)``, with their casting rules."""
+    if isinstance(std, torch.Tensor):
+        if std.is_complex():
+            raise RuntimeError("normal expects standard deviation to be non-complex")
+        if std.numel() and not bool((to_numpy(std) >= 0).all()):  # NaN fails, as min().ge(0)
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    mean_shape = tuple(mean.shape) if isinstance(mean, torch.Tensor) else ()
+    own = mean_shape if out is None else tuple(out.shape)
+    shape = infer_size(mean_shape, tuple(std.shape) if isinstance(std, torch.Tensor) else own)
+    if out is None:
+        out = empty(shape, (mean if isinstance(mean, torch.Tensor) else std).dtype)
+    elif tuple(out.shape) != tuple(shape):
+        restride(out, shape)
+    normal_(out, 0.0, 1.0 if isinstance(std, torch.Tensor) else std, generator=generator)
+    if isinstance(std, torch.Tensor):
+        out.mul_(std)
+    if not isinstance(mean, torch.Tensor):
+        mean = torch.full((), mean, dtype=out.dtype, device=out.device)
+    return out.add_(mean)
 
 
 @register("bernoulli_.float")

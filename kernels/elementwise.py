@@ -1077,15 +1077,21 @@ def _lerp_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any, w: An
             f"expected dtype {a.dtype} for `weight` but got dtype {w.dtype}".replace("torch.", "")
         )
     if not isinstance(w, torch.Tensor) and not (a.dtype.is_floating_point or a.dtype.is_complex):
-        # a Scalar weight does not promote: ATen dispatches on self's dtype before any cast check
-        raise early_refusal(f'"lerp_kernel_scalar" not implemented for '
-                            f"'{scalar_type_name(a.dtype)}'")
+        # a Scalar weight does not promote: ATen dispatches on self's dtype (after the shape
+        # and out= cast checks, as for every refusal)
+        raise NotImplementedError(f'"lerp_kernel_scalar" not implemented for '
+                                  f"'{scalar_type_name(a.dtype)}'")
     refuse("lerp", "bool", "integral")(compute, result, a)
 
 
 def _lerp_operands(a: Any, b: Any, w: Any) -> tuple[Any, Any, Any]:
     """A Scalar weight does not take part in promotion: a complex one is read in the opmath type
-    of a real ``self`` (its real part, or CPU's refusal when it has an imaginary part)."""
+    of a real ``self`` (its real part, or CPU's refusal when it has an imaginary part). An
+    integral or bool ``self`` is refused by the dtype dispatch (``_lerp_check``) after the out=
+    and in-place cast checks, which then see ``self``'s dtype: the weight stands as ``False``."""
+    if isinstance(a, torch.Tensor) and not isinstance(w, torch.Tensor) and not (
+            a.dtype.is_floating_point or a.dtype.is_complex):
+        return a, b, False
     if isinstance(w, complex) and isinstance(a, torch.Tensor) and not a.dtype.is_complex:
         w = checked_scalar(w, get_computation_dtype(a.dtype)) if a.dtype.is_floating_point \
             else w.real

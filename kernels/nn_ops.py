@@ -436,17 +436,28 @@ def embedding_renorm_(self: torch.Tensor, indices: torch.Tensor, max_norm: float
                       norm_type: float) -> torch.Tensor:
     """Rescale, in place, each referenced row whose ``norm_type``-norm exceeds ``max_norm`` to
     ``max_norm / (norm + 1e-7)`` of itself (``F.embedding(max_norm=...)``)."""
-    check_dtype("embedding_renorm_cpu_", self.dtype, allowed=FLOATING)
+    # ATen's embedding_renorm_cpu_ dispatches on the *indices'* type; self's dtype is refused
+    # only by row.norm(), on the first (smallest) referenced row: never for no indices
     if self.dim() != 2:
-        raise RuntimeError(f"embedding_renorm_(): Expected 2-D weight, but got {self.dim()}-D")
+        raise RuntimeError(f"Expected 2-dimensional tensor, but got {self.dim()}-dimensional "
+                           "tensor for argument #1 'self' (while checking arguments for "
+                           "embedding_renorm_)")
     if indices.dtype not in (torch.int64, torch.int32):
         raise RuntimeError(
             "Expected tensor for argument #2 'indices' to have one of the following scalar types: "
             f"Long, Int; but got {indices.dtype} instead (while checking arguments for "
             "embedding_renorm_)"
         )
-    w = to_numpy(self)
     rows = np.unique(to_numpy(indices).reshape(-1))
+    for k, r in enumerate(rows):
+        if not -self.shape[0] <= r < self.shape[0]:
+            raise IndexError(f"select(): index {int(r)} out of range for tensor of size "
+                             f"{list(self.shape)} at dimension 0")
+        if k == 0 and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("norm(): input dtype should be either floating point or complex. "
+                               f"Got {scalar_type_name(self.dtype)} instead.")
+    rows = np.unique(rows % max(self.shape[0], 1))
+    w = to_numpy(self)
     if rows.size:
         picked = opmath(w[rows])
         if norm_type == np.inf:

@@ -126,6 +126,54 @@ CASES: dict[str, Callable[[str], Any]] = {
         z(1, 1, 1)(d), z(0, 1, 1, 1)(d)),
     "_adaptive_avg_pool3d_backward empty grad": lambda d: A._adaptive_avg_pool3d_backward(
         z(0, 0, 0, 0)(d), z(0, 0, 0, 0, dtype=torch.bool)(d)),
+    # normal: std's checks, the output's dtype dispatched (empty: none), then mul_/add_ casts
+    "normal.Tensor_float_out 0-dim mean": lambda d: A.normal.Tensor_float_out(
+        t(1.0, shape=())(d), 0.0, out=z(0)(d)),
+    "normal.Tensor_float complex": lambda d: A.normal.Tensor_float(
+        t(1j, dtype=torch.complex64, shape=())(d), 0.0).abs() * 0,
+    "normal.Tensor_float int": lambda d: A.normal.Tensor_float(t(1, dtype=L)(d), 0.0),
+    "normal.Tensor_Tensor empty bool": lambda d: A.normal.Tensor_Tensor(
+        z(0, 4, dtype=torch.bool)(d), z(0, 4, dtype=torch.bool)(d)),
+    "normal.Tensor_Tensor_out int operands": lambda d: A.normal.Tensor_Tensor_out(
+        t(-1, dtype=torch.int16)(d), t(0, dtype=torch.int16)(d), out=z(0)(d)),
+    "normal.float_Tensor_out uint8 std": lambda d: A.normal.float_Tensor_out(
+        -1.5, z(3, 1, 1, dtype=torch.uint8)(d), out=z(0)(d)),
+    "normal.float_Tensor complex std": lambda d: A.normal.float_Tensor(
+        1.0, t(1j, dtype=torch.complex64)(d)),
+    "normal.float_Tensor empty int": lambda d: A.normal.float_Tensor(1.0, z(0, dtype=I32)(d)),
+    "normal.Tensor_Tensor negative std": lambda d: A.normal.Tensor_Tensor(t(1.0)(d), t(-1.0)(d)),
+    "normal.Tensor_Tensor empty int8 mean": lambda d: A.normal.Tensor_Tensor(
+        z(0, dtype=torch.int8)(d), z(0)(d)),
+    # linspace: 0 steps read neither bound
+    "linspace NaN start, 0 steps, bool": lambda d: A.linspace.Tensor_Tensor(
+        t(float("nan"), shape=())(d), t(0.0, shape=())(d), 0, dtype=torch.bool, device=d),
+    "linspace.out inf start, 0 steps, int64": lambda d: A.linspace.Tensor_Scalar_out(
+        t(float("inf"), dtype=torch.float16, shape=())(d), 0, 0, out=z(0, dtype=L)(d)),
+    # embedding_renorm_: dispatched on the indices' type; self's dtype refused by row.norm()
+    "embedding_renorm_ empty int64": lambda d: A.embedding_renorm_(
+        z(4, 0, dtype=L)(d), z(4, 0, dtype=L)(d), 1.0, 2.0),
+    "embedding_renorm no indices int64": lambda d: A.embedding_renorm(
+        z(2, 4, dtype=L)(d), z(0, dtype=L)(d), 1.0, 2.0),
+    "embedding_renorm_ int64 row": lambda d: A.embedding_renorm_(
+        z(2, 4, dtype=L)(d), z(1, dtype=L)(d), 1.0, 2.0),
+    "embedding_renorm_ 3-d": lambda d: A.embedding_renorm_(
+        z(2, 4, 2)(d), z(1, dtype=L)(d), 1.0, 2.0),
+    "embedding_renorm_ float indices": lambda d: A.embedding_renorm_(
+        z(2, 4)(d), z(1)(d), 1.0, 2.0),
+    "embedding_renorm_ out of range": lambda d: A.embedding_renorm_(
+        z(2, 4)(d), t(5, dtype=L)(d), 1.0, 2.0),
+    "embedding_renorm_ negative row": lambda d: A.embedding_renorm_(
+        ar(2, 4)(d), t(-1, dtype=L)(d), 1.0, 2.0),
+    "embedding_renorm_ complex": lambda d: A.embedding_renorm_(
+        ar(2, 4, dtype=torch.complex64)(d), t(1, dtype=L)(d), 1.0, 2.0),
+    # lerp with a Scalar weight: shapes and the out= cast before the dtype dispatch
+    "lerp.Scalar_out shapes": lambda d: A.lerp.Scalar_out(
+        z(2, dtype=torch.bool)(d), z(3, dtype=torch.bool)(d), False, out=z(0, dtype=torch.bool)(d)),
+    "lerp.Scalar_out cast": lambda d: A.lerp.Scalar_out(
+        z(dtype=torch.int16)(d), z(dtype=torch.int16)(d), True, out=z(0, dtype=torch.bool)(d)),
+    "lerp.Scalar_out int": lambda d: A.lerp.Scalar_out(
+        z(dtype=torch.int16)(d), z(dtype=torch.int16)(d), True, out=z(0, dtype=I32)(d)),
+    "lerp.Scalar int": lambda d: A.lerp.Scalar(z(2, dtype=L)(d), z(2, dtype=L)(d), 0.5),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
