@@ -254,6 +254,12 @@ def binary_cross_entropy(self: torch.Tensor, target: torch.Tensor,
 def binary_cross_entropy_backward(grad_output: torch.Tensor, self: torch.Tensor,
                                   target: torch.Tensor, weight: torch.Tensor | None = None,
                                   reduction: int = 1) -> np.ndarray:
+    # one TensorIterator over grad_input, grad_output, self, target: shapes, then one dtype
+    check_same_shape_or_broadcast(grad_output, self, target)
+    for operand in (self, target):
+        if operand.dtype != grad_output.dtype:
+            raise RuntimeError(f"Found dtype {scalar_type_name(operand.dtype)} but expected "
+                               f"{scalar_type_name(grad_output.dtype)}")
     x, t, dtype = _pair(self, target)
     g = opmath(to_numpy(grad_output))
     grad = g * (x - t) / np.maximum((1.0 - x) * x, _BCE_EPSILON)

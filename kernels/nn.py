@@ -480,6 +480,27 @@ def batch_norm_backward(
     return gi, gw, gb
 
 
+def _check_layer_norm_inputs(shape: Sequence[int], normalized_shape: Ints,
+                             weight: np.ndarray | None, bias: np.ndarray | None) -> None:
+    """ATen's ``_check_layer_norm_inputs`` (forward and backward), in its order."""
+    if len(normalized_shape) == 0:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+            "one element, but got normalized_shape = []"
+        )
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != tuple(normalized_shape):
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                f"shape {list(p.shape)} and normalized_shape = {list(normalized_shape)}")
+    axis = len(shape) - len(normalized_shape)
+    if axis < 0 or tuple(shape[axis:]) != tuple(normalized_shape):
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(shape)}"
+        )
+
+
 def layer_norm(
     x: np.ndarray,
     normalized_shape: Ints,
@@ -489,17 +510,8 @@ def layer_norm(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``native_layer_norm``: returns ``(out, mean, rstd)``; statistics keep the reduced axes."""
     dtype = x.dtype
-    if len(normalized_shape) == 0:
-        raise RuntimeError(
-            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
-            "one element, but got normalized_shape = []"
-        )
+    _check_layer_norm_inputs(x.shape, normalized_shape, weight, bias)
     axis = x.ndim - len(normalized_shape)
-    if tuple(x.shape[axis:]) != tuple(normalized_shape):
-        raise RuntimeError(
-            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
-            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(x.shape)}"
-        )
     lead = x.shape[:axis]
     m = math.prod(normalized_shape)
     if x.size == 0:
@@ -534,9 +546,15 @@ def layer_norm_backward(
     bias: np.ndarray | None,
     output_mask: Sequence[bool],
 ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-    """``native_layer_norm_backward``."""
+    """``native_layer_norm_backward``. With no rows or no normalized elements CPU computes
+    nothing: the gradients of weight and bias are zeros (of no rows) or empty."""
     dtype = x.dtype
+    _check_layer_norm_inputs(x.shape, normalized_shape, weight, bias)
     m = math.prod(normalized_shape)
+    if x.size == 0:
+        return (np.empty(x.shape, dtype) if output_mask[0] else None,
+                np.zeros_like(weight) if output_mask[1] and weight is not None else None,
+                np.zeros_like(bias) if output_mask[2] and bias is not None else None)
     go = opmath(grad_out).reshape(-1, m)
     xf = opmath(x).reshape(-1, m)
     mu = opmath(mean).reshape(-1, 1)

@@ -28,6 +28,7 @@ from kernels._semantics import (
     FLOATING,
     REAL,
     check_dtype,
+    check_result_fits,
     checked_scalar,
     opmath,
     scalar_type_name,
@@ -162,6 +163,9 @@ class Activation:
     #: how the kernel reads its Scalar arguments (``scalars(self, *values)``, raising CPU's
     #: refusals); None: in the opmath type of the dtype (``real_scalars``)
     scalars: Callable[..., tuple[Any, ...]] | None = None
+    #: the backward's result is allocated like ``self`` (``mish_backward``): the promoted type
+    #: must cast to ``self``'s dtype, which the result keeps
+    backward_like_self: bool = False
 
 
 ACTIVATIONS = (
@@ -175,7 +179,8 @@ ACTIVATIONS = (
     Activation("hardsigmoid", _hardsigmoid, _hardsigmoid_bwd),
     Activation("hardswish", _hardswish, _hardswish_bwd,
                backward_names=("hardswish_backward", "hardswish_backward.out")),
-    Activation("mish", _mish, _mish_bwd, backward_names=("mish_backward", None)),  # type: ignore[arg-type]
+    Activation("mish", _mish, _mish_bwd, backward_names=("mish_backward", None),  # type: ignore[arg-type]
+               backward_like_self=True),
 )
 
 
@@ -221,6 +226,9 @@ def _make(act: Activation) -> None:
         g, x = to_numpy(grad_output), to_numpy(self)
         promoted = torch.result_type(grad_output, self)
         dtype = NP_DTYPE[promoted]
+        if act.backward_like_self:
+            check_result_fits(promoted, self.dtype)
+            dtype = NP_DTYPE[self.dtype]
         rest = real_scalars(rest, promoted)
         return bwd_fn(opmath(g), opmath(x), *rest).astype(dtype, copy=False)
 

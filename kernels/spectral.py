@@ -1,7 +1,8 @@
 """FFT primitives (``_fft_r2c``, ``_fft_c2r``, ``_fft_c2c`` and their ``.out``): every
 ``torch.fft.*`` function is an ATen composite over these three. NumPy's pocketfft computes the
 unnormalized transform; ATen's ``normalization`` (0 none, 1 by 1/sqrt(n), 2 by 1/n) is applied
-after, over the product of the transformed sizes."""
+after, over the product of the transformed sizes. The ``.out`` overloads compute the result and
+then ``out.copy_(result)`` it, as ATen's do: ``out`` may have any dtype."""
 
 from __future__ import annotations
 
@@ -25,6 +26,16 @@ def _check(self: torch.Tensor, op: str, complex_input: bool) -> None:
         raise RuntimeError(f"{op}: unsupported dtype {scalar_type_name(self.dtype)}")
 
 
+def _check_dims(self: torch.Tensor, dim: Sequence[int], op: str) -> None:
+    """What CPU's (MKL/pocketfft) plan refuses, all ``RuntimeError``: no dim for the real
+    transforms (they read the last one), and any transform of a 0-dim or empty tensor."""
+    if not dim and op != "_fft_c2c":
+        raise RuntimeError("ArrayRef: attempted to access back() of empty list")
+    if dim and (self.dim() == 0 or self.numel() == 0):
+        raise RuntimeError(f"{op}: cannot plan a transform over dims {list(dim)} of a tensor of "
+                           f"sizes {list(self.shape)}")
+
+
 def _scale(value: np.ndarray, sizes: Sequence[int], normalization: int) -> np.ndarray:
     n = int(np.prod(sizes)) if len(sizes) else 1
     if normalization == 1:
@@ -40,6 +51,7 @@ def _axes(self: torch.Tensor, dim: Sequence[int]) -> list[int]:
 
 def _r2c(self: torch.Tensor, dim: Sequence[int], normalization: int, onesided: bool
          ) -> tuple[np.ndarray, torch.dtype]:
+    _check_dims(self, dim, "_fft_r2c")
     _check(self, "_fft_r2c", False)
     x = to_numpy(self)
     axes = _axes(self, dim)
@@ -49,6 +61,7 @@ def _r2c(self: torch.Tensor, dim: Sequence[int], normalization: int, onesided: b
 
 def _c2r(self: torch.Tensor, dim: Sequence[int], normalization: int, last_dim_size: int
          ) -> tuple[np.ndarray, torch.dtype]:
+    _check_dims(self, dim, "_fft_c2r")
     _check(self, "_fft_c2r", True)
     x = to_numpy(self)
     axes = _axes(self, dim)
@@ -59,6 +72,7 @@ def _c2r(self: torch.Tensor, dim: Sequence[int], normalization: int, last_dim_si
 
 def _c2c(self: torch.Tensor, dim: Sequence[int], normalization: int, forward: bool
          ) -> tuple[np.ndarray, torch.dtype]:
+    _check_dims(self, dim, "_fft_c2c")
     _check(self, "_fft_c2c", True)
     x = to_numpy(self)
     axes = _axes(self, dim)
@@ -77,7 +91,7 @@ def _fft_r2c(self: torch.Tensor, dim: Sequence[int], normalization: int, oneside
 def _fft_r2c_out(self: torch.Tensor, dim: Sequence[int], normalization: int, onesided: bool, *,
                  out: torch.Tensor) -> torch.Tensor:
     v, dt = _r2c(self, dim, normalization, onesided)
-    return write_out(out, v, dt)
+    return write_out(out, v, dt, check=False)
 
 
 @register("_fft_c2r")
@@ -91,7 +105,7 @@ def _fft_c2r(self: torch.Tensor, dim: Sequence[int], normalization: int, last_di
 def _fft_c2r_out(self: torch.Tensor, dim: Sequence[int], normalization: int,
                  last_dim_size: int, *, out: torch.Tensor) -> torch.Tensor:
     v, dt = _c2r(self, dim, normalization, last_dim_size)
-    return write_out(out, v, dt)
+    return write_out(out, v, dt, check=False)
 
 
 @register("_fft_c2c")
@@ -105,4 +119,4 @@ def _fft_c2c(self: torch.Tensor, dim: Sequence[int], normalization: int, forward
 def _fft_c2c_out(self: torch.Tensor, dim: Sequence[int], normalization: int, forward: bool, *,
                  out: torch.Tensor) -> torch.Tensor:
     v, dt = _c2c(self, dim, normalization, forward)
-    return write_out(out, v, dt)
+    return write_out(out, v, dt, check=False)

@@ -174,6 +174,42 @@ CASES: dict[str, Callable[[str], Any]] = {
     "lerp.Scalar_out int": lambda d: A.lerp.Scalar_out(
         z(dtype=torch.int16)(d), z(dtype=torch.int16)(d), True, out=z(0, dtype=I32)(d)),
     "lerp.Scalar int": lambda d: A.lerp.Scalar(z(2, dtype=L)(d), z(2, dtype=L)(d), 0.5),
+    # FFT primitives: out= is copy_ (any dtype); CPU's plan refuses empty and 0-dim inputs
+    "_fft_c2c.out float": lambda d: A._fft_c2c(t(1 + 2j, 3 - 1j, dtype=torch.complex64)(d), [0],
+                                               0, True, out=z(0)(d)),
+    "_fft_c2r.out complex": lambda d: A._fft_c2r(t(1 + 2j, 3 - 1j, dtype=torch.complex64)(d),
+                                                 [0], 0, 3, out=z(0, dtype=torch.complex64)(d)),
+    "_fft_c2c no dims": lambda d: A._fft_c2c(t(1 + 2j, dtype=torch.complex64)(d), [], 1, False),
+    "_fft_c2c 0-dim": lambda d: A._fft_c2c(t(1j, dtype=torch.complex64, shape=())(d), [0], 0,
+                                           False),
+    "_fft_c2c empty": lambda d: A._fft_c2c(z(2, 0, dtype=torch.complex64)(d), [0], 0, False),
+    "_fft_c2r no dims": lambda d: A._fft_c2r(t(1j, dtype=torch.complex64)(d), [], 0, 3),
+    "_fft_r2c empty": lambda d: A._fft_r2c(z(0)(d), [0], 0, True),
+    # binary_cross_entropy_backward: one TensorIterator, shapes then one dtype
+    "bce_backward bool target": lambda d: A.binary_cross_entropy_backward(
+        z(2)(d), z(2, dtype=torch.bool)(d), z(2, dtype=torch.bool)(d)),
+    "bce_backward float64 self": lambda d: A.binary_cross_entropy_backward(
+        z(2)(d), z(2, dtype=torch.float64)(d), z(2)(d)),
+    "bce_backward shapes": lambda d: A.binary_cross_entropy_backward(
+        z(2)(d), z(3)(d), z(2, dtype=torch.bool)(d)),
+    "bce_backward bool": lambda d: A.binary_cross_entropy_backward(
+        z(2, dtype=torch.bool)(d), z(2, dtype=torch.bool)(d), z(2, dtype=torch.bool)(d)),
+    # mish_backward: the result is allocated like self
+    "mish_backward bool self": lambda d: A.mish_backward(z(0)(d), z(0, dtype=torch.bool)(d)),
+    "mish_backward float16 self": lambda d: A.mish_backward(
+        ar(2)(d), ar(2, dtype=torch.float16)(d)),
+    # native_layer_norm(_backward): weight's shape checked; empty inputs compute nothing
+    "layer_norm weight shape": lambda d: A.native_layer_norm(ar(2, 3)(d), [3], z(2)(d), None,
+                                                             1e-5),
+    "layer_norm_backward weight shape": lambda d: A.native_layer_norm_backward(
+        z(0)(d), z(0, dtype=torch.bool)(d), [3, 1, 3], z(0, dtype=torch.bool)(d),
+        z(0, dtype=torch.float16)(d), z(0)(d), None, [True, True, False]),
+    "layer_norm_backward empty bfloat16": lambda d: A.native_layer_norm_backward(
+        *(z(3, 0, dtype=torch.bfloat16)(d),) * 2, [3, 0], *(z(3, 0, dtype=torch.bfloat16)(d),) * 4,
+        [True, True, True]),
+    "layer_norm_backward no rows": lambda d: A.native_layer_norm_backward(
+        z(0, 2)(d), z(0, 2)(d), [2], z(0, 1)(d), z(0, 1)(d), ar(2)(d), ar(2)(d),
+        [True, True, True]),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
