@@ -492,23 +492,28 @@ def randperm_out(n: int, *, generator: Any = None, out: torch.Tensor) -> torch.T
 @register("multinomial")
 def multinomial(self: torch.Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Any = None) -> torch.Tensor:
+    # ATen's order: rank, dtype, the number of samples, then (for a non-empty result) values
+    if self.dim() not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not self.dtype.is_floating_point:
         raise RuntimeError(
             "multinomial only supports floating-point dtypes for input, got: "
             f"{scalar_type_name(self.dtype)}"
         )
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > self.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
     p = to_numpy(self).astype(np.float64)
-    if p.ndim not in (1, 2):
-        raise RuntimeError("prob_dist must be 1 or 2 dim")
-    rows = p.reshape(-1, p.shape[-1])
+    rows = p.reshape(p.shape[0] if p.ndim == 2 else 1, p.shape[-1])
+    if rows.shape[0] == 0:
+        return from_numpy(np.empty((0, num_samples), np.int64), torch.int64)
     if (rows < 0).any() or not np.isfinite(rows).all():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     sums = rows.sum(-1, keepdims=True)
     if (sums == 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    if not replacement and num_samples > rows.shape[-1]:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                           "replacement")
     rng = _rng(generator)
     rows = rows / sums
     if replacement:

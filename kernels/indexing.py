@@ -243,8 +243,8 @@ def _gather_checks(x: np.ndarray, d: int, idx: np.ndarray, op: str) -> None:
 
 def _gather(self: torch.Tensor, dim: int, index: torch.Tensor, sparse_grad: bool = False,
             out: torch.Tensor | None = None) -> torch.Tensor:
-    if index.dtype != torch.int64 and index.numel() != 0:
-        raise RuntimeError("gather(): Expected dtype int64 for index")
+    if index.dtype not in (torch.int64, torch.int32) and index.numel() != 0:
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     idx = to_numpy(index).astype(np.intp, copy=False)
@@ -263,8 +263,8 @@ def _scatter_into(base: np.ndarray, dim: int, index: torch.Tensor, src: Any,
                   reduce: str | None, op: str) -> np.ndarray:
     if index.numel() == 0:
         return base
-    if index.dtype != torch.int64:
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    if index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     d = wrap_dim(dim, base.ndim)
     idx = to_numpy(index).astype(np.intp, copy=False)
     _gather_checks(base, d, idx, op)
@@ -998,6 +998,8 @@ def repeat_interleave_tensor(repeats: torch.Tensor, *, output_size: int | None =
     if r.size and r.min() < 0:
         raise RuntimeError("repeats can not be negative")
     value = np.repeat(np.arange(r.size, dtype=np.int64), r)
+    if r.size == 0:  # CPU returns before comparing with output_size
+        return from_numpy(value, repeats.dtype)
     if output_size is not None and value.size != output_size:
         raise RuntimeError("allocated size does not match required size")
     return from_numpy(value, repeats.dtype)

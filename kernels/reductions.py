@@ -251,12 +251,22 @@ def _full_minmax(self: torch.Tensor, out: torch.Tensor | None = None, *, fn: Any
                                "typeMetaToScalarType(out.dtype())) to be true, but got false."
                                ) from None
     x = to_numpy(self)
-    if x.size == 0:
+    if x.size == 0 and out is None:
         raise RuntimeError(
             f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
             "Specify the reduction dim with the 'dim' parameter."
         )
     check_dtype(op, self.dtype, refused=COMPLEX)
+    if x.size == 0:  # the out= overload reduces nothing: CPU's min_all/max_all identity
+        low = op == "max"
+        if self.dtype == torch.bool:
+            value: Any = not low
+        elif self.dtype.is_floating_point:
+            value = -np.inf if low else np.inf
+        else:
+            info = np.iinfo(x.dtype)
+            value = info.min if low else info.max
+        return _emit(np.asarray(value, x.dtype), self.dtype, out)
     return _emit(fn(x), self.dtype, out)
 
 
@@ -825,7 +835,10 @@ def _histc(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0,
     check_dtype("histogram_cpu", self.dtype, allowed=FLOATING)
     x = to_numpy(self).reshape(-1).astype(np.float64)
     inside = (x >= lo) & (x <= hi)
-    pos = np.floor((x[inside] - lo) * bins / (hi - lo)).astype(np.int64)
+    if hi == lo:  # a range too narrow for +-1 to widen (float32/float64): CPU's kernel puts
+        pos = np.full(int(inside.sum()), bins // 2, np.int64)  # its values in the middle bin
+    else:
+        pos = np.floor((x[inside] - lo) * bins / (hi - lo)).astype(np.int64)
     pos = np.minimum(pos, bins - 1)
     return emit(np.bincount(pos, minlength=bins)[:bins], self.dtype, out)
 

@@ -210,6 +210,34 @@ CASES: dict[str, Callable[[str], Any]] = {
     "layer_norm_backward no rows": lambda d: A.native_layer_norm_backward(
         z(0, 2)(d), z(0, 2)(d), [2], z(0, 1)(d), z(0, 1)(d), ar(2)(d), ar(2)(d),
         [True, True, True]),
+    # scatter/gather take int32 indices too
+    "scatter.src int32 index": lambda d: A.scatter.src(
+        z(2, 2, dtype=I32)(d), -1, t(1, 0, dtype=I32, shape=(2, 1))(d),
+        t(5, 6, dtype=I32, shape=(2, 1))(d)),
+    "scatter.value int32 index": lambda d: A.scatter.value(z(2, dtype=I32)(d), -1,
+                                                           t(1, dtype=I32)(d), -1),
+    "gather int32 index": lambda d: A.gather(ar(2, 2)(d), -1, t(1, 0, dtype=I32, shape=(2, 1))(d)),
+    "gather int16 index": lambda d: A.gather(ar(2, 2)(d), -1,
+                                             t(1, 0, dtype=torch.int16, shape=(2, 1))(d)),
+    # min/max out= of an empty input: the identity
+    "min.unary_out empty bool": lambda d: A.min.unary_out(z(1, 0, dtype=torch.bool)(d),
+                                                          out=z(0, dtype=torch.bool)(d)),
+    "max.unary_out empty int16": lambda d: A.max.unary_out(z(0, dtype=torch.int16)(d),
+                                                           out=z(0, dtype=torch.int16)(d)),
+    "min.unary_out empty float": lambda d: A.min.unary_out(z(0)(d), out=z(0)(d)),
+    "max.unary_out empty complex": lambda d: A.max.unary_out(
+        z(0, dtype=torch.complex64)(d), out=z(0, dtype=torch.complex64)(d)),
+    "min empty": lambda d: A.min(z(0)(d)),
+    # multinomial: rank, dtype, number of samples, then values (none for no rows)
+    "multinomial no rows": lambda d: A.multinomial(z(0, 0)(d), 2, True),
+    "multinomial no rows, without replacement": lambda d: A.multinomial(z(0, 0)(d), 2, False),
+    "multinomial 0 samples": lambda d: A.multinomial(z(2, 0)(d), 0, True),
+    "multinomial.out no rows": lambda d: A.multinomial(z(0, 3)(d), 2, True,
+                                                       out=z(0, dtype=L)(d)),
+    "repeat_interleave no repeats": lambda d: A.repeat_interleave.Tensor(z(0, dtype=L)(d),
+                                                                         output_size=2),
+    # histc: a range +-1 cannot widen puts the values in the middle bin
+    "histc narrow range": lambda d: A.histc(t(4.9e31, 4.9e31)(d), 5, 0, 0),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
