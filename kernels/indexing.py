@@ -425,10 +425,10 @@ def _index_fill(self: torch.Tensor, dim: int, index: torch.Tensor, value: Any) -
                            "supported")
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
+    with quiet():  # the value is converted before any bound check
+        v = np.asarray(checked_scalar(value, self.dtype)).astype(x.dtype)
     idx = _int_index(index, "index_fill").reshape(-1)
     _check_bounds(idx, x.shape[d] if x.ndim else 1, "index_fill")
-    with quiet():
-        v = np.asarray(checked_scalar(value, self.dtype)).astype(x.dtype)
     if x.ndim == 0:
         if idx.size:
             x[...] = v

@@ -281,6 +281,8 @@ def _cdist_forward(x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: i
             )
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode is not None and not 0 <= compute_mode <= 2:
+        raise RuntimeError(f"possible modes: 0, 1, 2, but was: {compute_mode}")
     if x1.dtype != x2.dtype and x1.shape[-2] and x2.shape[-2] and x1.shape[-1]:
         # CPU's kernel reads x2 as x1's scalar type (when there is something to compute)
         raise RuntimeError(f"expected scalar type {scalar_type_name(x1.dtype)} but found "

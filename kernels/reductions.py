@@ -164,8 +164,13 @@ def _mean(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
             + " must be either a floating point or complex dtype. Got: "
             + scalar_type_name(checked)
         )
-    if out is not None and dtype is None:
-        check_result_fits(_acc_dtype(self.dtype), out.dtype)
+    if out is not None and dtype is None and not (out.dtype.is_floating_point
+                                                  or out.dtype.is_complex):
+        # CPU's mean.out is sum_out(out, self, dtype=out.dtype).div_(n): any floating or
+        # complex out (a complex input summed into a real one loses its imaginary part); the
+        # true division refuses the others
+        raise RuntimeError("result type Float can't be cast to the desired output type "
+                           f"{scalar_type_name(out.dtype)}")
     result = dtype if dtype is not None else (out.dtype if out is not None else self.dtype)
     x, _ = _input(self, result)
     axes = reduce_axes(dim, x.ndim)

@@ -238,6 +238,13 @@ CASES: dict[str, Callable[[str], Any]] = {
                                                                          output_size=2),
     # histc: a range +-1 cannot widen puts the values in the middle bin
     "histc narrow range": lambda d: A.histc(t(4.9e31, 4.9e31)(d), 5, 0, 0),
+    "_cdist_forward compute_mode": lambda d: A._cdist_forward(z(0, 0)(d), z(0, 0)(d), 0.0, 3),
+    "index_fill value before bounds": lambda d: A.index_fill(
+        z(1, dtype=torch.uint8)(d), 0, t(4, dtype=L)(d), 300),
+    # mean.out is sum_out(out, dtype=out.dtype).div_(n) on CPU
+    "mean.out complex into float": lambda d: A.mean.out(
+        t(1 + 2j, 3 - 1j, dtype=torch.complex64)(d), None, False, out=z(0)(d)),
+    "mean.out float into int": lambda d: A.mean.out(ar(2)(d), None, False, out=z(0, dtype=I32)(d)),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
