@@ -659,6 +659,13 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     except Flaky as exc:
         last = state["last"]
         calls_seen = [c for c, _ in found.values()] or ([last[0]] if last else [])
+        again = _fails_again(ctx, check, calls_seen) if "nondeterministic_seeded" in sig.tags \
+            else None
+        if again is not None:  # seeded-random: replay draws other values; a rerun failed again
+            call, failure = again
+            return verdict("fail", failure.category, failure.message, examples=ctx.checked,
+                           repro=repro_fn(call), ctx=ctx,
+                           reason=expectation(failure.category, failure.message))
         if calls_seen and all(ctx.cpu_varies(c) for c in calls_seen):
             # not the backend: CPU itself gives another answer each time (uninitialized memory)
             return verdict("pass", CPU_UNSTABLE, f"agreed with CPU except where CPU disagreed "
@@ -758,6 +765,27 @@ def _is_final() -> bool:
         return bool(current_build_context().is_final)
     except Exception:  # noqa: BLE001 - outside a Hypothesis test
         return False
+
+
+#: Seeded-random overloads: how often a failing call whose failure Hypothesis could not replay
+#: is checked again (its values are new each time) before the failure is called flaky.
+SEEDED_RERUNS = 3
+
+
+def _fails_again(ctx: Context, check: Check, calls: list[Call]
+                 ) -> tuple[Call, CheckFailure] | None:
+    """A seeded-random overload's failure that Hypothesis could not replay (CPU's and the
+    backend's samples differ on every run, so CPU varying says nothing about the backend): the
+    first of ``calls`` that fails its check again within :data:`SEEDED_RERUNS` runs."""
+    for call in calls:
+        for _ in range(SEEDED_RERUNS):
+            try:
+                check.verify(ctx, call)
+            except CheckFailure as failure:
+                return call, failure
+            except Exception:  # noqa: BLE001 - refused or not comparable now: not this call
+                break
+    return None
 
 
 def _only_check_failures(exc: BaseException) -> bool:

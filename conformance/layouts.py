@@ -384,7 +384,7 @@ def verify(ctx: Context, call: Call) -> None:
         actual = actual_or_none = ctx.run_backend(call)
         compare_outputs(ctx, call, expected, actual, values=not seeded, samples=samples)
     except CheckFailure as exc:
-        why = _not_the_layout(ctx, call.contiguous_twin(), actual_or_none, seeded)
+        why = _not_the_layout(ctx, call, actual_or_none, seeded)
         if why is not None:
             line = f"ValueError: {why}"
             ctx.cpu_errors[line] += 1
@@ -393,18 +393,24 @@ def verify(ctx: Context, call: Call) -> None:
     compare_strides(ctx, call, expected, actual)
 
 
-def _not_the_layout(ctx: Context, twin: Call, actual: Any, seeded: bool) -> str | None:
-    """Why a failure is not the layout's, or ``None`` when it is. ``twin`` is the failing call
-    on contiguous tensors, ``actual`` the backend's answer to the views (``None``: it raised).
-    Not the layout's: the backend disagrees with CPU on ``twin`` too (the forward check's
-    failure), or its answer to the views is CPU's answer to ``twin`` (CPU's own result depends
-    on the layout there, e.g. how a BLAS path propagates inf and NaN)."""
+def _not_the_layout(ctx: Context, call: LayoutCall, actual: Any, seeded: bool) -> str | None:
+    """Why a failure of ``call`` (the views) is not the layout's, or ``None`` when it is.
+    ``actual`` is the backend's answer to the views (``None``: it raised). Not the layout's:
+    the backend disagrees with CPU on the contiguous twin too (the forward check's failure), its
+    answer to the views is CPU's answer to the twin (CPU's own result depends on the layout
+    there, e.g. how a BLAS path propagates inf and NaN), or CPU refuses the twin and the backend
+    refuses the views with the same exception type (CPU's strided path skips a check its
+    contiguous one makes: ``_native_batch_norm_legit`` of a 1-d input)."""
     from conformance.checks import compare_outputs
 
+    twin = call.contiguous_twin()
     ctx.inflight.call(twin, ctx.repro_fn, side="cpu")
     try:
         expected = twin.run("cpu")
-    except Exception:  # noqa: BLE001 - CPU refuses the contiguous twin: the layout mattered
+    except Exception as refusal:  # noqa: BLE001 - CPU refuses the contiguous twin
+        if actual is None and _backend_refuses_like(ctx, call, refusal):
+            return (f"CPU accepts these values only laid out this way (contiguous, it raises "
+                    f"{type(refusal).__name__}); the backend raises that in both layouts")
         return None
 
     def agrees(answer: Any) -> bool:
@@ -426,6 +432,16 @@ def _not_the_layout(ctx: Context, twin: Call, actual: Any, seeded: bool) -> str 
     if not agrees(again):
         return "the same values as contiguous tensors fail too (the forward check's failure)"
     return None
+
+
+def _backend_refuses_like(ctx: Context, call: Call, refusal: BaseException) -> bool:
+    """Whether the backend raises ``refusal``'s exception type on ``call``."""
+    ctx.inflight.call(call, ctx.repro_fn, side=ctx.backend.device)
+    try:
+        call.run(ctx.backend.device)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc) is type(refusal)
+    return False
 
 
 # --------------------------------------------------------------------------- the repro

@@ -720,14 +720,14 @@ register_family("nan_to_num", _nan_to_num, Kind.NO_OPMATH, kw=("nan", "posinf", 
 # Predicates (always bool)
 
 
-def _isnan(x: Any) -> Any:
-    return np.isnan(x) if x.dtype.kind in "fcV" else np.zeros(x.shape, np.bool_)
+def _isnan(x: Any) -> Any:  # zeros_like: the result keeps the input's layout, as CPU's
+    return np.isnan(x) if x.dtype.kind in "fcV" else np.zeros_like(x, np.bool_)
 
 
 def _float_pred(f: ArrayFn) -> ArrayFn:
     def g(x: Any) -> Any:
         if x.dtype.kind in "biu":
-            return np.zeros(x.shape, np.bool_)
+            return np.zeros_like(x, np.bool_)  # in the input's layout, as CPU's
         return f(x)
 
     return g
@@ -920,6 +920,7 @@ def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
         return np.power(a, b)
     if compute == torch.bool:
         return np.logical_or(a, np.logical_not(b))
+    like = a if b.ndim == 0 else None  # a Scalar exponent: the result in the base's layout
     a, b = np.broadcast_arrays(a, b)
     neg = b < 0
     r = np.power(a, np.where(neg, 0, b))
@@ -927,6 +928,10 @@ def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
         # ATen's integer pow: x ** -n is 1 for x == 1, +-1 for x == -1, 0 otherwise.
         alt = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
         r = np.where(neg, alt.astype(r.dtype), r)
+    if like is not None and like.shape == r.shape:
+        kept = np.empty_like(like, dtype=r.dtype)  # order K: like's strides
+        kept[...] = r
+        return kept
     return r
 
 

@@ -96,6 +96,41 @@ def test_cpu_against_cpu_sampled_overloads():
     assert not bad, "\n".join(bad)
 
 
+# Seeded-random overloads whose values CPU's own samples do not bound: the range its first
+# samples span (widened) is left by its further samples too (Cauchy's heavy tails; geometric's
+# rare large counts at p near 1). CPU against CPU failed them before that was asked.
+CPU_HEAVY_TAILS = ["cauchy.out", "cauchy_", "geometric"]
+
+
+@pytest.mark.parametrize("name", CPU_HEAVY_TAILS)
+def test_cpu_against_cpu_heavy_tails_are_not_a_fail(name):
+    cpu = resolve("cpu")
+    for seed in range(3):
+        v = run(name, "forward", cpu, k=10, seed=seed)
+        assert v.verdict == "pass", f"{v.id} seed {seed}: {v.verdict} {v.message}\n{v.repro}"
+
+
+def test_cpu_spread_still_fails_a_wrong_seeded_backend():
+    """CPU's further samples excuse only a value they reach too: a backend whose exponential
+    samples are a million times too large still fails."""
+    import kernels
+    from kernels.registry import kernel
+
+    ref = kernel("exponential_")
+    mlu = resolve("mlu", without=())
+
+    def scaled(self, lambd=1.0, *, generator=None):
+        return ref(self, lambd, generator=generator).mul_(1e6)
+
+    kernels.install(overrides={"exponential_": scaled})
+    try:
+        v = run("exponential_", "forward", mlu, k=10)
+    finally:
+        kernels.install()
+    assert v.verdict == "fail" and v.category == "value", v.message
+    assert "outside the range CPU samples span" in v.message
+
+
 def test_unstable_cpu_still_fails_a_wrong_backend():
     """Asking CPU again only excuses a value CPU itself does not repeat: a backend that is wrong
     where CPU is stable still fails."""

@@ -164,7 +164,7 @@ def test_a_forward_failure_is_not_filed_again(reference):
 
 @pytest.mark.parametrize("overload", ["add.Tensor", "mul_.Tensor", "mm", "sum.dim_IntList",
                                       "transpose.int", "clone", "cat", "softmax.int",
-                                      "neg", "where.self"])
+                                      "neg", "where.self", "isnan", "isinf", "square"])
 def test_cpu_against_itself_and_the_reference_backend_pass(reference, overload):
     from conformance.backends import resolve
 
@@ -175,6 +175,22 @@ def test_cpu_against_itself_and_the_reference_backend_pass(reference, overload):
             assert v.category == "no_valid_inputs", v.message
         if backend.name == "cpu" and v.verdict == "pass":
             assert v.category is None, v.message  # CPU's strides are CPU's
+
+
+def test_a_refusal_cpu_skips_only_for_views_is_not_the_layouts(reference):
+    """CPU refuses a 1-d input to batch norm when contiguous (IndexError) and, on its strided
+    path, accepts it laid out as views; a backend that refuses it in both layouts is not wrong
+    about the layout (it failed error_raises before)."""
+    import torch
+
+    op = torch.ops.aten._native_batch_norm_legit_no_training.default
+    stats = torch.tensor([1.0, 2.0])
+    one = torch.tensor([0.5])
+    with pytest.raises(IndexError):
+        op(stats, stats, stats, stats, stats, 0.0, 0.1)
+    op(one.expand(2), stats, stats, stats, stats, 0.0, 0.1)  # accepted as an expanded view
+    v = _run(reference, "_native_batch_norm_legit_no_training", max_examples=10)
+    assert v.verdict != "fail", f"{v.message}\n{v.repro}"
 
 
 def test_registered_and_described():
