@@ -457,7 +457,9 @@ def geometric_(self: torch.Tensor, p: float, *, generator: Any = None) -> torch.
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     check_dtype("geometric_cpu", self.dtype, refused=BOOL)
-    return _fill_random(self, _rng(generator).geometric(p, self.shape))
+    # a float sample, as ATen's ceil(log(u) / log1p(-p)): cast to the tensor's integer dtype
+    # an out-of-range one becomes INT_MIN (x86's conversion), not the int64 sample wrapped
+    return _fill_random(self, _rng(generator).geometric(p, self.shape).astype(np.float64))
 
 
 @register("cauchy_")

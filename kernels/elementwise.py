@@ -1324,6 +1324,22 @@ def _sp_unary(fname: str) -> ArrayFn:
     return f
 
 
+def _airy_ai(x: Any) -> Any:
+    """Ai(x): ATen's 0 beyond x = 103.892 and NaN at +-inf; below x = -1e6, where SciPy's airy
+    gives NaN, the leading term of the asymptotic series (relative error below 1e-9 there)."""
+    with quiet():
+        xd = np.asarray(x, np.float64)
+        v = _special().airy(xd)[0]
+        far = xd < -1e6
+        if far.any():
+            m = np.abs(np.where(far, xd, -1.0))
+            asym = np.sin(2.0 / 3.0 * m * np.sqrt(m) + np.pi / 4) / (np.sqrt(np.pi) * m ** 0.25)
+            v = np.where(far, asym, v)
+        v = np.where(xd > 103.892, 0.0, v)
+        v = np.where(np.isinf(xd), np.nan, v)
+    return v.astype(np.result_type(x, np.float32))
+
+
 SPECIAL_UNARY: dict[str, ArrayFn] = {
     "special_bessel_j0": _sp_unary("j0"),
     "special_bessel_j1": _sp_unary("j1"),
@@ -1336,7 +1352,7 @@ SPECIAL_UNARY: dict[str, ArrayFn] = {
     "special_scaled_modified_bessel_k0": _sp_unary("k0e"),
     "special_scaled_modified_bessel_k1": _sp_unary("k1e"),
     "special_spherical_bessel_j0": lambda x: _special().spherical_jn(0, x),
-    "special_airy_ai": lambda x: _special().airy(x)[0],
+    "special_airy_ai": lambda x: _airy_ai(x),
 }
 
 for _name, _f in SPECIAL_UNARY.items():
@@ -1384,17 +1400,67 @@ def _poly(kind: str) -> ArrayFn:
         elif base in ("v", "w"):
             u, u1 = _cheb_u_minus(x, k)
             v = u - u1 if base == "v" else u + u1
-        elif base == "h":
-            v = sp.eval_hermite(np.maximum(k, 0), x)
-        elif base == "he":
-            v = sp.eval_hermitenorm(np.maximum(k, 0), x)
-        elif base == "l":
-            v = sp.eval_laguerre(np.maximum(k, 0), x)
-        else:  # "p"
-            v = sp.eval_legendre(np.maximum(k, 0), x)
+        else:  # "h", "he", "l", "p"
+            v = _recurrence(base, x, k)
         return np.where(k < 0, 0, v)
 
     return f
+
+
+#: degrees up to this run ATen's three-term recurrence; higher ones take SciPy's closed forms
+_RECURRENCE_MAX = 1 << 14
+
+
+def _recurrence(kind: str, x: Any, n: Any) -> Any:
+    """Hermite H/He, Laguerre L and Legendre P as ATen's ``*_polynomial_*_forward`` compute
+    them (Math.h): its early returns, then its three-term recurrence in the compute dtype, so an
+    overflow gives CPU's inf - inf = NaN where SciPy's closed forms give inf."""
+    sp = _special()
+    x = np.asarray(x)
+    one = np.ones_like(x)
+    with quiet():
+        if kind == "h":
+            p, q, first = one, x + x, x + x
+        elif kind == "he":
+            p, q, first = one, x, x
+        elif kind == "l":
+            p, q, first = one, 1 - x, 1 - x
+        else:
+            p, q, first = one, x, x
+        r = np.where(n <= 0, one, first)
+        top = int(min(n.max(initial=0), _RECURRENCE_MAX))
+        dt = x.dtype
+        wide = np.float64 if dt.itemsize < 8 else np.longdouble
+
+        def fms(a: Any, b: Any, c: Any) -> Any:
+            """a * b - c rounded once, as the fused multiply-add CPU's compiler makes of it
+            (exact for float32 through double; float64 through long double)."""
+            return (np.asarray(a).astype(wide) * np.asarray(b).astype(wide)
+                    - np.asarray(c).astype(wide)).astype(dt)
+
+        for k in range(1, top):
+            kp = (k * p).astype(dt) if kind != "h" else ((2 * k) * p).astype(dt)
+            if kind == "h":
+                nxt = fms(x + x, q, kp)
+            elif kind == "he":
+                nxt = fms(x, q, kp)
+            elif kind == "l":
+                nxt = fms((k + k) + (1 - x), q, kp) / dt.type(k + 1)
+            else:
+                nxt = fms((k + k + 1) * x, q, kp) / dt.type(k + 1)
+            live = n > k
+            r = np.where(live, nxt, r)
+            p, q = np.where(live, q, p), np.where(live, nxt, q)
+        big = n > _RECURRENCE_MAX
+        if big.any():
+            closed = {"h": sp.eval_hermite, "he": sp.eval_hermitenorm, "l": sp.eval_laguerre,
+                      "p": sp.eval_legendre}[kind]
+            r = np.where(big, closed(np.where(big, n, 0), x), r)
+        if kind == "l":  # ATen: L_n(0) = 1 before anything else
+            r = np.where(x == 0, one, r)
+        if kind == "p":  # ATen: P_n(+-1) = 1, or -1 for x = -1 and odd n
+            r = np.where(np.abs(x) == 1, np.where((x > 0) | (n % 2 == 0), one, -one), r)
+    return r.astype(x.dtype)
 
 
 POLYNOMIALS = {

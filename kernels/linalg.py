@@ -137,7 +137,14 @@ def _addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, beta: Any
     if mat2.dim() != 2:
         raise RuntimeError("mat2 must be a matrix, got " + f"{mat2.dim()}-D tensor")
     _check_self_dtype(self, mat1)
-    value = _axpby(self, _mm_value(mat1, mat2, out), beta, alpha)
+    prod = _mm_value(mat1, mat2, out)
+    if mat1.dtype not in (torch.float16, torch.bfloat16) and prod.dtype.kind in "fc":
+        with quiet():
+            if np.asarray(alpha).astype(prod.dtype) == 0:
+                # CPU's float/double/complex GEMM does not read mat1 @ mat2 when alpha is 0
+                # (BLAS), so their inf/NaN do not reach the result; its Half/BFloat16 one does
+                prod = np.zeros_like(prod)
+    value = _axpby(self, prod, beta, alpha)
     return emit(value, mat1.dtype, out, into=self if inplace else None, exact=True)
 
 

@@ -1156,9 +1156,8 @@ def softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.ndar
     g, y = opmath(grad_out), opmath(out)
     if y.ndim == 0:  # one element: the same formula
         return softmax_backward(grad_out.reshape(1), out.reshape(1), 0).reshape(())
-    gy = g * y
-    gy -= y * _sum_keep(gy, dim)
-    return gy.astype(dtype, copy=False)
+    with np.errstate(all="ignore"):  # CPU's order: y * (g - dot), not g*y - y*dot (inf - inf)
+        return (y * (g - _sum_keep(g * y, dim))).astype(dtype, copy=False)
 
 
 def log_softmax_backward(grad_out: np.ndarray, out: np.ndarray, dim: int) -> np.ndarray:

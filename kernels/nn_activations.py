@@ -263,6 +263,11 @@ def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
     g, y = to_numpy(grad_output), to_numpy(output)
     dtype = NP_DTYPE[torch.result_type(grad_output, output)]
     gf, yf = opmath(g), opmath(y)
+    if dtype == np.float16:  # CPU's Half kernel rounds each operation to half
+        one_minus = (1.0 - yf).astype(dtype).astype(np.float32)
+        return ((gf * one_minus).astype(dtype).astype(np.float32) * yf).astype(dtype)
+    if gf.dtype.kind != "c" and yf.dtype.kind != "c":  # CPU's order: (g * (1 - y)) * y
+        return (gf * (1.0 - yf) * yf).astype(dtype, copy=False)
     return (gf * np.conj((1.0 - yf) * yf)).astype(dtype, copy=False)
 
 

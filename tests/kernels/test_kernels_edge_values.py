@@ -153,3 +153,43 @@ def test_mvlgamma_rounds_each_step_in_its_dtype() -> None:
 
 def test_lgamma_of_a_subnormal_is_finite() -> None:
     _same(torch.lgamma, _t([5e-324, -5e-324, 0.0, 2.5], torch.float64), exact=False)
+
+
+@pytest.mark.parametrize("fn", [torch.special.hermite_polynomial_h,
+                                torch.special.hermite_polynomial_he,
+                                torch.special.laguerre_polynomial_l,
+                                torch.special.legendre_polynomial_p], ids=lambda f: f.__name__)
+def test_orthogonal_polynomials_run_cpus_recurrence(fn: Callable[..., Any]) -> None:
+    """float32 bit for bit (ATen's recurrence with its fused multiply-adds), overflow to
+    inf - inf = NaN included; float64 within tolerance."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(600, generator=g) * 20 - 10
+    x[:3] = torch.tensor([0.0, 1.0, -1.0])
+    x[3] = -3.6e18
+    n = torch.randint(-2, 30, (600,), generator=g).float()
+    _same(fn, x, n)
+    _same(fn, x.double(), n.double(), exact=False)
+
+
+def test_airy_ai_far_left_and_right() -> None:
+    _same(torch.special.airy_ai, _t([200.0, inf, -inf, 0.0], torch.float64), exact=False)
+    far = torch.special.airy_ai(_t([-5e8, -1e7], torch.float64).to("mlu")).cpu()
+    assert bool(far.isfinite().all()) and bool((far.abs() < 0.01).all())  # SciPy says NaN
+
+
+def test_backward_formulas_in_cpus_order() -> None:
+    # sigmoid_backward: (g * (1 - y)) * y, each step rounded for float16
+    g = torch.randn(500, generator=torch.Generator().manual_seed(1)) * 8
+    y = torch.randn(500, generator=torch.Generator().manual_seed(2)) * 8
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        _same(torch.ops.aten.sigmoid_backward, g.to(dtype), y.to(dtype))
+    _same(torch.ops.aten.sigmoid_backward, _t(-0.0, torch.bfloat16), _t(2.1e25, torch.bfloat16))
+    # _softmax_backward_data: y * (g - sum(g * y)), so an overflowing sum gives inf, not NaN
+    _same(torch.ops.aten._softmax_backward_data, _t([-4.58727775693896], torch.float64),
+          _t([1.7976931348623157e308], torch.float64), 0, torch.float64)
+
+
+def test_addmm_ignores_the_product_when_alpha_is_zero() -> None:
+    for dtype in (torch.float32, torch.float64, torch.complex64):
+        _same(torch.addmm, _t([[-inf]], dtype), _t([[3e38]], dtype), _t([[6.6]], dtype),
+              beta=0, alpha=0)
