@@ -468,6 +468,22 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     return replace(again, duration_s=took)
 
 
+def not_applicable(item: Item, backend: Backend, *, settings: EngineSettings,
+                   expected: str | None = None) -> Verdict | None:
+    """The ``skip``/``not_applicable`` verdict of an item whose check does not apply to its
+    overload (``Check.applies``), or None when it applies. Decided from the signature alone, so
+    the plugin records these verdicts at collection without running the items; ``expected`` is
+    the reason of a whole-item expected-failure entry naming the item."""
+    reason = item.check.applies(item.sig)
+    if not reason:
+        return None
+    return Verdict(
+        overload=item.sig.name, check=item.check.name, backend=backend.name, verdict="skip",
+        category="not_applicable", message=f"{item.check.name} does not apply: {reason}",
+        examples=0, duration_s=0.0, seed=settings.seed, torch_version=torch.__version__,
+        expected=expected)
+
+
 def _has_corpus(item: Item, settings: EngineSettings, hints: OpHints) -> bool:
     from conformance import corpus
 
@@ -514,9 +530,10 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
             sources=dict(ctx.sources) if ctx else {},
         )
 
-    reason = check.applies(sig)
-    if reason:
-        return verdict("skip", "not_applicable", f"{check.name} does not apply: {reason}")
+    skipped = not_applicable(item, backend, settings=settings,
+                             expected=expected if isinstance(expected, str) else None)
+    if skipped is not None:
+        return skipped
     from conformance import corpus
 
     schema, problem = None, None

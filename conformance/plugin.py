@@ -226,13 +226,15 @@ class State:
         self.writer = ResultsWriter(path)
         self.writer.write(record)
 
-    def record(self, obj: dict[str, Any]) -> None:
+    def record(self, obj: dict[str, Any]) -> bool:
+        """Write one verdict record, once per (overload, check); False if it was already."""
         key = f"{obj.get('overload')}::{obj.get('check')}"
         if key in self.written:
-            return
+            return False
         self.written.add(key)
         if self.writer is not None:
             self.writer.write(obj)
+        return True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -422,6 +424,9 @@ def pytest_configure(config: pytest.Config) -> None:
     state = State(config)
     config._conformance_state = state  # type: ignore[attr-defined]
     config.pluginmanager.register(state, _STATE)
+    from conformance.inapplicable import NAME, NotApplicable
+
+    config.pluginmanager.register(NotApplicable(state), NAME)
     state.open_results()
 
 
@@ -612,17 +617,19 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from conformance.shards import assign
     from conformance.strategies import OpSignature
 
-    pairs = [(OpSignature.of(ov), check) for ov in state.selected() for check in state.checks]
-    ids = [f"{sig.name}::{check}" for sig, check in pairs]
+    pairs = [(ov, check) for ov in state.selected() for check in state.checks]
+    ids = [f"{ov.name}::{check}" for ov, check in pairs]
     shard_of = assign(ids, state.shard[1], state.durations) if state.shard else None
     new: list[pytest.Item] = []
-    for index, (sig, check) in enumerate(pairs):
+    sigs: dict[str, OpSignature] = {}  # one per overload, built only for the items kept
+    for index, (ov, check) in enumerate(pairs):
         # the partition is dealt over every selected item, before --resume takes out the done
         # ones, so a resumed shard is the same shard
         if shard_of is not None and state.shard and shard_of[index] != state.shard[0]:
             continue
         if ids[index] in state.skip_ids:
             continue
+        sig = sigs.get(ov.name) or sigs.setdefault(ov.name, OpSignature.of(ov))
         item = Item(sig, CHECKS[check])
         node = ConformanceItem.from_parent(session, name=item.id, nodeid=item.id, item=item)
         whole = state.expectations.for_item(item.id)  # fingerprint entries: see runtest

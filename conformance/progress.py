@@ -40,9 +40,11 @@ class Progress:
         self.last_draw = 0.0
         self.last_log = self.t0
         self.captured = io.StringIO()  # pytest's terminal output, shown only if pytest errs
+        self.config: pytest.Config | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
         tr = config.pluginmanager.getplugin("terminalreporter")
         if tr is not None:
             from _pytest._io import TerminalWriter
@@ -78,18 +80,32 @@ class Progress:
         self.draw(report.nodeid)
 
     def status(self, now: float | None = None) -> str:
-        """``1200/9303 12.9%  14.2/s  ETA 9m30s  pass 1100  fail 50`` (the resumed ones aside)."""
+        """``1200/9303 12.9%  14.2/s  ETA 9m30s  pass 1100  fail 50`` (the resumed ones aside).
+
+        Verdicts recorded without running an item (checks that do not apply,
+        :mod:`conformance.inapplicable`) count in the totals and the verdict counts; the rate
+        and the ETA are those of the items that run."""
         now = time.monotonic() if now is None else now
         elapsed = now - self.t0
         rate = self.done / elapsed if elapsed > 0 else 0.0
         left = max(self.total - self.done, 0)
         eta = _elapsed(left / rate) if rate > 0 and self.total else "?"
-        pct = f"{100 * self.done / self.total:.0f}%" if self.total else "?%"
-        counts = "  ".join(f"{v} {self.counts[v]}" for v in (*VERDICTS, "xpass", "error")
-                           if self.counts[v])
+        direct = self._direct()
+        done, total = self.done + sum(direct.values()), self.total + sum(direct.values())
+        pct = f"{100 * done / total:.0f}%" if total else "?%"
+        counts = "  ".join(f"{v} {self.counts[v] + direct[v]}"
+                           for v in (*VERDICTS, "xpass", "error")
+                           if self.counts[v] + direct[v])
         resumed = f" (+{self.already} resumed)" if self.already else ""
-        return (f"{self.done}/{self.total}{resumed} {pct}  {_elapsed(elapsed)}  {rate:.1f}/s  "
+        return (f"{done}/{total}{resumed} {pct}  {_elapsed(elapsed)}  {rate:.1f}/s  "
                 f"ETA {eta}  {counts}").rstrip()
+
+    def _direct(self) -> Counter[str]:
+        if self.config is None:
+            return Counter()
+        from conformance.inapplicable import direct_counts
+
+        return direct_counts(self.config)
 
     def draw(self, current: str = "", *, force: bool = False) -> None:
         now = time.monotonic()
