@@ -283,7 +283,7 @@ def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
 
 
 @define("log_sigmoid_forward", "log_sigmoid_forward.output", ("output", "buffer"),
-        dtypes=FLOATING)
+        dtypes=FLOATING, silent_resize=True)  # log_sigmoid_forward_out_cpu: resize_as_
 def log_sigmoid_forward(self: torch.Tensor) -> tuple[Arr, Arr]:
     x = to_numpy(self)
     xf = opmath(x)
@@ -322,7 +322,8 @@ def glu(self: torch.Tensor, dim: int = -1) -> Arr:
     return (a * _sigmoid(b)).astype(x.dtype, copy=False)
 
 
-@define("glu_backward", "glu_backward.grad_input", ("grad_input",), dtypes=FLOATING)
+@define("glu_backward", "glu_backward.grad_input", ("grad_input",), dtypes=FLOATING,
+        silent_resize=True)  # glu_backward_cpu_out: grad_input.resize_as_(input)
 def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int) -> Arr:
     x = to_numpy(self)
     g = opmath(to_numpy(grad_output))

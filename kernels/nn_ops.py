@@ -183,13 +183,22 @@ def adaptive_avg_pool3d_backward(grad_output: torch.Tensor, self: torch.Tensor) 
 
 _AVG_POOL3D = frozenset({torch.float32, torch.float64, torch.int64})
 
+
+def _bn_eval_of_nothing(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
+                        training: bool, *rest: Any) -> bool:
+    """batch_norm_cpu_out in eval mode on an empty input: it resizes its outs and returns
+    before any kernel reads them, so their dtypes are never checked."""
+    return not training and input.numel() == 0
+
 #: (functional, out=) overloads -> (define's options, function of kernels.nn taking the schema's
 #: arguments in order, tensors as arrays)
 NN_ROWS: dict[tuple[str, str], tuple[dict[str, Any], Callable[..., Any]]] = {
     ("native_batch_norm", "native_batch_norm.out"):
-        (dict(dtypes=FLOATING, kernel_name="batch_norm"), nn.batch_norm),
+        (dict(dtypes=FLOATING, kernel_name="batch_norm", outs_unchecked=_bn_eval_of_nothing),
+         nn.batch_norm),
     ("_native_batch_norm_legit", "_native_batch_norm_legit.out"):
-        (dict(dtypes=FLOATING, kernel_name="batch_norm"), nn.batch_norm),
+        (dict(dtypes=FLOATING, kernel_name="batch_norm", outs_unchecked=_bn_eval_of_nothing),
+         nn.batch_norm),
     ("native_batch_norm_backward", "native_batch_norm_backward.out"):
         (dict(dtypes=FLOATING, kernel_name="batch_norm_backward_cpu", autogen_out=True),
          nn.batch_norm_backward),

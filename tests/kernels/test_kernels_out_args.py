@@ -90,3 +90,48 @@ def test_kaiser_window_out_warns_on_resizing_a_non_empty_out():
         with warnings_seen() as seen:
             torch.ops.aten.kaiser_window.out(3, out=torch.zeros(5).to(device))
         assert any("was resized" in w for w in seen), (device, seen)
+
+
+@pytest.mark.parametrize("op", ["_native_batch_norm_legit.out", "native_batch_norm.out"])
+@pytest.mark.parametrize("shape", [(0, 2, 0), (2, 3, 4)])
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_batch_norm_outs_unchecked_only_where_cpu_returns_first(op, shape, which):
+    """In eval mode on an empty input CPU's batch_norm_cpu_out returns before reading its outs:
+    any dtype is accepted there; a non-empty input refuses it (RuntimeError) on both."""
+    fn = getattr(torch.ops.aten, op.split(".")[0]).out
+
+    def call(device: str) -> Any:
+        x = torch.ones(shape, dtype=torch.float64, device=device)
+        stats = torch.ones(shape[1], dtype=torch.float64, device=device)
+        outs = [torch.empty(0, dtype=torch.float64, device=device) for _ in range(3)]
+        outs[which] = torch.empty(0, dtype=torch.bool, device=device)
+        r = fn(x, None, None, stats, stats.clone(), False, 0.1, 1e-5, out=outs[0],
+               save_mean=outs[1], save_invstd=outs[2])
+        return [(t.dtype, tuple(t.shape)) for t in r]
+
+    if 0 in shape:
+        assert call("mlu") == call("cpu")
+    else:
+        for device in ("cpu", "mlu"):
+            with pytest.raises(RuntimeError):
+                call(device)
+
+
+@pytest.mark.parametrize("name", ["glu_backward.grad_input", "log_sigmoid_forward.output"])
+def test_outs_resized_silently_as_cpu_resizes_them(name):
+    """glu_backward_cpu_out and log_sigmoid_forward_out_cpu resize_as_ a wrong-sized out=:
+    no deprecation warning, unlike resize_output."""
+    import warnings
+
+    def call(device: str) -> list[tuple[int, ...]]:
+        x = torch.ones(2, 4, device=device)
+        outs = {n: torch.zeros(5, device=device) for n in
+                (("grad_input",) if name.startswith("glu") else ("output", "buffer"))}
+        args = (torch.ones(2, 2, device=device), x, 1) if name.startswith("glu") else (x,)
+        base, overload = name.split(".")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            r = getattr(getattr(torch.ops.aten, base), overload)(*args, **outs)
+        return [tuple(t.shape) for t in (r if isinstance(r, tuple) else (r,))]
+
+    assert call("mlu") == call("cpu")
