@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from kernels._define import define
-from kernels._semantics import COMPLEX, FLOATING, REAL, opmath
-from kernels._tensor import to_numpy
+from kernels._semantics import COMPLEX, FLOATING, REAL, opmath, scalar_type_name
+from kernels._tensor import NP_DTYPE, to_numpy
 from kernels.nn import Tap, gather_taps, scatter_taps
 
 __all__: list[str] = []
@@ -213,18 +213,36 @@ def _make_pad(mode: str, torch_name: str, dims: int) -> None:
 
     def backward(grad_output: torch.Tensor, self: torch.Tensor, padding: list[int]
                  ) -> np.ndarray:
+        """ATen's order: ranks, grad_output's padded sizes (width first); an empty
+        grad_output returns zeros like ``self`` before the dtype dispatch (on ``self``'s
+        dtype, which the result has), which reads grad_output as that type."""
         if self.dim() not in (dims + 1, dims + 2):
             raise IndexError(
                 f"Dimension out of range (expected to be in range of [{-max(self.dim(), 1)}, "
                 f"{max(self.dim(), 1) - 1}], but got {self.dim() - dims - 1})"
             )
+        who = "grad_output" if mode == "reflect" and dims == 1 else "gradOutput"
+        for k, what in enumerate(("width", "height", "depth")[:dims]):
+            axis = self.dim() - 1 - k
+            expected = self.shape[axis] + padding[2 * k] + padding[2 * k + 1]
+            got = grad_output.shape[axis] if axis < grad_output.dim() else 1
+            if got != expected:
+                raise RuntimeError(f"{who} {what} unexpected. Expected: {expected}, Got: {got}")
+        if grad_output.numel() == 0:
+            return np.zeros(tuple(self.shape), NP_DTYPE[self.dtype])
+        if grad_output.dtype != self.dtype and self.dtype in FLOATING | COMPLEX:
+            raise RuntimeError(f"expected scalar type {scalar_type_name(grad_output.dtype)} but "
+                               f"found {scalar_type_name(self.dtype)}")
         return _pad_backward(grad_output, self, padding, mode)
 
     forward.__name__ = name
     backward.__name__ = name + "_backward"
     define(name, f"{name}.out", dtypes=REAL | COMPLEX)(forward)
     define(f"{name}_backward", f"{name}_backward.grad_input", ("grad_input",),
-           dtypes=FLOATING | COMPLEX)(backward)
+           dtypes=FLOATING | COMPLEX, dtype_args=(1,),
+           empty_any_dtype=lambda grad_output, *rest: grad_output.numel() == 0,
+           # replication_pad2d_backward's out= is only resized (ATen's others are structured)
+           castable_out=mode == "edge" and dims == 2)(backward)
 
 
 for _dims in (1, 2, 3):

@@ -245,6 +245,27 @@ CASES: dict[str, Callable[[str], Any]] = {
     "mean.out complex into float": lambda d: A.mean.out(
         t(1 + 2j, 3 - 1j, dtype=torch.complex64)(d), None, False, out=z(0)(d)),
     "mean.out float into int": lambda d: A.mean.out(ar(2)(d), None, False, out=z(0, dtype=I32)(d)),
+    # reflection/replication padding backward: grad sizes, then (empty: zeros like self)
+    "reflection_pad1d_backward empty bool": lambda d: A.reflection_pad1d_backward(
+        z(0, 4, 2, dtype=torch.bool)(d), z(0, 4, 2, dtype=torch.bool)(d), [0, 0],
+        grad_input=z(0, dtype=torch.bool)(d)),
+    "reflection_pad1d_backward empty, self's dtype": lambda d: A.reflection_pad1d_backward(
+        z(0, 2, dtype=torch.float16)(d), z(0, 2, dtype=torch.bool)(d), [0, 0]),
+    "reflection_pad1d_backward int64": lambda d: A.reflection_pad1d_backward(
+        z(1, 4, dtype=L)(d), z(1, 2, dtype=L)(d), [1, 1]),
+    "reflection_pad1d_backward grad width": lambda d: A.reflection_pad1d_backward(
+        z(1, 5)(d), z(1, 2)(d), [1, 1]),
+    "reflection_pad1d_backward dtypes": lambda d: A.reflection_pad1d_backward(
+        z(1, 4)(d), z(1, 2, dtype=torch.float64)(d), [1, 1]),
+    "reflection_pad2d_backward": lambda d: A.reflection_pad2d_backward(
+        ar(1, 4, 4)(d), z(1, 2, 2)(d), [1, 1, 1, 1]),
+    "replication_pad1d_backward empty int32": lambda d: A.replication_pad1d_backward(
+        z(0, 4, 4, dtype=I32)(d), z(0, 4, 4, dtype=I32)(d), [0, 0]),
+    "replication_pad2d_backward.grad_input empty": lambda d: A.replication_pad2d_backward(
+        z(0, 0, 1, dtype=I32)(d), z(0, 0, 1, dtype=torch.bool)(d), [0, 0, 0, 0],
+        grad_input=z(0)(d)),
+    "replication_pad2d_backward grad height": lambda d: A.replication_pad2d_backward(
+        z(0, 1, 0, dtype=torch.complex128)(d), z(0, 1, 0, dtype=torch.bool)(d), [0, 0, 1, 0]),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
