@@ -83,7 +83,12 @@ def _index_tuple(self: torch.Tensor, indices: Sequence[torch.Tensor | None]
         dummy[dim] = max(size, 1)
         safe.append(np.clip(arr, -dummy[dim], dummy[dim] - 1))
         dim += 1
-    if 0 in indexed and 0 not in np.broadcast_shapes(*shapes):
+    try:
+        replacement = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         f"with shapes {', '.join(str(list(s)) for s in shapes)}") from None
+    if 0 in indexed and 0 not in replacement:
         # ATen's AdvancedIndex: no index is valid for an empty dim, found before any kernel
         raise IndexError("index is out of bounds for dimension with size 0")
     if bad is None:

@@ -1040,10 +1040,13 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
             f"adaptive_avg_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
             f"{list(x.shape)}"
         )
-    if 0 in x.shape[1:]:
+    # the 2-d kernel checks the spatial dims only (channels may be empty), the 3-d one all
+    checked = range(x.ndim - nd, x.ndim) if nd == 2 else range(1, x.ndim)
+    empty = next((i for i in checked if x.shape[i] == 0), None)
+    if empty is not None:
         raise RuntimeError(
             f"adaptive_avg_pool{nd}d(): Expected input to have non-zero size for non-batch "
-            f"dimensions, but input has sizes {list(x.shape)}"
+            f"dimensions, but input has sizes {list(x.shape)} with dimension {empty} being empty"
         )
     dtype = x.dtype
     if 0 in (*x.shape[:-nd], *output_size):  # an empty result: CPU computes nothing

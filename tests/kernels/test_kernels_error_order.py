@@ -266,6 +266,13 @@ CASES: dict[str, Callable[[str], Any]] = {
         grad_input=z(0)(d)),
     "replication_pad2d_backward grad height": lambda d: A.replication_pad2d_backward(
         z(0, 1, 0, dtype=torch.complex128)(d), z(0, 1, 0, dtype=torch.bool)(d), [0, 0, 1, 0]),
+    "index shapes mismatch": lambda d: A.index(z(3, 2)(d), [z(0, dtype=L)(d), z(2, dtype=L)(d)]),
+    "_adaptive_avg_pool2d no channels": lambda d: A._adaptive_avg_pool2d(
+        z(3, 0, 1, 4, dtype=torch.int8)(d), [1, 3]),
+    "_adaptive_avg_pool2d empty height": lambda d: A._adaptive_avg_pool2d(
+        z(3, 1, 0, 4)(d), [1, 3]),
+    "_adaptive_avg_pool3d no channels": lambda d: A._adaptive_avg_pool3d(
+        z(3, 0, 1, 1, 4)(d), [1, 1, 3]),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
