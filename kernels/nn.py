@@ -587,7 +587,7 @@ def group_norm(
     if groups <= 0:
         raise RuntimeError(f"Expected num groups to be greater than 0, got {groups}")
     dtype = x.dtype
-    xg = opmath(x).reshape(n, groups, -1)
+    xg = opmath(x).reshape(n, groups, (c // groups) * hw if x.size == 0 else -1)
     d = max(xg.shape[2], 1)
     mean = np.einsum("ngd->ng", xg) / d
     out = xg - mean[..., None]

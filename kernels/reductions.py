@@ -529,11 +529,18 @@ def _vector_norm(self: torch.Tensor, ord: Any, dim: Any, keepdim: bool,
     x, in_dtype = _input(self, dtype)
     result = _real_dtype(in_dtype)
     axes = reduce_axes(dim, x.ndim)
-    if x.size == 0 and (ord < 0 or ord == float("inf")):
-        raise IndexError(
-            f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the "
-            "operation does not have an identity"
-        )
+    if x.size == 0 and (ord < 0 or ord == float("inf")):  # no identity to reduce nothing to
+        if axes is None or len(axes) == 0:
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because "
+                "the operation does not have an identity"
+            )
+        empty = next((d for d in sorted(axes) if x.shape[d] == 0), None)
+        if empty is not None:
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {ord} norm on the dimension {empty}"
+                "because this dimension is empty and the operation does not have an identity"
+            )
     with quiet():
         xa = x.astype(NP_DTYPE[_acc_dtype(in_dtype)], copy=False)
         # the order is a Scalar ATen holds in the accumulation type
@@ -756,6 +763,13 @@ def mode_values(self: torch.Tensor, dim: int = -1, keepdim: bool = False, *,
 
 def _cum_extreme(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor, dim: int, *,
                  largest: bool) -> None:
+    # ATen's helper: the dtype dispatch on self, then values and indices read as self's type
+    # and int64 (data_ptr<T>), even when empty
+    check_dtype("cummax_cpu" if largest else "cummin_cpu", self.dtype, refused=COMPLEX)
+    for t, want in ((values, self.dtype), (indices, torch.int64)):
+        if t.dtype != want:
+            raise RuntimeError(f"expected scalar type {scalar_type_name(want)} but found "
+                               f"{scalar_type_name(t.dtype)}")
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     if x.ndim == 0 or x.size == 0:

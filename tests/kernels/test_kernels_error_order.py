@@ -273,6 +273,27 @@ CASES: dict[str, Callable[[str], Any]] = {
         z(3, 1, 0, 4)(d), [1, 3]),
     "_adaptive_avg_pool3d no channels": lambda d: A._adaptive_avg_pool3d(
         z(3, 0, 1, 1, 4)(d), [1, 1, 3]),
+    # group norm of no rows or no elements
+    "native_group_norm empty": lambda d: A.native_group_norm(
+        *(z(0, dtype=torch.float16)(d),) * 3, 0, 0, 3, 1, 0.05),
+    "group_norm no rows": lambda d: A.group_norm(z(0, 3, 2, dtype=torch.bfloat16)(d), 3, None,
+                                                 None, 0.04, False),
+    # _cummax_helper/_cummin_helper: dispatch, then values and indices as self's type and int64
+    "_cummax_helper values dtype": lambda d: A._cummax_helper(
+        z(1, dtype=torch.bfloat16)(d), z(1, dtype=L)(d), z(1, dtype=torch.bool)(d), 0),
+    "_cummin_helper empty, values dtype": lambda d: A._cummin_helper(
+        z(0)(d), z(0, dtype=L)(d), z(0, dtype=L)(d), 0),
+    "_cummax_helper indices dtype": lambda d: A._cummax_helper(
+        z(1, dtype=I32)(d), z(1, dtype=I32)(d), z(1, dtype=I32)(d), 0),
+    "_cummax_helper complex": lambda d: A._cummax_helper(
+        z(1, dtype=torch.complex64)(d), z(1, dtype=torch.complex64)(d), z(1, dtype=L)(d), 0),
+    # vector norms without identity: only an empty reduced dim (or no dims) is refused
+    "vector_norm -3 over a full dim": lambda d: A.linalg_vector_norm(z(0, 2)(d), -3, [-1]),
+    "vector_norm -3 over an empty dim": lambda d: A.linalg_vector_norm(z(0, 2)(d), -3, [0]),
+    "vector_norm inf of an empty tensor": lambda d: A.linalg_vector_norm(z(0, 2)(d),
+                                                                         float("inf")),
+    "pairwise_distance empty int8": lambda d: A.pairwise_distance(
+        z(0, 3, 1, dtype=torch.int8)(d), z(0, 3, 1, dtype=torch.int8)(d), -1, 0.05, True),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
