@@ -418,8 +418,10 @@ def _fused_adam(adamw: bool, self: list[torch.Tensor], grads: list[torch.Tensor]
             m += (grad - m) * np.asarray(1 - beta1, m.dtype)
             v *= np.asarray(beta2, v.dtype)
             v += grad * grad * np.asarray(1 - beta2, v.dtype)
-            bias1 = 1 - beta1**step
-            bias2_sqrt = (1 - beta2**step) ** 0.5
+            # in double, as ATen's std::pow/std::sqrt: NaN (not a Python complex) for a
+            # negative beta to a fractional step
+            bias1 = 1 - np.power(np.float64(beta1), step)
+            bias2_sqrt = np.sqrt(1 - np.power(np.float64(beta2), step))
             if amsgrad:
                 vmax = to_numpy(max_exp_avg_sqs[i])
                 np.maximum(vmax, v, out=vmax)

@@ -42,6 +42,14 @@ def ar(*shape: int, dtype: torch.dtype = torch.float32) -> Callable[[str], torch
 L = torch.int64
 I32 = torch.int32
 
+def _adam_step(d: str) -> tuple[torch.Tensor, ...]:
+    params, grads, avgs, sqs, maxs = (t(v)(d) for v in (-5.1, -2.5, -1.0, -0.5, 1e-3))
+    A._fused_adam_([params], [grads], [avgs], [sqs], [maxs], [t(0.5)(d)], lr=t(0.5, shape=())(d),
+                   beta1=0.9, beta2=-0.16, weight_decay=0.0, eps=1e-8, amsgrad=True,
+                   maximize=False)
+    return params, avgs, sqs, maxs
+
+
 CASES: dict[str, Callable[[str], Any]] = {
     # put_: index dtype, same dtype, numel, empty self, then bounds
     "put_ index int32": lambda d: A.put_(z(1)(d), t(4, dtype=I32)(d), t(1.0)(d)),
@@ -294,6 +302,8 @@ CASES: dict[str, Callable[[str], Any]] = {
                                                                          float("inf")),
     "pairwise_distance empty int8": lambda d: A.pairwise_distance(
         z(0, 3, 1, dtype=torch.int8)(d), z(0, 3, 1, dtype=torch.int8)(d), -1, 0.05, True),
+    # fused Adam: bias corrections in double (NaN for a negative beta to a fractional step)
+    "_fused_adam_ negative beta2": lambda d: _adam_step(d),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
