@@ -14,7 +14,6 @@ import torch
 
 from kernels._semantics import (
     BOOL,
-    FLOATING,
     check_dtype,
     check_out_exact,
     cpp_type_name,
@@ -319,7 +318,7 @@ def _pdist_forward(self: torch.Tensor, p: float = 2.0) -> torch.Tensor:
     m = self.size(1)  # and for a 1-dim one
     if m == 0:
         return from_numpy(np.zeros(n * (n - 1) // 2, NP_DTYPE[self.dtype]), self.dtype)
-    check_dtype("pdist", self.dtype, allowed=FLOATING)
+    check_dtype("pdist", self.dtype, allowed=frozenset({torch.float32, torch.float64}))
     x = _operand(self).reshape(-1, m)
     i, j = (k[:n * (n - 1) // 2] for k in np.triu_indices(x.shape[0], 1))
     with quiet():

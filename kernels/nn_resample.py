@@ -221,6 +221,8 @@ def _make_pad(mode: str, torch_name: str, dims: int) -> None:
                 f"Dimension out of range (expected to be in range of [{-max(self.dim(), 1)}, "
                 f"{max(self.dim(), 1) - 1}], but got {self.dim() - dims - 1})"
             )
+        if mode == "reflect":  # the padding against self's sizes comes first
+            _pad_indices(tuple(self.shape), padding, mode)
         who = "grad_output" if mode == "reflect" and dims == 1 else "gradOutput"
         for k, what in enumerate(("width", "height", "depth")[:dims]):
             axis = self.dim() - 1 - k

@@ -304,6 +304,9 @@ CASES: dict[str, Callable[[str], Any]] = {
         z(0, 3, 1, dtype=torch.int8)(d), z(0, 3, 1, dtype=torch.int8)(d), -1, 0.05, True),
     # fused Adam: bias corrections in double (NaN for a negative beta to a fractional step)
     "_fused_adam_ negative beta2": lambda d: _adam_step(d),
+    "reflection_pad1d_backward padding too large, empty": lambda d: A.reflection_pad1d_backward(
+        z(0, 2)(d), z(0, 2, dtype=torch.bool)(d), [2, 0]),
+    "_pdist_forward float16": lambda d: A._pdist_forward(z(3, 2, dtype=torch.float16)(d), 2.0),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
