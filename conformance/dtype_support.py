@@ -19,7 +19,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from conformance.checks import compare_outputs
-from conformance.strategies import Call, DtypeSweep, OpSignature
+from conformance.strategies import Call, DtypeSweep, OpSignature, tensor_lists
 from conformance.verdicts import Abort, CheckFailure, CpuRejected, NotComparable, error_line
 from opdb import outcomes
 from opdb.dtypes import ATEN_TYPE_NAMES, SCALAR_TYPE_NAMES
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def dtypes_applies(sig: OpSignature) -> str | None:
-    if not sig.tensor_args:
+    if not sig.tensor_args and not tensor_lists(sig):
         return "no tensor argument whose dtype could be pinned"
     return None
 

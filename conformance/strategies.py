@@ -42,7 +42,17 @@ from conformance.values import (
     scalar_values,
     small_scalars,
 )
-from opdb.dtypes import COMPLEX, DTYPE_NAMES, FLOATING, LOW_PRECISION, dtype_name, torch_dtype
+from opdb.dtypes import (
+    BOOL,
+    COMPLEX,
+    DTYPE_NAMES,
+    FLOATING,
+    INTEGRAL,
+    LOW_PRECISION,
+    category,
+    dtype_name,
+    torch_dtype,
+)
 from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
 from opdb.opdata import ArgHint, OpHints
 
@@ -362,6 +372,10 @@ def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, ma
     draws, at a fraction of its cost per example)."""
     base = _shape(draw, max_dims=max_dims, min_side=min_side, max_side=max_side,
                   label="broadcast base")
+    if len(base) > 1 and draw(cached_integers(0, 1), label="broadcast base square?"):
+        # every side equal: an operand of lower rank aligned against the wrong dimensions
+        # (left instead of right) still fits, and computes wrong values instead of raising
+        base = (base[-1],) * len(base)
     out = []
     for i in range(n):
         drop = draw(cached_integers(0, len(base)), label=f"operand {i} dropped dims")
@@ -550,7 +564,7 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
         return out
     shape = _first_shape(plan, sig) if plan.shapes else draw(
         hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
-    dtype = next(iter(plan.dtypes.values()), "float32")
+    dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
     n = draw(st.integers(1, 3), label=f"len({spec.name})")
     return [_draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe, bounds=None,
                          extremes=hint.extremes, label=f"{spec.name}[{i}]", plan=plan,
@@ -576,7 +590,7 @@ def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
             v = _tensor_list(draw, spec, hint, plan, sig) if not (spec.optional and draw(
                 st.integers(0, 3), label=f"{spec.name} is None?") == 0) else None
         elif spec.base == "Tensor":
-            v = _tensor_arg(draw, spec, hint, plan, sig)
+            v = _tensor_arg(draw, spec, _along(hint, dict(values)), plan, sig)
         else:
             v = _value(draw, spec, hint, plan, sig)
         if v is _OMIT:
@@ -588,11 +602,34 @@ def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
                 notes=tuple(plan.notes), fills=tuple(plan.fills))
 
 
+def _along(hint: ArgHint, drawn: dict[str, Any]) -> ArgHint:
+    """An index tensor's hint (``along: dim``) with its values bounded by ``self``'s size
+    along the drawn ``dim``: every position valid, negative ones included (``[-n, n)``) unless
+    the hint's ``min`` says otherwise; size 0 leaves the hint as it is (CPU rejects)."""
+    if hint.along is None:
+        return hint
+    self_, dim = drawn.get("self"), drawn.get(hint.along)
+    if not isinstance(self_, torch.Tensor) or not isinstance(dim, int):
+        return hint
+    n = self_.shape[dim % self_.dim()] if self_.dim() else 1
+    if not n:
+        return hint
+    lo = -n if hint.min is None else max(hint.min, -n)
+    return replace(hint, min=lo, max=n - 1)
+
+
 def _tensor_arg_dtypes(draw: Any, sig: OpSignature, hints: OpHints, pool: Sequence[str]
                        ) -> dict[str, str]:
     """One dtype for every tensor argument (mixing is the promotion check's job)."""
     shared = draw(st.sampled_from(tuple(pool)), label="dtype")
-    return {a.name: shared for a in sig.tensor_args}
+    return {a.name: shared for a in (*sig.tensor_args, *tensor_lists(sig))}
+
+
+def tensor_lists(sig: OpSignature) -> tuple[ArgSpec, ...]:
+    """``Tensor[]`` arguments whose elements take the call's dtype (``cat``'s tensors; not
+    ``Tensor?[]`` index lists, whose dtypes the hints give)."""
+    return tuple(a for a in sig.args if a.base == "Tensor" and a.is_list and not a.is_out
+                 and not a.elem_optional)
 
 
 @st.composite
@@ -630,8 +667,11 @@ def dtype_sweeps(sig: OpSignature, hints: OpHints) -> st.SearchStrategy[DtypeSwe
             (d, _retarget(c.refill(j, move=False), t)) for d, c in zip(DTYPE_NAMES, cs, strict=True)
             for j, t in enumerate(DTYPE_NAMES))),
             *(forward_calls(sig, hints, dtype=d, target=d) for d in DTYPE_NAMES))
-    return st.builds(lambda *cs: DtypeSweep(tuple(zip(DTYPE_NAMES, cs, strict=True))),
-                     *(forward_calls(sig, hints, dtype=d) for d in DTYPE_NAMES))
+    # values from each call's seeded refill: the check does not shrink, and Hypothesis' first
+    # examples are its simplest (profile ``small``, no specials) at every dtype
+    return st.builds(lambda *cs: DtypeSweep(tuple(
+        (d, c.refill(1, move=False)) for d, c in zip(DTYPE_NAMES, cs, strict=True))),
+        *(forward_calls(sig, hints, dtype=d) for d in DTYPE_NAMES))
 
 
 def _retarget(call: Call, target: str) -> Call:
@@ -691,6 +731,23 @@ def broadcast_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
 #: Promotion operand forms.
 OPERAND_KINDS = ("tensor", "zerodim", "cpu_zerodim", "python")
 
+_CATEGORY_MEMBERS = {"bool": BOOL, "integral": INTEGRAL, "floating": FLOATING, "complex": COMPLEX}
+#: A Python scalar of the next category promotes a tensor's category (int tensor * 0.5 is
+#: float32, float tensor * 1j complex); of the same or a lower one it leaves the dtype.
+_NEXT_CATEGORY = {"bool": "integral", "integral": "floating", "floating": "complex",
+                  "complex": "complex"}
+
+
+def _related(lead: str, kind: str) -> tuple[str, ...]:
+    """Dtypes for a later operand where promotion rules are most often got wrong, given the
+    first operand's dtype ``lead``: a Python scalar of the next category up (its kind sets the
+    result's category), a tensor or 0-dim tensor of the same category and another width (a
+    0-dim or dimensioned operand decides the width)."""
+    cat = category(lead)
+    if kind == "python":
+        return _CATEGORY_MEMBERS[_NEXT_CATEGORY[cat]]
+    return tuple(d for d in _CATEGORY_MEMBERS[cat] if d != lead) or (lead,)
+
 
 @st.composite
 def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
@@ -702,6 +759,7 @@ def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     on_cpu: set[str] = set()
     notes: list[str] = []
     kinds: dict[str, str] = {}
+    lead: str | None = None  # the first operand's dtype (a tensor's, or a scalar's kind)
     for i, spec in enumerate(operands):
         dt = draw(st.sampled_from(DTYPE_NAMES), label=f"{spec.name} dtype")
         if spec.base == "Scalar":
@@ -712,6 +770,9 @@ def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
             kind = draw(st.sampled_from(("tensor", "tensor", "zerodim")), label=f"{spec.name} form")
         else:
             kind = draw(st.sampled_from(OPERAND_KINDS), label=f"{spec.name} form")
+        if lead is not None and draw(cached_integers(0, 1), label=f"{spec.name} related?"):
+            dt = draw(st.sampled_from(_related(lead, kind)), label=f"{spec.name} related dtype")
+        lead = dt if lead is None else lead
         kinds[spec.name] = kind
         if kind == "python":
             python[spec.name] = draw(python_scalars(dt), label=f"{spec.name} value")

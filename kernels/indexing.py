@@ -206,9 +206,12 @@ def _index_select(self: torch.Tensor, dim: int, index: torch.Tensor,
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     idx = _int_index(index, "index_select").reshape(-1)
-    if x.ndim == 0:
+    if x.ndim == 0:  # a 0-dim self gives a 0-dim result, from a one-element index
+        if idx.size != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                             f"{idx.size} value(s)")
         _check_bounds(idx, 1, "index_select")
-        return emit(x.reshape(1)[idx].reshape(index.shape), self.dtype, out)
+        return emit(x.reshape(1)[idx].reshape(()), self.dtype, out)
     _check_bounds(idx, x.shape[d], "index_select")
     return emit(np.take(x, idx, axis=d), self.dtype, out)
 

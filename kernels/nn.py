@@ -1270,7 +1270,12 @@ def embedding_dense_backward(
         idx, g = idx[keep], g[keep]
     if scale_grad_by_freq:
         counts = np.bincount(idx, minlength=num_weights)
-        g = g / counts[idx][:, None].astype(g.dtype)
+        if g.dtype.kind == "b":  # CPU scales by bool(1 / count): true, a no-op
+            pass
+        elif g.dtype.kind in "iu":  # CPU scales by 1 / count in the integral dtype: 0 past 1
+            g = g * (1 // counts[idx][:, None]).astype(g.dtype)
+        else:
+            g = g / counts[idx][:, None].astype(g.dtype)
     if padding_idx >= 0:
         keep = idx != padding_idx
         idx, g = idx[keep], g[keep]

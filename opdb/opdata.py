@@ -60,6 +60,7 @@ class ArgHint:
     length: int | None = None  # list length for int[] arguments
     device: str | None = None  # "cpu": a tensor argument that stays on CPU (as on CUDA)
     extremes: bool = True  # False: no dtype extremes (iinfo/finfo min/max, inf) in this argument
+    along: str | None = None  # an index tensor: positions into self along this int argument
 
 
 _NO_ARGS: Mapping[str, ArgHint] = MappingProxyType({})
@@ -222,7 +223,8 @@ def _database(db: OpDB | None) -> OpDB:
 
 # --------------------------------------------------------------------------- hints
 
-_ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes"}
+_ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes",
+             "along"}
 _OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties"}
 _TIE_KEYS = {"output", "unless"}
 
@@ -284,6 +286,11 @@ def _arg_hint(raw: Any, file: str, line: int | None) -> ArgHint:
         if not isinstance(raw["extremes"], bool):
             raise InputError("'extremes' must be true or false", file=file, line=line)
         kw["extremes"] = raw["extremes"]
+    if "along" in raw:
+        if not isinstance(raw["along"], str):
+            raise InputError("'along' must name an int argument (the dim self is indexed along)",
+                             file=file, line=line)
+        kw["along"] = raw["along"]
     for d in kw.get("dtypes", ()):
         if d not in DTYPE_NAMES:
             raise InputError(f"unknown dtype {d!r} (known: {', '.join(DTYPE_NAMES)})",

@@ -57,6 +57,8 @@ def test_records_are_frozen(db):
     ("ops:\n  - names: [index.Tensor]\n    args:\n      indices: {dtypes: [int65]}\n",
      r"unknown dtype 'int65'", 4),
     ("ops:\n  - names: [mm]\n    max_side: 0\n", r"'max_side' must be a positive integer", 2),
+    ("ops:\n  - names: [gather]\n    args:\n      index: {along: 1}\n",
+     r"'along' must name an int argument", 4),
     ("ops: [\n", r"invalid YAML", None),
 ])
 def test_hint_errors_name_file_and_line(tmp_path, db, text, message, line):

@@ -1,0 +1,135 @@
+"""Inputs the schema cannot relate, drawn so CPU accepts them and the relation is exercised:
+index tensors bounded by self's size along dim (``along``), Tensor[] elements in every dtype,
+promotion operands of related dtypes, square broadcast bases, and the dtypes check's pairs."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.strategies import OpSignature, _related, calls, tensor_lists
+from opdb import load
+from opdb.dtypes import DTYPE_NAMES, FLOATING, INTEGRAL, category
+from opdb.opdata import load_hints
+
+HINTS = load_hints()
+FAST = settings(max_examples=40, deadline=None, database=None, derandomize=True)
+
+
+def _sig(name: str) -> OpSignature:
+    return OpSignature.of(load()[name])
+
+
+def _draw(data: st.DataObject, name: str, mode: str = "forward"):  # type: ignore[no-untyped-def]
+    sig = _sig(name)
+    return data.draw(calls(sig, HINTS.for_op(name), mode=mode))
+
+
+@FAST
+@given(st.data())
+def test_index_tensors_are_positions_along_dim(data):
+    """gather's and index_select's index: int64 positions in [0, self.size(dim)), refills too
+    (CPU accepts every such call; repeated positions are frequent)."""
+    for name in ("gather", "index_select", "scatter_add"):
+        call = _draw(data, name)
+        for i in (0, 1, 2):
+            v = dict(call.refill(i).values)
+            self_, dim, index = v["self"], v["dim"], v["index"]
+            assert index.dtype == torch.int64
+            n = self_.shape[dim % self_.dim()] if self_.dim() else 1
+            if n and index.numel():
+                assert int(index.min()) >= 0 and int(index.max()) < n, (name, n, index)
+            if name == "index_select":
+                assert index.dim() == 1
+
+
+def test_index_lists_reach_negative_positions():
+    sig = _sig("index.Tensor")
+    seen: list[int] = []
+
+    @FAST
+    @given(calls(sig, HINTS.for_op(sig.name), mode="forward"))
+    def run(call):  # type: ignore[no-untyped-def]
+        for t in dict(call.values)["indices"]:
+            seen.extend(t.tolist())
+
+    run()
+    assert -1 in seen and 0 in seen
+
+
+def test_tensor_list_elements_take_every_dtype():
+    """cat's tensors are drawn in the call's dtype (not always float32), and the dtypes check
+    applies to overloads whose only tensors are a Tensor[]."""
+    from conformance.dtype_support import dtypes_applies
+
+    sig = _sig("cat")
+    assert tensor_lists(sig) and dtypes_applies(sig) is None
+    seen: set[torch.dtype] = set()
+
+    @FAST
+    @given(calls(sig, HINTS.for_op(sig.name), mode="forward"))
+    def run(call):  # type: ignore[no-untyped-def]
+        seen.update(t.dtype for t in dict(call.values)["tensors"])
+
+    run()
+    assert len(seen) > 3
+
+
+def test_related_promotion_dtypes():
+    """A Python scalar one category up (it decides the result's category); a tensor of the
+    same category and another width (width rules)."""
+    assert set(_related("int32", "python")) == set(FLOATING)
+    assert set(_related("float32", "zerodim")) == set(FLOATING) - {"float32"}
+    assert set(_related("uint8", "tensor")) == set(INTEGRAL) - {"uint8"}
+    assert _related("bool", "tensor") == ("bool",)
+    assert all(category(d) == "complex" for d in _related("complex64", "python"))
+
+
+def test_promotion_draws_int_tensors_with_float_scalars():
+    sig = _sig("mul.Tensor")
+    pairs: set[tuple[str, str]] = set()
+
+    @settings(max_examples=150, deadline=None, database=None, derandomize=True)
+    @given(calls(sig, HINTS.for_op(sig.name), mode="promotion"))
+    def run(call):  # type: ignore[no-untyped-def]
+        v = dict(call.values)
+        if isinstance(v["self"], torch.Tensor):
+            pairs.add((category(str(v["self"].dtype).removeprefix("torch.")),
+                       type(v["other"]).__name__))
+
+    run()
+    assert ("integral", "float") in pairs
+
+
+def test_broadcast_bases_are_sometimes_square():
+    """Every side equal: a lower-rank operand aligned left instead of right still fits."""
+    sig = _sig("where.self")
+    square = 0
+
+    @FAST
+    @given(calls(sig, HINTS.for_op(sig.name), mode="broadcast"))
+    def run(call):  # type: ignore[no-untyped-def]
+        nonlocal square
+        shapes = [tuple(t.shape) for t in dict(call.values).values()
+                  if isinstance(t, torch.Tensor)]
+        big = max(shapes, key=len)
+        if len(big) > 1 and len(set(big)) == 1 and big[0] > 1:
+            square += 1
+
+    run()
+    assert square > 0
+
+
+def test_conversions_sweep_every_dtype_pair():
+    """_to_copy's dtypes sweep: each input dtype with each of the twelve targets, each pair with
+    its own values (refills), so one sweep tries all 144 conversions."""
+    sig = _sig("_to_copy")
+
+    @settings(max_examples=2, deadline=None, database=None, derandomize=True)
+    @given(calls(sig, HINTS.for_op(sig.name), mode="dtypes"))
+    def run(sweep):  # type: ignore[no-untyped-def]
+        pairs = {(d, dict(c.values)["dtype"]) for d, c in sweep.calls}
+        assert len(pairs) == len(DTYPE_NAMES) ** 2
+
+    run()
