@@ -741,15 +741,11 @@ _NEXT_CATEGORY = {"bool": "integral", "integral": "floating", "floating": "compl
                   "complex": "complex"}
 
 
-def _related(lead: str, kind: str) -> tuple[str, ...]:
-    """Dtypes for a later operand where promotion rules are most often got wrong, given the
-    first operand's dtype ``lead``: a Python scalar of the next category up (its kind sets the
-    result's category), a tensor or 0-dim tensor of the same category and another width (a
-    0-dim or dimensioned operand decides the width)."""
-    cat = category(lead)
-    if kind == "python":
-        return _CATEGORY_MEMBERS[_NEXT_CATEGORY[cat]]
-    return tuple(d for d in _CATEGORY_MEMBERS[cat] if d != lead) or (lead,)
+def _related(lead: str) -> tuple[str, ...]:
+    """Dtypes for a later Python-scalar operand where promotion rules are most often got wrong,
+    given the first operand's dtype ``lead``: the next category up (the scalar's kind sets the
+    result's category: int tensor * 0.5 is float32, not float64; float tensor * 1j complex)."""
+    return _CATEGORY_MEMBERS[_NEXT_CATEGORY[category(lead)]]
 
 
 @st.composite
@@ -773,8 +769,9 @@ def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
             kind = draw(st.sampled_from(("tensor", "tensor", "zerodim")), label=f"{spec.name} form")
         else:
             kind = draw(st.sampled_from(OPERAND_KINDS), label=f"{spec.name} form")
-        if lead is not None and draw(cached_integers(0, 1), label=f"{spec.name} related?"):
-            dt = draw(st.sampled_from(_related(lead, kind)), label=f"{spec.name} related dtype")
+        if lead is not None and kind == "python" \
+                and draw(cached_integers(0, 1), label=f"{spec.name} related?"):
+            dt = draw(st.sampled_from(_related(lead)), label=f"{spec.name} related dtype")
         lead = dt if lead is None else lead
         kinds[spec.name] = kind
         if kind == "python":
