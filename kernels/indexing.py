@@ -1023,6 +1023,7 @@ def index_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: 
             f"{reduce}."
         )
     _index_func_checks("index_reduce", self, index, source)
+    check_dtype("index_func_", self.dtype, refused=BOOL | COMPLEX)  # before any bound check
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     idx = _int_index(index, "index_reduce").reshape(-1)

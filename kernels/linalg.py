@@ -289,7 +289,11 @@ def _cdist_forward(x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: i
         raise RuntimeError("cdist only supports non-negative p values")
     if compute_mode is not None and not 0 <= compute_mode <= 2:
         raise RuntimeError(f"possible modes: 0, 1, 2, but was: {compute_mode}")
-    if x1.dtype != x2.dtype and x1.shape[-2] and x2.shape[-2] and x1.shape[-1]:
+    r1, r2 = x1.shape[-2], x2.shape[-2]
+    mm = p == 2 and (compute_mode == 1 or (compute_mode in (None, 0) and (r1 > 25 or r2 > 25)))
+    if r1 and r2 and x1.shape[-1] and not mm:  # the direct kernel's dtype dispatch, on x1
+        check_dtype("cdist", x1.dtype, allowed=frozenset({torch.float32, torch.float64}))
+    if x1.dtype != x2.dtype and r1 and r2 and x1.shape[-1]:
         # CPU's kernel reads x2 as x1's scalar type (when there is something to compute)
         raise RuntimeError(f"expected scalar type {scalar_type_name(x1.dtype)} but found "
                            f"{scalar_type_name(x2.dtype)}")

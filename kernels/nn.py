@@ -557,8 +557,9 @@ def layer_norm_backward(
                 np.zeros_like(bias) if output_mask[2] and bias is not None else None)
     go = opmath(grad_out).reshape(-1, m)
     xf = opmath(x).reshape(-1, m)
-    mu = opmath(mean).reshape(-1, 1)
-    rs = opmath(rstd).reshape(-1, 1)
+    rows = x.size // max(m, 1)  # CPU reads the first M = rows values of mean and rstd
+    mu = opmath(mean).reshape(-1)[:rows].reshape(-1, 1)
+    rs = opmath(rstd).reshape(-1)[:rows].reshape(-1, 1)
     xhat = (xf - mu) * rs
     gi = gw = gb = None
     if output_mask[0]:
@@ -593,6 +594,8 @@ def group_norm(
     out = xg - mean[..., None]
     var = np.einsum("ngd,ngd->ng", out, out) / d
     rstd = 1.0 / np.sqrt(var + eps)
+    if xg.shape[2] == 0:  # no elements in a group: CPU's mean is 0 and its rstd NaN (0 / 0)
+        rstd = np.full(mean.shape, np.nan, mean.dtype)
     out *= rstd[..., None]
     out = out.reshape(n, c, hw)
     if weight is not None:

@@ -307,6 +307,15 @@ CASES: dict[str, Callable[[str], Any]] = {
     "reflection_pad1d_backward padding too large, empty": lambda d: A.reflection_pad1d_backward(
         z(0, 2)(d), z(0, 2, dtype=torch.bool)(d), [2, 0]),
     "_pdist_forward float16": lambda d: A._pdist_forward(z(3, 2, dtype=torch.float16)(d), 2.0),
+    "native_group_norm no elements per group": lambda d: A.native_group_norm(
+        z(2, 4, 0)(d), None, None, 2, 4, 0, 2, 6e-5),
+    "index_reduce bool before bounds": lambda d: A.index_reduce(
+        z(dtype=torch.bool)(d), 0, t(4, dtype=I32, shape=())(d), z(dtype=torch.bool)(d), "prod"),
+    "_cdist_forward float16 direct kernel": lambda d: A._cdist_forward(
+        z(1, 2, 4, dtype=torch.float16)(d), z(1, 2, 4, dtype=torch.float64)(d), 1.0, None),
+    "layer_norm_backward reads M statistics": lambda d: A.native_layer_norm_backward(
+        ar(2, 2)(d), ar(2, 2)(d), [2, 2], ar(2, 2)(d), ar(2, 2)(d), ar(2, 2)(d), ar(2, 2)(d),
+        [True, True, True]),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
