@@ -22,6 +22,7 @@ from kernels._semantics import (
     check_dtype,
     check_result_fits,
     checked_scalar,
+    cpp_type_name,
     emit,
     promote,
     quiet,
@@ -1023,6 +1024,9 @@ def index_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: 
             f"{reduce}."
         )
     _index_func_checks("index_reduce", self, index, source)
+    if out.dtype != self.dtype:  # the meta function's out= check, before the dtype dispatch
+        raise RuntimeError(f"Expected out tensor to have dtype {cpp_type_name(self.dtype)}, "
+                           f"but got {cpp_type_name(out.dtype)} instead")
     check_dtype("index_func_", self.dtype, refused=BOOL | COMPLEX)  # before any bound check
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)

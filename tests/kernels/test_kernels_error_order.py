@@ -316,6 +316,9 @@ CASES: dict[str, Callable[[str], Any]] = {
     "layer_norm_backward reads M statistics": lambda d: A.native_layer_norm_backward(
         ar(2, 2)(d), ar(2, 2)(d), [2, 2], ar(2, 2)(d), ar(2, 2)(d), ar(2, 2)(d), ar(2, 2)(d),
         [True, True, True]),
+    "index_reduce.out out dtype first": lambda d: A.index_reduce(
+        z(dtype=torch.bool)(d), 0, t(4, dtype=I32, shape=())(d), z(dtype=torch.bool)(d), "prod",
+        out=z(0)(d)),
     # orthogonal polynomials: a size-1 operand broadcast against size 0 or 4
     "chebyshev_polynomial_t broadcast": lambda d: A.special_chebyshev_polynomial_t(
         ar(2, 1, 2, dtype=L)(d), ar(4, 2, dtype=L)(d)),
