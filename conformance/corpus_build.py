@@ -13,7 +13,9 @@ are recorded under the overload actually called):
   ``examples/lstm_lm.py`` by default);
 * **OpInfo samples** (when ``torch.testing._internal`` is importable: ``expecttest``, a test
   extra): every OpInfo of ``op_db``, its first samples for each dtype it declares on CPU, and
-  their backward (``torch.autograd.grad`` of the outputs) where it ``supports_autograd``;
+  their backward (``torch.autograd.grad`` of the outputs) where it ``supports_autograd``
+  (``--samples-backward`` of them for its first backward dtype: later samples reach the 2-d and
+  3-d forms' backward ops);
 * **derived** (last): each backward op a ``derivatives.yaml`` formula calls that no source above
   reached, through the forwards whose formulas call it, run and backpropagated on CPU with
   their recorded (else drawn) inputs (:mod:`conformance.corpus_derive`).
@@ -48,6 +50,10 @@ from opdb.errors import InputError
 DEFAULT_MODELS = ("examples/resnet.py", "examples/bert.py", "examples/lstm_lm.py")
 #: Samples per (OpInfo, dtype) recorded.
 SAMPLES_PER_DTYPE = 4
+#: Samples of an OpInfo's first backward dtype recorded with their backward: a sample generator
+#: goes through its ranks in order (interpolate's first samples are all 1-d), and the backward
+#: ops of the 2-d and 3-d forms are reached only further on.
+SAMPLES_BACKWARD = 16
 #: Distinct specs kept per (overload, tensor dtypes) while recording.
 PER_DTYPE = 4
 #: Specs per overload in the file.
@@ -300,7 +306,8 @@ def _grad_inputs(sample: Any) -> list[Any]:
 
 
 def record_opinfo(collector: Collector, log: Callable[[str], None], *,
-                  samples_per_dtype: int = SAMPLES_PER_DTYPE, match: str | None = None,
+                  samples_per_dtype: int = SAMPLES_PER_DTYPE,
+                  samples_backward: int = SAMPLES_BACKWARD, match: str | None = None,
                   deadline: float | None = None) -> tuple[int, int]:
     """Every OpInfo's first samples per declared CPU dtype, and their backward, recorded at the
     level of the kernels (the top level's Python dispatcher would cost several times more per
@@ -336,12 +343,14 @@ def record_opinfo(collector: Collector, log: Callable[[str], None], *,
                 bdeclared = set()
             backward = {n for n in BACKWARD_DTYPES if torch_dtype(n) in bdeclared}
         origin = f"opinfo:{label}"
+        first_backward = next((n for n in BACKWARD_DTYPES if n in backward), None)
         for name in dtypes:
             for grad in (False, True) if name in backward else (False,):
+                n = samples_backward if grad and name == first_backward else samples_per_dtype
                 torch.manual_seed(0)
                 try:
                     samples = _samples(op, torch_dtype(name), requires_grad=grad,
-                                       n=samples_per_dtype)
+                                       n=max(n, samples_per_dtype))
                 except Exception:  # noqa: BLE001 - a sample generator that fails: skipped
                     continue
                 for sample in samples:
@@ -417,6 +426,7 @@ def write(records: Sequence[Mapping[str, Any]], path: Path, header: Mapping[str,
 
 def build(*, models: Sequence[str], opinfo: bool, output: Path, cap: int = CAP,
           per_dtype: int = PER_DTYPE, samples_per_dtype: int = SAMPLES_PER_DTYPE,
+          samples_backward: int = SAMPLES_BACKWARD,
           max_numel: int = MAX_NUMEL, match: str | None = None,
           time_limit: float | None = None, derived: bool = True,
           derived_match: str | None = None,
@@ -437,7 +447,8 @@ def build(*, models: Sequence[str], opinfo: bool, output: Path, cap: int = CAP,
     opinfos = (0, 0)
     if opinfo:
         deadline = t0 + time_limit if time_limit else None
-        opinfos = record_opinfo(collector, log, samples_per_dtype=samples_per_dtype, match=match,
+        opinfos = record_opinfo(collector, log, samples_per_dtype=samples_per_dtype,
+                                samples_backward=samples_backward, match=match,
                                 deadline=deadline)
     derived_s = None
     if derived:
@@ -454,11 +465,13 @@ def build(*, models: Sequence[str], opinfo: bool, output: Path, cap: int = CAP,
         match = base_header.get("opinfo_match", match)
         models = [*dict.fromkeys([*base_header.get("models", []), *models])]
     header = {
+        **({"base": {k: v for k, v in base_header.items() if k != "record"}} if base else {}),
         "record": "corpus", "format": FORMAT, "torch_version": torch.__version__,
         "models": list(models), "opinfo": opinfo, "opinfo_match": match,
         "opinfos_recorded": opinfos[0], "opinfos_selected": opinfos[1],
         "cap": cap, "per_dtype": per_dtype,
-        "samples_per_dtype": samples_per_dtype, "max_numel": max_numel,
+        "samples_per_dtype": samples_per_dtype, "samples_backward": samples_backward,
+        "max_numel": max_numel,
         "derived": derived, "derived_reached": derived_n if derived else 0,
         "derived_seconds": derived_s,
         "overloads": len({r["overload"] for r in records}), "specs": len(records),
@@ -526,6 +539,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="stop recording OpInfos after this long (the header says how many)")
     b.add_argument("--per-dtype", type=int, default=PER_DTYPE,
                    help="distinct specs per (overload, tensor dtypes) while recording")
+    b.add_argument("--samples-backward", type=int, default=SAMPLES_BACKWARD,
+                   help="samples of each OpInfo's first backward dtype (float32) recorded "
+                        "with their backward")
     b.add_argument("--samples", type=int, default=SAMPLES_PER_DTYPE,
                    help="samples per (OpInfo, dtype)")
     b.add_argument("--max-numel", type=int, default=MAX_NUMEL,
@@ -538,11 +554,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cmd == "show":
             return show(args.path, args.match)
         for name, value in (("--cap", args.cap), ("--per-dtype", args.per_dtype),
-                            ("--samples", args.samples), ("--max-numel", args.max_numel)):
+                            ("--samples", args.samples), ("--max-numel", args.max_numel),
+                            ("--samples-backward", args.samples_backward)):
             if value < 1:
                 raise InputError(f"{name} must be 1 or more, not {value}")
         build(models=args.models, opinfo=args.opinfo, output=args.output or packaged_path(),
               cap=args.cap, per_dtype=args.per_dtype, samples_per_dtype=args.samples,
+              samples_backward=args.samples_backward,
               max_numel=args.max_numel, match=args.match, time_limit=args.time_limit,
               derived=args.derived, derived_match=args.derived_match, base=args.base, log=lambda m: print(m, file=sys.stderr))
     except InputError as exc:

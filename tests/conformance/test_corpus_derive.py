@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -76,3 +77,20 @@ def test_build_on_a_base_derives_and_keeps_its_records(tmp_path):
     assert header["opinfos_recorded"] == 7  # the base's facts carried over
     records, h = read_records(out)
     assert h["derived_seconds"] is not None and len(records) == len(c)
+
+
+@pytest.mark.slow  # imports torch's OpInfo database (~20 s)
+def test_opinfo_backward_samples_reach_the_higher_rank_forms():
+    pytest.importorskip("expecttest")
+    from conformance.corpus_build import record_opinfo
+
+    def recorded(samples_backward: int) -> set[str]:
+        collector = Collector()
+        record_opinfo(collector, lambda _: None, match=r"^nn\.functional\.interpolate\.nearest$",
+                      samples_per_dtype=1, samples_backward=samples_backward)
+        return set(collector.calls)
+
+    # interpolate's samples go through the ranks in order: the first is 1-d
+    few, more = recorded(1), recorded(16)
+    assert "upsample_nearest1d_backward" in few and "upsample_nearest2d_backward" not in few
+    assert {"upsample_nearest2d_backward", "upsample_nearest3d_backward"} <= more
