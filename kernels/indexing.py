@@ -287,7 +287,7 @@ def _scatter_into(base: np.ndarray, dim: int, index: torch.Tensor, src: Any,
         if reduce is None:
             flat[idx.reshape(-1)] = vals
         else:
-            _REDUCE_UFUNC[reduce].at(flat, idx.reshape(-1), vals)
+            _reduce_at(flat, idx.reshape(-1), vals, reduce)
         return base
     grid = _grid(idx, d)
     if np.ndim(src) == 0:
@@ -298,8 +298,20 @@ def _scatter_into(base: np.ndarray, dim: int, index: torch.Tensor, src: Any,
         base[grid] = vals
     else:
         with quiet():
-            _REDUCE_UFUNC[reduce].at(base, grid, vals)
+            _reduce_at(base, grid, vals, reduce)
     return base
+
+
+def _reduce_at(base: np.ndarray, where: Any, vals: Any, reduce: str) -> None:
+    """``base[where] (reduce)= vals`` unbuffered. A float16/bfloat16 sum accumulates in float32
+    and rounds once, as CPU's scatter_add/scatter(reduce='add') kernels do (a 16-bit running
+    sum rounds at every step and drifts by an ulp where indices repeat)."""
+    if reduce in ("add", "sum") and base.dtype.itemsize == 2 and base.dtype.kind in "fV":
+        wide = base.astype(np.float32)
+        np.add.at(wide, where, np.asarray(vals, np.float32))
+        base[...] = wide.astype(np.float16)
+        return
+    _REDUCE_UFUNC[reduce].at(base, where, vals)
 
 
 def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None,
