@@ -113,7 +113,7 @@ def _axpby(self: torch.Tensor, prod: np.ndarray, beta: Any, alpha: Any) -> np.nd
         )
     with quiet():
         r = prod if alpha == 1 else prod * np.asarray(alpha).astype(prod.dtype)
-        if beta == 0:
+        if np.asarray(beta).astype(prod.dtype) == 0:  # read in the compute type: 1e-308 is 0
             return np.array(r, copy=True) if r is prod else r
         c = _operand(self)
         return r + (c if beta == 1 else c * np.asarray(beta).astype(prod.dtype))

@@ -193,3 +193,10 @@ def test_addmm_ignores_the_product_when_alpha_is_zero() -> None:
     for dtype in (torch.float32, torch.float64, torch.complex64):
         _same(torch.addmm, _t([[-inf]], dtype), _t([[3e38]], dtype), _t([[6.6]], dtype),
               beta=0, alpha=0)
+
+
+def test_addmm_reads_beta_in_its_compute_type() -> None:
+    # beta = 1e-308 is 0 in float16's opmath float32: self's inf is then not read, as on CPU
+    _same(torch.addmm, _t([[inf], [-0.04], [-0.5]], torch.float16),
+          _t([[2.5, 2.5], [-0.0, -255.875], [-4.5, nan]], torch.float16),
+          _t([[-1.9140625], [-65504.0]], torch.float16), beta=2.2250738585072014e-308, alpha=2)
