@@ -361,6 +361,12 @@ def _scaled(b: Any, alpha: Any, compute: torch.dtype, result: torch.dtype | None
     if result in (torch.float16, torch.bfloat16) and not isinstance(alpha, bool):
         # CPU reads alpha in the result's dtype (alpha=1e-41 is 0 for float16: inf * 0 = nan)
         alpha = torch.tensor(alpha, dtype=torch.float64).to(result).item()
+        # and its scalar loop (0-dim and small tensors, the tail of every vectorized loop)
+        # computes ``alpha * other`` in the result's dtype, rounding the product before the
+        # sum; only its vectorized body fuses them (one rounding). CPU's answer for one element
+        # thus depends on its position; mlu follows the scalar loop, which small inputs get.
+        product = np.multiply(b, np.asarray(alpha).astype(NP_DTYPE[compute]))
+        return np.asarray(product).astype(NP_DTYPE[result]).astype(NP_DTYPE[compute])
     return np.multiply(b, np.asarray(alpha).astype(NP_DTYPE[compute]))
 
 

@@ -158,7 +158,10 @@ def test_variants_are_drawn_and_broadcast_ones_are_refused_by_cpu():
                 call.run("cpu")
             plain = control(call, variant, detail)
             assert plain is not None
-            plain.run("cpu")
+            try:
+                plain.run("cpu")
+            except RuntimeError as exc:  # refused for another reason (a float alpha on ints)
+                assert "broadcast" not in str(exc) and "doesn't match" not in str(exc), exc
         if variant == "dtype":
             assert detail is not None and detail in {"bool", "uint8", "int8", "int16", "int32",
                                                      "int64", "float16", "bfloat16", "float32",
