@@ -492,6 +492,29 @@ def _has_corpus(item: Item, settings: EngineSettings, hints: OpHints) -> bool:
         corpus.usable_specs(item.sig, hints, item.check.mode, recorded))
 
 
+def _no_local_constants() -> None:
+    """Make Hypothesis' draws a function of the item's seed alone.
+
+    Hypothesis (6.13x and later) draws, 1 time in 20, constants collected from the source of
+    every non-library module loaded so far: which modules those are depends on what the
+    process imported before (the vendor's backend module, other tests in an xdist worker), so
+    the same seed gave different examples, hence different verdicts, from one process to the
+    next (``exp::dtypes`` checked 3 examples in one worker and 4 alone). Its library-wide
+    constants stay. There is no setting for this, so the provider's hook is replaced; should a
+    Hypothesis release move it, draws are as before (order-dependent, never wrong).
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover
+        return
+    if getattr(providers, "_opconform_no_local", False) or not hasattr(providers, "Constants") \
+            or not hasattr(providers, "_get_local_constants"):
+        return
+    empty = providers.Constants()
+    providers._get_local_constants = lambda: empty
+    providers._opconform_no_local = True
+
+
 def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: OpHints,
               tolerance_fn: ToleranceFn, repro_fn: Callable[[Call], str],
               inflight: Inflight | None = None,
@@ -502,6 +525,8 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     from hypothesis import settings as hsettings
     from hypothesis.database import DirectoryBasedExampleDatabase
     from hypothesis.errors import Flaky, Unsatisfiable
+
+    _no_local_constants()
 
     inflight = inflight or Inflight(None)
     t0 = time.perf_counter()
