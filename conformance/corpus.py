@@ -41,6 +41,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from conformance.recorder import leaves
 from opdb.errors import InputError
 
 #: The packaged corpus file, inside ``conformance/data/corpus/``.
@@ -170,18 +171,7 @@ class Spec:
 
     @property
     def tensors(self) -> tuple[TensorArg, ...]:
-        out: list[TensorArg] = []
-
-        def walk(a: Arg) -> None:
-            if isinstance(a, TensorArg):
-                out.append(a)
-            elif isinstance(a, tuple):
-                for x in a:
-                    walk(x)
-
-        for _, a in self.args:
-            walk(a)
-        return tuple(out)
+        return leaves(self.args, TensorArg)
 
     @property
     def size(self) -> int:

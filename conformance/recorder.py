@@ -43,9 +43,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Level names.
 BACKEND = "backend"
@@ -138,18 +140,7 @@ class CallSpec:
     @property
     def tensors(self) -> tuple[TensorSpec, ...]:
         """Every tensor argument's spec (those inside lists too), in order."""
-        out: list[TensorSpec] = []
-
-        def walk(s: ArgSpec) -> None:
-            if isinstance(s, TensorSpec):
-                out.append(s)
-            elif isinstance(s, tuple):
-                for x in s:
-                    walk(x)
-
-        for _, s in self.args:
-            walk(s)
-        return tuple(out)
+        return leaves(self.args, TensorSpec)
 
     def __str__(self) -> str:
         return "(" + ", ".join(f"{n}={_show(s)}" for n, s in self.args) + ")"
@@ -498,3 +489,20 @@ def record(fn: Callable[[], Any], **options: Any) -> tuple[Any, Recording]:
     with Recorder(**options) as rec:
         result = fn()
     return result, rec.recording
+
+
+def leaves(args: Iterable[tuple[str, Any]], kind: type[T]) -> tuple[T, ...]:
+    """The values of type ``kind`` among named arguments, those inside (nested) tuples too,
+    in order: the tensors of a recorded call (:class:`TensorSpec`) or of a corpus spec."""
+    out: list[T] = []
+
+    def walk(a: Any) -> None:
+        if isinstance(a, kind):
+            out.append(a)
+        elif isinstance(a, tuple):
+            for x in a:
+                walk(x)
+
+    for _, a in args:
+        walk(a)
+    return tuple(out)
