@@ -150,9 +150,7 @@ class Inflight:
         self.item["call"] = call.describe()
         self.item["side"] = side
         # the repro is what a crash verdict carries; an oracle crash is a skip and needs none
-        if side == "cpu":
-            self.item["repro"] = None
-        elif self._repro_of is not call:  # one repro per call (CPU reruns, then the backend)
+        if side != "cpu" and self._repro_of is not call:  # one repro per call (CPU reruns)
             self._repro_of, self._repro = call, repro(call)
         self.item["repro"] = self._repro if side != "cpu" else None
         self._write()
@@ -492,6 +490,9 @@ def _has_corpus(item: Item, settings: EngineSettings, hints: OpHints) -> bool:
         corpus.usable_specs(item.sig, hints, item.check.mode, recorded))
 
 
+_LOCAL_CONSTANTS_OFF = False  # _no_local_constants ran in this process
+
+
 def _no_local_constants() -> None:
     """Make Hypothesis' draws a function of the item's seed alone.
 
@@ -503,16 +504,17 @@ def _no_local_constants() -> None:
     constants stay. There is no setting for this, so the provider's hook is replaced; should a
     Hypothesis release move it, draws are as before (order-dependent, never wrong).
     """
+    global _LOCAL_CONSTANTS_OFF
+    if _LOCAL_CONSTANTS_OFF:
+        return
+    _LOCAL_CONSTANTS_OFF = True
     try:
         from hypothesis.internal.conjecture import providers
     except ImportError:  # pragma: no cover
         return
-    if getattr(providers, "_opconform_no_local", False) or not hasattr(providers, "Constants") \
-            or not hasattr(providers, "_get_local_constants"):
-        return
-    empty = providers.Constants()
-    providers._get_local_constants = lambda: empty
-    providers._opconform_no_local = True
+    if hasattr(providers, "Constants") and hasattr(providers, "_get_local_constants"):
+        empty = providers.Constants()
+        providers._get_local_constants = lambda: empty
 
 
 def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: OpHints,

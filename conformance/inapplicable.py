@@ -24,7 +24,6 @@ report as before; ``--collect-only`` lists them as items and writes nothing.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Generator
 from pathlib import Path
@@ -74,11 +73,12 @@ class NotApplicable:
             return
         items[:] = keep
         if state.is_worker:  # the controller writes them (pytest_xdist_node_collection_finished)
+            from reports.files import write_text
+
             target = self._file(state.worker)
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(".tmp")
-            tmp.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-            os.replace(tmp, target)  # whole, before this worker reports its collection
+            # atomically, whole before this worker reports its collection
+            write_text(target, "".join(json.dumps(r) + "\n" for r in records))
             return
         self._record(records)
 
