@@ -775,7 +775,8 @@ def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
         lead = dt if lead is None else lead
         kinds[spec.name] = kind
         if kind == "python":
-            python[spec.name] = draw(python_scalars(dt), label=f"{spec.name} value")
+            python[spec.name] = draw(python_scalars(dt, bounds=_bounds(hints.get(spec.name))),
+                                     label=f"{spec.name} value")
             notes.append(f"{spec.name}=python {type(python[spec.name]).__name__}")
             continue
         dtypes[spec.name] = dt

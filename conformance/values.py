@@ -376,6 +376,16 @@ PYTHON_SCALARS: dict[str, tuple[Any, ...]] = {
 }
 
 
-def python_scalars(dtype: str) -> st.SearchStrategy[Any]:
-    """A Python scalar of the kind that ``dtype`` stands for (shrinks to the first value)."""
-    return st.sampled_from(PYTHON_SCALARS[category(dtype)])
+def python_scalars(dtype: str, *, bounds: tuple[float, float] | None = None
+                   ) -> st.SearchStrategy[Any]:
+    """A Python scalar of the kind that ``dtype`` stands for (shrinks to the first value).
+    ``bounds`` (a hint's min/max): only the kind's values inside ``[lo, hi]`` (a complex one:
+    both parts), or the kind's whole table where none is (a range no int fits, say)."""
+    table = PYTHON_SCALARS[category(dtype)]
+    if bounds is not None:
+        lo, hi = bounds
+        inside = tuple(v for v in table
+                       if all(lo <= part <= hi for part in
+                              ((v.real, v.imag) if isinstance(v, complex) else (v,))))
+        table = inside or table
+    return st.sampled_from(table)

@@ -225,6 +225,11 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
             "--conformance-seed", str(args.seed), "--conformance-timeout", str(args.timeout),
             "-p", "no:cacheprovider", "-p", "no:benchmark",
             "-p", "no:faulthandler", "--noconftest", "-o", "addopts=", "-q",
+            # no assertion rewriting: the items report through verdicts, not assert statements,
+            # and rewriting hypothesis' and this project's modules (plugins' packages) in every
+            # xdist worker, each replacement included, cost ~1.5 CPU-s a start where bytecode is
+            # not written (PYTHONDONTWRITEBYTECODE)
+            "--assert=plain",
             "--rootdir", os.getcwd()]
     for flag, value in (("--ops", args.ops), ("--checks", args.checks),
                         ("--max-examples", args.max_examples), ("--without", args.without),

@@ -124,3 +124,4 @@ def test_run_takes_its_own_hints_and_tolerances_files(tmp_path: Path,
     argv = pytest_argv(args, 0, str(tmp_path))
     assert argv[argv.index("--hints") + 1] == str(bad)
     assert argv[argv.index("--tolerances") + 1] == str(tol)
+    assert "--assert=plain" in argv  # every worker start would rewrite the plugins' modules

@@ -105,6 +105,25 @@ def test_promotion_mode_draws_every_operand_form():
     assert len([s for s in seen if s.startswith("torch.")]) >= 8  # dtypes across the twelve
 
 
+def test_promotion_mode_keeps_a_scalar_operands_hinted_range():
+    from opdb.opdata import load_hints
+
+    name = "special_hermite_polynomial_h.n_scalar"  # n: {min: -2, max: 12} in hints.yaml
+    hints = load_hints().for_op(name)
+    seen: list[object] = []
+
+    @settings(max_examples=60, deadline=None, database=None, derandomize=True)
+    @given(calls(sig_of(name), hints, mode="promotion"))
+    def collect(call):
+        seen.append(dict(call.values)["n"])
+
+    collect()
+    parts = [p for n in seen if not isinstance(n, torch.Tensor)
+             for p in ((n.real, n.imag) if isinstance(n, complex) else (n,))]
+    assert parts and all(-2 <= p <= 12 for p in parts)
+    assert {type(n) for n in seen} >= {int, float}
+
+
 def test_factory_device_argument_follows_the_call():
     sig = sig_of("ones")  # ones(SymInt[] size, *, ScalarType? dtype, ..., Device? device, ...)
     assert sig.is_factory
