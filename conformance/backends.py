@@ -16,6 +16,13 @@ from opdb.errors import InputError
 #: Environment variable read by the reference backend: comma-separated overload names to leave out.
 WITHOUT_ENV = "OPCONFORM_MLU_WITHOUT"
 
+#: Environment each built-in backend is run under unless the user set the variable: errors of an
+#: asynchronous device surface at the call that caused them (a sticky error pinned on its call,
+#: not on whatever ran next). Set before the backend initializes; workers inherit it.
+_ENV: dict[str, dict[str, str]] = {
+    "cuda": {"CUDA_LAUNCH_BLOCKING": "1", "HIP_LAUNCH_BLOCKING": "1"},  # HIP: ROCm's "cuda"
+}
+
 _BUILTIN = {
     # name: (device type, dispatch key, whether its tensors hold values that can be read back)
     "cpu": ("cpu", "CPU", True),
@@ -87,6 +94,8 @@ def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
         )
     if lower in _BUILTIN:
         device, dispatch_key, host_values = _BUILTIN[lower]
+        for var, value in _ENV.get(lower, {}).items():
+            os.environ.setdefault(var, value)
         if not _available(device):
             raise InputError(
                 f"backend {name!r} is not available in this torch build "
@@ -117,3 +126,23 @@ def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
     raise InputError(
         f"unknown backend {name!r}; expected one of: {', '.join(BACKEND_NAMES)}"
     )
+
+
+def device_error(backend: Backend) -> str | None:
+    """Whether ``backend``'s device still works: a tiny op on it, read back and synchronized.
+    ``None`` if it does, else the error line. Asked after a backend call raised: some errors are
+    sticky (CUDA's device-side assert), and every later call in that process fails with them."""
+    import torch
+
+    from conformance.verdicts import error_line
+
+    try:
+        t = torch.ones(2, device=backend.device).add(1)
+        if backend.host_values:
+            t.cpu()
+        sync = getattr(getattr(torch, backend.device, None), "synchronize", None)
+        if callable(sync):
+            sync()
+    except Exception as exc:  # noqa: BLE001 - the answer is the error
+        return error_line(exc)
+    return None

@@ -42,6 +42,7 @@ from opdb.opdata import OpHints
 from opdb.outcomes import (
     CPU_DTYPE_GAP,
     CPU_UNSTABLE,
+    DEVICE_LOST,
     ERROR_ACCEPTS,
     ERROR_RAISES,
     ERROR_TYPE,
@@ -309,7 +310,9 @@ class Context:
         self._values_skipped = True
         return False
 
-    def _unsupported(self, exc: BaseException, call: Call) -> None:
+    def _unsupported(self, exc: BaseException, call: Call | None) -> None:
+        """A backend call raised ``exc``: a missing kernel ends the run as ``unsupported``; a
+        device left unusable ends it as a ``crash`` (:meth:`device_alive`); else it returns."""
         missing = missing_op_from(exc)
         if missing is not None:
             stop = Abort("unsupported", "missing_kernel",
@@ -317,6 +320,23 @@ class Context:
                          f"({error_line(exc)})", missing_op=missing[0])
             stop.call = call
             raise stop from None
+        self.device_alive(exc, call)
+
+    def device_alive(self, exc: BaseException, call: Call | None) -> None:
+        """After the backend raised ``exc``: does its device still work? A sticky error (CUDA's
+        device-side assert) makes every later call in the process fail, each a false verdict;
+        the run ends as a ``crash`` (``device_lost``) and the plugin replaces the process."""
+        from conformance.backends import device_error
+
+        lost = device_error(self.backend)
+        if lost is None:
+            return
+        stop = Abort("crash", DEVICE_LOST,
+                     f"{self.backend.device} was unusable after this call raised "
+                     f"{error_line(exc)} (a tiny op then raised {lost}): a sticky device error, "
+                     f"every later call in the process would fail")
+        stop.call = call
+        raise stop from None
 
     def cpu_unstable(self, call: Call, agrees: Callable[[Any], bool], reruns: int = 2) -> bool:
         """Whether CPU disagrees with itself on ``call``: asked only where a value comparison
@@ -363,6 +383,7 @@ class Context:
         try:
             return t.cpu()
         except Exception as exc:  # noqa: BLE001
+            self.device_alive(exc, None)
             raise CheckFailure("device", f"copying the result to CPU raised {error_line(exc)}") \
                 from None
 
@@ -686,14 +707,15 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     try:
         test()
     except Abort as stop:
-        if found:  # a missing kernel or the budget hit while shrinking
+        if found and stop.category != DEVICE_LOST:  # a missing kernel or the budget hit while
+            # shrinking (a lost device is said even then: the process must end)
             return failed()  # type: ignore[return-value]
         if stop.verdict == "budget":
             if ctx.checked == 0:
                 return verdict("skip", "no_valid_inputs", most_common_cpu_error(), ctx=ctx)
             # else: fewer valid examples than asked for, all of them agreed: judged below
         else:
-            call = stop.call if stop.verdict == "unsupported" else None
+            call = stop.call if stop.verdict in ("unsupported", "crash") else None
             assert call is None or isinstance(call, Call)
             return verdict(stop.verdict, stop.category, stop.message, examples=ctx.checked,
                            missing_op=stop.missing_op, ctx=ctx,

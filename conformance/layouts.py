@@ -427,7 +427,8 @@ def _not_the_layout(ctx: Context, call: LayoutCall, actual: Any, seeded: bool) -
     ctx.inflight.call(twin, ctx.repro_fn, side=ctx.backend.device)
     try:
         again = twin.run(ctx.backend.device)
-    except Exception:  # noqa: BLE001 - raises without any view too
+    except Exception as exc:  # noqa: BLE001 - raises without any view too
+        ctx.device_alive(exc, twin)
         return "the same values as contiguous tensors fail too (the forward check's failure)"
     if not agrees(again):
         return "the same values as contiguous tensors fail too (the forward check's failure)"
@@ -440,6 +441,7 @@ def _backend_refuses_like(ctx: Context, call: Call, refusal: BaseException) -> b
     try:
         call.run(ctx.backend.device)
     except Exception as exc:  # noqa: BLE001
+        ctx.device_alive(exc, call)
         return type(exc) is type(refusal)
     return False
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from opdb.outcomes import DEVICE_LOST
+
 if TYPE_CHECKING:
     from conformance.backends import Backend
     from conformance.engine import EngineSettings, Inflight, Item
@@ -265,6 +267,13 @@ class State:
                 overload, _, check = report.nodeid.partition("::")
                 marker = {"overload": overload, "check": check, "nodeid": report.nodeid}
             started = marker.get("started")
+            if marker.get("state") == DEVICE_LOST and isinstance(marker.get("record"), dict):
+                # the worker judged it and ended on purpose (its device was unusable)
+                rec = dict(marker["record"])
+                rec["message"] = f"{rec['message']}; the worker {wid} ended and was replaced"
+                report.user_properties.append((_PROP, json.dumps(rec)))
+                state.record(rec)
+                return
             hung = bool(state.timeout and started and time.time() - started >= state.timeout)
             if marker.get("state") == "timeout" or hung:
                 rec = _lost_record(state, marker, "timeout",
@@ -504,6 +513,8 @@ class ConformanceItem(pytest.Item):
                                 tolerance_fn=state.tolerances,
                                 repro_fn=lambda call: snippet(call, backend),
                                 inflight=state.inflight, expected=expected)
+            if verdict.category == DEVICE_LOST:
+                self._end_with_the_device(state, verdict)
         finally:
             if watchdog is not None:
                 watchdog.cancel()
@@ -515,6 +526,24 @@ class ConformanceItem(pytest.Item):
             raise ConformanceFailure(verdict)
         if verdict.verdict in ("skip", "unsupported"):
             pytest.skip(f"{verdict.verdict} ({verdict.category}): {verdict.message}")
+
+    def _end_with_the_device(self, state: State, verdict: Any) -> None:
+        """The backend's device is unusable (a sticky error): nothing more may run in this
+        process. An xdist worker leaves its verdict in its about-to-run marker and ends; the
+        controller records it and xdist starts a fresh worker for the rest. A lone process
+        records it and stops the session (``--resume`` continues in a fresh one)."""
+        import sys
+
+        if state.is_worker:
+            state.inflight.item["record"] = _json_safe(verdict.to_json())
+            state.inflight.mark(DEVICE_LOST)
+            sys.stderr.write(f"\nconformance: {self.nodeid}: {verdict.message}; ending "
+                             f"worker process {os.getpid()}\n")
+            sys.stderr.flush()
+            os._exit(71)
+        self.session.shouldstop = (f"{self.nodeid} left {state.backend.device} unusable (a sticky "
+                                   f"device error); the rest needs a fresh process: run again "
+                                   f"with --resume, or with -n 1 or more, which replaces it")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str | Any:

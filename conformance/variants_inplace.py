@@ -519,7 +519,8 @@ def _functional_gives(ctx: Context, run: InplaceRun, drawn: Any) -> bool:
     ctx.inflight.call(call, ctx.repro_fn, side=ctx.backend.device)
     try:
         out = call.run(ctx.backend.device)
-    except Exception:  # noqa: BLE001 - no answer: the missing write stands
+    except Exception as exc:  # noqa: BLE001 - no answer: the missing write stands
+        ctx.device_alive(exc, call)
         return False
     got = [_host(ctx, t) for t in tree_flatten(out)[0]]
     want = [t for _, t in _tensors({"x": drawn}, None)]

@@ -214,6 +214,15 @@ UNSUPPORTED_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "missing_kernel": "the dispatcher has no kernel for the backend",
 })
 
+#: The backend's device was unusable after a call raised (a sticky error: CUDA's device-side
+#: assert, a lost context): every later call in that process would fail, so the process ends.
+DEVICE_LOST = "device_lost"
+
+#: Categories of ``crash`` (a crash without one: the process died, see the message).
+CRASH_CATEGORIES: Mapping[str, str] = MappingProxyType({
+    DEVICE_LOST: "a call left the backend's device unusable (sticky error); the process ended",
+})
+
 #: Informational categories (the verdict stays what it is).
 INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
     CPU_DTYPE_GAP: "the backend computes dtypes CPU's own kernel lacks (informational)",
@@ -225,7 +234,8 @@ INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
 
 #: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).
 CATEGORIES: Mapping[str, str] = MappingProxyType({
-    **FAIL_CATEGORIES, **SKIP_CATEGORIES, **UNSUPPORTED_CATEGORIES, **INFO_CATEGORIES,
+    **FAIL_CATEGORIES, **SKIP_CATEGORIES, **UNSUPPORTED_CATEGORIES, **CRASH_CATEGORIES,
+    **INFO_CATEGORIES,
     LEGACY_ERROR_MISMATCH: "error disagreement, recorded before it was split in three",
 })
 

@@ -141,3 +141,28 @@ def test_settle_orphan_in_a_cpu_call_needs_a_second_death(tmp_path: Path) -> Non
     marker.write_text(state)
     rec = settle_orphan(marker, results, cwd=tmp_path)
     assert rec is not None and (rec["verdict"], rec["category"]) == ("skip", "cpu_crashed")
+
+
+@pytest.mark.parametrize("workers", ["1", "0"])
+def test_a_sticky_device_error_ends_the_process_not_the_run(tmp_path: Path, workers: str) -> None:
+    """index_select leaves the device unusable: its verdict is a crash (device_lost) with a
+    repro; with a worker, the process is replaced and mul.Tensor (after it) is judged in a fresh
+    one and passes; alone (-n 0), the session stops and --resume finishes the rest."""
+    importlib.import_module("kernels")
+    out = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "conformance", "run", "--backend", "privateuse1:sticky_device",
+           "--ops", "index_select|mul.Tensor", "--checks", "forward", "--max-examples", "10",
+           "-n", workers, "-o", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(),
+                          timeout=400)
+    if workers == "0":
+        assert "unusable" in done.stderr + done.stdout, done.stderr[-2000:]
+        resumed = subprocess.run([*cmd, "--resume"], capture_output=True, text=True,
+                                 cwd=tmp_path, env=_env(), timeout=400)
+        assert resumed.returncode in (0, 1), resumed.stderr[-2000:]
+    recs = {(r["overload"], r["check"]): r for r in map(json.loads, out.read_text().splitlines())
+            if r.get("record") == "verdict"}
+    lost = recs[("index_select", "forward")]
+    assert (lost["verdict"], lost["category"]) == ("crash", "device_lost"), lost
+    assert "unusable" in lost["message"] and "index_select(" in lost["repro"]
+    assert recs[("mul.Tensor", "forward")]["verdict"] == "pass", recs[("mul.Tensor", "forward")]
