@@ -33,8 +33,8 @@ PY
 
 echo "== static coverage"
 timeout 120 $PY -m conformance coverage --backend "$BACKEND" -o "$OUT/coverage.json" \
-  --format json 2>&1 | tail -5
-timeout 120 $PY -m conformance coverage --backend "$BACKEND" 2>&1 | head -40 > "$OUT/coverage.txt"
+  --format table > "$OUT/coverage.txt" 2>&1
+tail -3 "$OUT/coverage.txt"
 
 echo "== smoke slice"
 timeout 180 $PY -m conformance run --backend "$BACKEND" -n 2 --ops \
