@@ -25,7 +25,7 @@ from kernels._semantics import (
     infer_size,
     write_out,
 )
-from kernels._tensor import NP_DTYPE, TORCH_DTYPE, from_numpy, restride, to_numpy
+from kernels._tensor import NP_DTYPE, TORCH_DTYPE, from_numpy, to_numpy
 from kernels.registry import register, resolve_overload
 
 __all__ = [
@@ -71,9 +71,7 @@ def _store(outs: Sequence[torch.Tensor], values: Any, exact: bool, check: bool =
             raise RuntimeError(
                 f"Expected out tensor to have dtype {dtype}, but got {out.dtype} instead"
             )
-        if silent_resize and tuple(out.shape) != v.shape:
-            restride(out, v.shape)
-        write_out(out, v, dtype, check=check)
+        write_out(out, v, dtype, check=check, silent_resize=silent_resize)
     return outs[0] if single else tuple(outs)
 
 

@@ -364,10 +364,13 @@ def resize_out(out: torch.Tensor, shape: Sequence[int]) -> None:
 
 
 def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = None,
-              *, check: bool = True, exact: bool = False) -> torch.Tensor:
+              *, check: bool = True, exact: bool = False, silent_resize: bool = False
+              ) -> torch.Tensor:
     """Store ``value`` (array or number) in ``out`` after CPU's dtype check and resize; return
     ``out``. ``exact``: ``out`` must have ``result_dtype`` itself (non-TensorIterator structured
-    kernels); otherwise the result type must cast safely to ``out``'s (TensorIterator's rule)."""
+    kernels); otherwise the result type must cast safely to ``out``'s (TensorIterator's rule).
+    ``silent_resize``: a wrong-sized ``out`` is resized without resize_output's warning (CPU
+    kernels that call a plain ``resize_``/``resize_as_``)."""
     value = np.asarray(value)
     if exact and result_dtype is not None:
         check_out_exact(out, result_dtype)
@@ -380,6 +383,8 @@ def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = 
     if result_dtype is not None and value.dtype != NP_DTYPE[result_dtype]:
         # Round to the result dtype first: CPU computes in it, then casts to out's dtype.
         value = value.astype(NP_DTYPE[result_dtype])
+    if silent_resize and tuple(out.shape) != value.shape:
+        restride(out, value.shape)
     resize_out(out, value.shape)
     dst = to_numpy(out)
     if dst.dtype.kind != "c" and value.dtype.kind == "c":

@@ -1106,7 +1106,11 @@ def bucketize_tensor_out(self: torch.Tensor, boundaries: torch.Tensor, *,
 @register("narrow_copy.out")
 def narrow_copy_out(self: torch.Tensor, dim: int, start: int, length: int, *,
                     out: torch.Tensor) -> torch.Tensor:
-    return write_out(out, to_numpy(self.narrow(dim, start, length)), self.dtype)
+    if self.dim() > 0 and out.dtype != self.dtype:  # narrow_copy_dense_cpu_out's checks, in order
+        raise RuntimeError("Expected self.dtype() == output.dtype() to be true, but got false.")
+    # narrow_copy_dense_cpu_out resizes out with a plain resize_: no resize_output warning
+    return write_out(out, to_numpy(self.narrow(dim, start, length)), self.dtype,
+                     silent_resize=True)
 
 
 

@@ -164,7 +164,9 @@ def _addbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, beta
     prod = _bmm_value(batch1, batch2)
     value = _axpby(self, prod.sum(axis=0) if prod.shape[0] else np.zeros(prod.shape[1:],
                                                                         prod.dtype), beta, alpha)
-    return emit(value, batch1.dtype, out, into=self if inplace else None, exact=True)
+    # addbmm_out_cpu resizes out with resize_as_(self): no resize_output warning
+    return emit(value, batch1.dtype, out, into=self if inplace else None, exact=True,
+                silent_resize=True)
 
 
 def _dot_checks(self: torch.Tensor, other: torch.Tensor, op: str) -> None:

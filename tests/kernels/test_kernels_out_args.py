@@ -135,3 +135,34 @@ def test_outs_resized_silently_as_cpu_resizes_them(name):
         return [tuple(t.shape) for t in (r if isinstance(r, tuple) else (r,))]
 
     assert call("mlu") == call("cpu")
+
+
+@pytest.mark.parametrize("name", ["addbmm.out", "narrow_copy.out"])
+def test_plain_resize_outs_give_no_warning(name):
+    """addbmm_out_cpu (resize_as_) and narrow_copy_dense_cpu_out (resize_) resize a wrong-sized,
+    non-empty out= without resize_output's deprecation warning; mlu's do the same."""
+    import warnings
+
+    def call(device: str) -> tuple[int, ...]:
+        out = torch.zeros(5, device=device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            if name == "addbmm.out":
+                torch.addbmm(torch.ones(2, 3, device=device), torch.ones(4, 2, 5, device=device),
+                             torch.ones(4, 5, 3, device=device), out=out)
+            else:
+                torch.narrow_copy(torch.ones(4, 3, device=device), 0, 1, 2, out=out)
+        return tuple(out.shape)
+
+    assert call("mlu") == call("cpu")
+
+
+def test_narrow_copy_out_refuses_another_dtype_as_cpu():
+    """narrow_copy_dense_cpu_out requires out's dtype to be self's (no cast), after its 0-dim check."""
+    for device in ("cpu", "mlu"):
+        with pytest.raises(RuntimeError, match="dtype"):
+            torch.narrow_copy(torch.ones(4, 3, device=device), 0, 1, 2,
+                              out=torch.empty(0, dtype=torch.float64, device=device))
+        with pytest.raises(RuntimeError, match="0-dim"):
+            torch.narrow_copy(torch.ones((), device=device), 0, 0, 1,
+                              out=torch.empty(0, dtype=torch.float64, device=device))
