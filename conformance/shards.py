@@ -2,7 +2,10 @@
 
 Items are dealt in a stable order (the collection order: YAML order of the overloads, then the
 checks), so every shard of every machine sees the same partition. Without durations the deal is
-round-robin (balanced by counts). With the verdicts of a previous results file
+round-robin (balanced by counts), each round starting one shard further on: a plain ``i % N``
+gives every shard a single check whenever N is a multiple of the number of checks (8 checks,
+``--shard K/16``: shard 0 was every other overload's ``forward`` and nothing else), so a shard
+was neither a sample of the run nor of its cost. With the verdicts of a previous results file
 (``--durations FILE``) it is greedy longest-first: the slowest item goes to the least-loaded shard,
 ties to the lower shard; items the file does not know weigh the median of those it does. The
 partition is disjoint and complete by construction, and a function of (ids, durations, N) only.
@@ -54,7 +57,7 @@ def assign(ids: Sequence[str], n: int, durations: Mapping[str, float] | None = N
            ) -> list[int]:
     """The shard (0..n-1) of each id, in the order given."""
     if not durations:
-        return [i % n for i in range(len(ids))]
+        return [(i + i // n) % n for i in range(len(ids))]
     known = [durations[i] for i in ids if i in durations]
     default = statistics.median(known) if known else 1.0
     # a floor keeps a file full of 0.0 s skips from piling every item onto one shard

@@ -33,8 +33,8 @@ def test_partition_is_disjoint_complete_and_stable(n: int) -> None:
 
 def test_durations_balance_the_shards() -> None:
     ids = _ids(60)
-    # a few very slow items at the front: round-robin piles them onto shard 0
-    durations = {i: (30.0 if k % 4 == 0 and k < 24 else 0.5) for k, i in enumerate(ids)}
+    # a few very slow items at the front, where the rotating round-robin deals them to shard 0
+    durations = {i: (30.0 if k in (0, 7, 10, 13) else 0.5) for k, i in enumerate(ids)}
 
     def loads(shard: list[int]) -> list[float]:
         out = [0.0, 0.0, 0.0, 0.0]
@@ -64,3 +64,18 @@ def test_parse_shard_and_load_durations(tmp_path: Path) -> None:
     path.write_text('{"record": "run"}\n')
     with pytest.raises(InputError, match="no verdict record"):
         load_durations(path)
+
+
+@pytest.mark.parametrize(("checks", "n"), [(8, 16), (4, 16), (3, 3), (8, 8)])
+def test_every_shard_gets_every_check_when_n_is_a_multiple_of_their_number(checks: int,
+                                                                            n: int) -> None:
+    """Dealt without durations, a shard is a sample of the whole run: every check in it, not one
+    check of every n/checks-th overload (``i % n`` did that), and counts still balanced."""
+    names = [f"c{k}" for k in range(checks)]
+    ids = [f"op{o}.Tensor::{c}" for o in range(40 * n) for c in names]
+    shard = assign(ids, n)
+    for s in range(n):
+        mine = [i for i, k in zip(ids, shard, strict=True) if k == s]
+        assert {i.rpartition("::")[2] for i in mine} == set(names)
+    counts = [shard.count(s) for s in range(n)]
+    assert max(counts) - min(counts) <= 1
