@@ -181,23 +181,25 @@ def take(entry: Mapping[str, Any], allowed: Iterable[str], file: str, what: str)
 
 
 def expand_names(patterns: Iterable[str], known: Iterable[str], *, file: str, line: int | None,
-                 what: str = "overload") -> tuple[str, ...]:
+                 what: str = "overload", strict: bool = True) -> tuple[str, ...]:
     """Overload names for ``patterns`` (exact names, or ``*``/``?`` globs), in ``known``'s order
-    for globs. A name not in ``known``, or a glob matching nothing, is an :class:`InputError`."""
+    for globs. A name not in ``known``, or a glob matching nothing, is an :class:`InputError`;
+    unless not ``strict`` (the packaged data, written for the newest torch, read under an older
+    one that lacks some overloads): then it is left out."""
     known = list(known)
     known_set = set(known)
     out: list[str] = []
     for pattern in patterns:
         if any(c in pattern for c in "*?["):
             hits = fnmatch.filter(known, pattern)
-            if not hits:
+            if not hits and strict:
                 raise InputError(f"{what} pattern {pattern!r} matches no overload", file=file,
                                  line=line)
             out.extend(h for h in hits if h not in out)
         elif pattern in known_set:
             if pattern not in out:
                 out.append(pattern)
-        else:
+        elif strict:
             raise InputError(f"{pattern!r} is not an overload of the op database", file=file,
                              line=line)
     return tuple(out)
@@ -298,10 +300,16 @@ def _arg_hint(raw: Any, file: str, line: int | None) -> ArgHint:
     return ArgHint(**kw)
 
 
-def load_hints(path: DataPath | None = None, *, db: OpDB | None = None) -> Hints:
+def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
+               strict: bool | None = None) -> Hints:
     """Hints from ``path`` (default: the packaged ``hints.yaml``), validated against ``db``
     (default: :func:`opdb.load`): overload names (or globs) must name overloads, and every
-    argument named must be an argument of them (for ``arguments:``, of some overload)."""
+    argument named must be an argument of them (for ``arguments:``, of some overload).
+
+    A file the user gives is held to that strictly. The packaged file is written for the torch
+    CI pins; under another torch, names and arguments that torch lacks are left out (``strict``
+    makes them errors there too: the project's tests read it so)."""
+    strict = strict if strict is not None else path is not None
     src = path if path is not None else HINTS_FILE
     file = str(src)
     data = read_yaml(src) or {}
@@ -320,6 +328,8 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None) -> Hints
             continue
         line = raw.get(LINE) if isinstance(raw, Mapping) else raw_arguments.get(LINE)
         if name not in arg_names:
+            if not strict:
+                continue
             raise InputError(f"no overload has an argument named {name!r}", file=file, line=line)
         arguments[name] = _arg_hint(raw, file, line)
     ops: dict[str, OpHints] = {}
@@ -340,7 +350,9 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None) -> Hints
         if max_side is not None and (not isinstance(max_side, int) or max_side < 1):
             raise InputError("'max_side' must be a positive integer", file=file, line=line)
         names = expand_names(_names(entry, file), (o.name for o in database.overloads),
-                             file=file, line=line)
+                             file=file, line=line, strict=strict)
+        if not names:
+            continue
         raw_args = entry.get("args") or {}
         if not isinstance(raw_args, Mapping):
             raise InputError("'args' must be a mapping of argument name -> hint", file=file,
@@ -352,6 +364,8 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None) -> Hints
                 continue
             aline = v.get(LINE, line) if isinstance(v, Mapping) else line
             if k not in have:
+                if not strict:
+                    continue
                 raise InputError(f"argument {k!r} is not an argument of "
                                  f"{', '.join(names[:4])}{' ...' if len(names) > 4 else ''}",
                                  file=file, line=aline)
@@ -389,9 +403,12 @@ def _argument_names(ov: Any) -> tuple[str, ...]:
 _TOL_KEYS = {"names", "dtypes", "rtol", "atol", "reason"}
 
 
-def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None) -> Tolerances:
+def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
+                    strict: bool | None = None) -> Tolerances:
     """Tolerance overrides from ``path`` (default: the packaged ``tolerances.yaml``), names
-    validated against ``db`` (default: :func:`opdb.load`)."""
+    validated against ``db`` (default: :func:`opdb.load`); ``strict`` as for
+    :func:`load_hints`."""
+    strict = strict if strict is not None else path is not None
     src = path if path is not None else TOLERANCES_FILE
     file = str(src)
     data = read_yaml(src) or []
@@ -423,7 +440,9 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None) -> 
                                      file=file, line=line)
         assert database is not None
         names = expand_names(_names(entry, file), (o.name for o in database.overloads),
-                             file=file, line=line)
+                             file=file, line=line, strict=strict)
+        if not names:
+            continue
         entries.append(Tolerance(names=frozenset(names),
                                  dtypes=tuple(dtypes) if dtypes else None,
                                  rtol=float(entry["rtol"]), atol=float(entry["atol"]),

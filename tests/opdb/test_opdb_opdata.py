@@ -37,6 +37,35 @@ def test_packaged_data_is_found_inside_the_package(db):
     load_tolerances(db=db)
 
 
+def test_packaged_data_names_only_what_this_torch_has(db):
+    """Read strictly (as a user's file is), the packaged data names no overload, glob or
+    argument the installed torch (the one CI pins) lacks."""
+    hints = load_hints(opdata.HINTS_FILE, db=db)
+    assert hints.ops == load_hints(db=db).ops
+    load_tolerances(opdata.TOLERANCES_FILE, db=db)
+
+
+def test_packaged_data_under_an_older_torch_leaves_out_what_it_lacks(db, tmp_path):
+    """An older torch lacks some overloads (torch 2.11 has no get_device): the packaged data
+    still loads, without them; a user's file naming them is still an error."""
+    from opdb.derivatives import find_derivatives_yaml
+
+    text = Path(db.native_functions_path).read_text(encoding="utf-8")
+    gone = ("get_device", "binomial")
+    blocks = text.split("\n- func: ")
+    kept = [b for b in blocks if not b.startswith(tuple(f"{n}(" for n in gone))]
+    assert len(kept) == len(blocks) - len(gone)
+    (tmp_path / "native_functions.yaml").write_text("\n- func: ".join(kept), encoding="utf-8")
+    older = opdb.load(tmp_path / "native_functions.yaml",
+                      derivatives=find_derivatives_yaml(Path(db.native_functions_path)))
+    hints = load_hints(db=older)
+    assert not set(gone) & set(hints.ops) and "binomial" in load_hints(db=db).ops
+    assert hints.for_op("index.Tensor").get("indices").dtypes == ("int64",)
+    load_tolerances(db=older)
+    with pytest.raises(InputError, match="'binomial' is not an overload"):
+        load_hints(opdata.HINTS_FILE, db=older)
+
+
 def test_records_are_frozen(db):
     hints = load_hints(db=db)
     with pytest.raises(AttributeError):
