@@ -95,8 +95,7 @@ def harness_failures(backend: Any, overload: str, max_examples: int,
                                                              database=None),
                       hints=hints, tolerance_fn=tolerances,
                       repro_fn=lambda call: snippet(call, backend), inflight=inflight,
-                      expected=expectations.matcher(item.id)
-                      if hasattr(expectations, "matcher") else expectations.reason_for(item.id))
+                      expected=expectations.matcher(item.id))
         failures = list(getattr(v, "failures", ()) or ())
         if v.verdict == "fail" and not failures:  # an engine without distinct failures
             failures = [{"category": v.category, "message": v.message, "expected": v.expected}]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -108,6 +108,19 @@ class Expectations:
         else:
             hit = self.for_failure(test_id, category, message or "")
         return hit.reason if hit else None
+
+    def matcher(self, test_id: str) -> str | Callable[[str, str], str | None] | None:
+        """What the engine's ``run_check(expected=...)`` takes for item ``test_id``: a whole-item
+        entry's reason (every failure expected), else a ``(category, message) -> reason | None``
+        matcher that explains each distinct failure by the entries' fingerprints."""
+        whole = self.for_item(test_id)
+        if whole is not None:
+            return whole.reason
+
+        def by_fingerprint(category: str, message: str) -> str | None:
+            return self.reason_for(test_id, category, message)
+
+        return by_fingerprint
 
     def unmatched(self, test_ids: Iterable[str]) -> list[Expectation]:
         """Id patterns that name no item among ``test_ids`` (each with its file and line)."""

@@ -498,13 +498,7 @@ class ConformanceItem(pytest.Item):
         test_id = self.item.id
         # a whole-item entry makes every failure expected; otherwise each distinct failure is
         # matched to the entries' category/message fingerprints by the engine
-        whole = state.expectations.for_item(test_id)
-        expectations = state.expectations
-
-        def by_fingerprint(category: str, message: str) -> str | None:
-            return expectations.reason_for(test_id, category, message)
-
-        expected = whole.reason if whole else by_fingerprint
+        expected = state.expectations.matcher(test_id)
         state.inflight.start(self.nodeid, self.item.sig.name, self.item.check.name)
         watchdog = _Watchdog(state, self, state.timeout) if state.timeout > 0 else None
         try:
@@ -521,7 +515,7 @@ class ConformanceItem(pytest.Item):
             state.inflight.finish()
         self.user_properties.append((_PROP, json.dumps(_json_safe(verdict.to_json()))))
         if verdict.verdict == "fail":
-            if verdict.expected and whole is None:  # a fingerprint entry matched this failure
+            if verdict.expected and not isinstance(expected, str):  # a fingerprint entry matched
                 pytest.xfail(verdict.expected)
             raise ConformanceFailure(verdict)
         if verdict.verdict in ("skip", "unsupported"):

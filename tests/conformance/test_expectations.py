@@ -52,6 +52,22 @@ def test_fingerprints_match_one_failure_not_the_item(tmp_path):
     assert exp.reason_for("mul.Scalar::promotion", "error_raises", "other") is None
 
 
+def test_matcher_is_what_run_check_takes(tmp_path):
+    """One rule for the plugin and bench_mutants: a whole-item entry's reason, else a per-failure
+    matcher (bench_mutants once passed reason_for(id), which drops every fingerprint entry)."""
+    exp = load_expectations(_write(tmp_path, (
+        "- id: abs::forward\n  reason: whole item\n"
+        "- ids: ['addbmm*::forward']\n  category: value\n  message: 'difference: nan'\n"
+        "  reason: beta = 0\n")))
+    assert exp.matcher("abs::forward") == "whole item"
+    match = exp.matcher("addbmm::forward")
+    assert callable(match)
+    assert match("value", "Greatest absolute difference: nan at index (0, 2)") == "beta = 0"
+    assert match("value", "Greatest absolute difference: 3.0") is None
+    assert match("shape", "difference: nan") is None
+    assert exp.matcher("mm::forward")("value", "difference: nan") is None
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("- id: abs::forward\n  ids: [abs::forward]\n  reason: r\n", "exactly one of 'id' or 'ids'"),
     ("- ids: []\n  reason: r\n", "non-empty list"),
