@@ -632,7 +632,7 @@ def verify_autograd(ctx: Context, call: Call) -> None:
         ctx._unsupported(exc, call)
         raise CheckFailure(ERROR_RAISES, f"copying an input to {device} raised "
                                          f"{error_line(exc)} [{where}]") from None
-    actual = ctx.run_backend(_with_leaves(call, dev_leaves, torch.Tensor.clone))
+    actual = ctx.run_backend(_with_leaves(call, dev_leaves, torch.Tensor.clone), marker=call)
     try:
         compare_outputs(ctx, call, expected, actual, values=True)
     except CheckFailure as exc:

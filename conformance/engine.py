@@ -250,10 +250,13 @@ class Context:
         self._mark(cpu_ok=True)
         return out, None
 
-    def run_backend(self, call: Call) -> Any:
+    def run_backend(self, call: Call, *, marker: Call | None = None) -> Any:
         """The backend's answer. Its missing kernel ends the run as ``unsupported``; any other
-        error where CPU succeeded is an ``error_raises`` failure (a missing capability)."""
-        self.inflight.call(call, self.repro_fn, side=self.backend.device)
+        error where CPU succeeded is an ``error_raises`` failure (a missing capability).
+        ``marker``: the call the about-to-run marker (and a crash's repro) names, when ``call``
+        holds tensors already on the device (the autograd check's leaves), which a repro cannot
+        read back from a backend whose tensors hold no values."""
+        self.inflight.call(marker or call, self.repro_fn, side=self.backend.device)
         try:
             out = call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001

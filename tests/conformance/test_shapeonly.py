@@ -160,3 +160,41 @@ def test_no_meta_kernel_is_unsupported_naming_the_op():
     v = run("masked_select", "forward", resolve("meta"), k=4)
     assert (v.verdict, v.category, v.missing_op) == ("unsupported", "missing_kernel",
                                                      "masked_select"), v.message
+
+
+def test_autograd_is_judged_on_metadata_with_the_about_to_run_marker(tmp_path):
+    """The autograd check on meta: its device leaves are meta tensors, and the about-to-run
+    marker's repro (written before every backend call when the run has an in-flight folder) is
+    built from the CPU call, not read back from them (that was a harness_error on every item).
+    Agreement is a metadata_only pass; a meta backward kernel whose gradient is on the wrong
+    device fails (autograd itself sums a gradient to its input's shape where that shape expands
+    to it, and casts its dtype: what is left to judge is device, presence and errors)."""
+    from test_engine import HINTS, TOL
+
+    from conformance.checks import CHECKS
+    from conformance.engine import EngineSettings, Inflight, Item, run_check
+    from conformance.repro import snippet
+
+    meta = resolve("meta")
+
+    def run_marked(name: str):
+        return run_check(Item(sig_of(name), CHECKS["autograd"]), meta,
+                         settings=EngineSettings(max_examples=4, database=None),
+                         hints=HINTS.for_op(name), tolerance_fn=TOL,
+                         repro_fn=lambda call: snippet(call, meta),
+                         inflight=Inflight(tmp_path / "worker.json"))
+
+    for name in ("sin", "mm", "relu"):
+        v = run_marked(name)
+        assert (v.verdict, v.category) == ("pass", METADATA_ONLY), (name, v.message)
+    lib = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+        lib.impl("threshold_backward",
+                 lambda grad, self, threshold: torch.empty(grad.shape, dtype=grad.dtype), "Meta")
+    try:
+        v = run_marked("relu")
+    finally:
+        lib._destroy()
+    assert v.verdict == "fail" and v.category in ("backward_raises", "grad_meta"), v.message
+    assert v.repro and "relu" in v.repro
