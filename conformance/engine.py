@@ -17,7 +17,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from opdb.outcomes import (
     ERROR_TYPE,
     METADATA_ONLY,
     is_dtype_gap,
+    is_internal_assert,
 )
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[-+](?:\d+\.?\d*)"
@@ -68,6 +69,35 @@ def _split_call(message: str) -> tuple[str, str]:
                 return message[:i - 1], message[i + 1:-1]
             return message, ""
     return message, ""
+
+
+def non_empty(call: Call) -> Call | None:
+    """``call`` with each empty input tensor replaced by zeros of its shape with every 0 made
+    1 (``out=`` tensors as they are), or ``None`` when some input tensor is not empty (or there
+    is none)."""
+    outs = {a.name for a in call.sig.args if a.is_out}
+    found = False
+
+    def grow(v: Any) -> Any:
+        nonlocal found
+        if not isinstance(v, torch.Tensor):
+            return v
+        if v.numel() != 0:
+            raise _NotEmpty
+        found = True
+        return torch.zeros([max(d, 1) for d in v.shape], dtype=v.dtype)
+
+    try:
+        values = tuple((name, v if name in outs else
+                        [grow(x) for x in v] if isinstance(v, list | tuple) else grow(v))
+                       for name, v in call.values)
+    except _NotEmpty:
+        return None
+    return replace(call, values=values) if found else None
+
+
+class _NotEmpty(Exception):
+    pass
 
 
 def failure_key(category: str | None, message: str, dtypes: Iterable[str] = ()) -> str:
@@ -261,29 +291,56 @@ class Context:
             out = call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
             self._unsupported(exc, call)
+            refusal = self._vacuous_acceptance(call)
+            if refusal is not None:
+                self.cpu_errors[f"accepted only empty inputs: {error_line(refusal)}"] += 1
+                raise CpuRejected(refusal) from None
             raise CheckFailure(ERROR_RAISES, f"raised {error_line(exc)}, but CPU returned a "
                                                  f"result [{call.describe()}]") from None
         self._mark(backend_ok=True)
         return out
 
+    def _vacuous_acceptance(self, call: Call) -> BaseException | None:
+        """CPU's refusal of ``call`` made non-empty, when CPU accepted ``call`` only because
+        every input tensor is empty and refuses it otherwise (the backend raised).
+
+        CPU's kernels return before their dtype dispatch and argument checks when there is
+        nothing to compute (``random_`` of an empty complex tensor, ``geometric_`` of an empty
+        bool one): that acceptance specifies nothing, and a backend that validates first is not
+        failed for it (which exception type CPU refuses with is judged on non-empty examples).
+        A backend refusing what CPU computes on non-empty inputs still fails."""
+        bigger = non_empty(call)
+        if bigger is None:
+            return None
+        self.inflight.call(bigger, self.repro_fn, side="cpu")
+        try:
+            bigger.run("cpu")
+        except Exception as refusal:  # noqa: BLE001 - CPU's errors are data here
+            return refusal
+        return None
+
     def expect_same_error(self, call: Call, cpu_exc: BaseException) -> None:
         """CPU raised: the backend must raise the same exception type (else ``error_type``);
         returning a result is ``error_accepts`` (missing validation), unless CPU's refusal is only
         its own missing dtype kernel: then the example is not counted and the verdict notes it
-        (``cpu_dtype_gap``, informational)."""
+        (``cpu_dtype_gap``, informational). A failed internal assertion on CPU
+        (:func:`~opdb.outcomes.is_internal_assert`) is CPU's bug: whatever the backend does
+        there is not counted."""
         __tracebackhide__ = True
         self.inflight.call(call, self.repro_fn, side=self.backend.device)
         try:
             call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
             self._unsupported(exc, call)
-            if type(exc) is not type(cpu_exc):
+            if type(exc) is not type(cpu_exc) and not is_internal_assert(str(cpu_exc)):
                 raise CheckFailure(
                     ERROR_TYPE, f"raised {error_line(exc)}, but should raise "
                     f"{type(cpu_exc).__name__} as CPU does ({error_line(cpu_exc)}) "
                     f"[{call.describe()}]") from None
             return
         self._mark(backend_ok=True)
+        if is_internal_assert(str(cpu_exc)):  # CPU's own bug: its refusal specifies nothing
+            raise CpuRejected(cpu_exc)
         if is_dtype_gap(str(cpu_exc)):
             self.cpu_dtype_gaps[error_line(cpu_exc)] += 1
             raise CpuRejected(cpu_exc)

@@ -376,11 +376,20 @@ def _add(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype, alpha: An
     return np.add(a, _scaled(b, alpha, compute, result))
 
 
+#: c10's Scalar holds an integral alpha as int64: ATen's sub (add with -alpha) negates it there,
+#: and -(-2**63) wraps to -2**63 (sub(x, 1, alpha=-2**63) is x - 2**63 on CPU, not x + 2**63).
+_INT64_MIN = -(2 ** 63)
+
+
 def _sub(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype, alpha: Any = 1) -> Any:
+    if type(alpha) is int and alpha == _INT64_MIN:
+        return np.add(a, _scaled(b, alpha, compute, result))
     return np.subtract(a, _scaled(b, alpha, compute, result))
 
 
 def _rsub(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype, alpha: Any = 1) -> Any:
+    if type(alpha) is int and alpha == _INT64_MIN:
+        return np.add(b, _scaled(a, alpha, compute, result))
     return np.subtract(b, _scaled(a, alpha, compute, result))
 
 
@@ -390,9 +399,11 @@ def _alpha_range(result: torch.dtype, *operands: Any, alpha: Any = 1) -> None:
 
 
 def _negated_alpha_range(result: torch.dtype, *operands: Any, alpha: Any = 1) -> None:
-    """sub and rsub are ATen's add with ``-alpha``: that is the value read in the result dtype."""
+    """sub and rsub are ATen's add with ``-alpha``: that is the value read in the result dtype.
+    c10's Scalar holds an integral ``alpha`` as int64, whose negation wraps: -(-2**63) is
+    -2**63, which int64 holds (CPU's sub_(x, 2, alpha=-2**63) computes)."""
     if not isinstance(alpha, bool):
-        checked_scalar(-alpha, result)
+        checked_scalar(alpha if type(alpha) is int and alpha == _INT64_MIN else -alpha, result)
 
 
 register_family("add", _add, Kind.DEFAULT, kw=("alpha",), validate=_check_alpha,

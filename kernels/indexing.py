@@ -20,6 +20,7 @@ from kernels._semantics import (
     BOOL,
     COMPLEX,
     check_dtype,
+    check_out_exact,
     check_result_fits,
     checked_scalar,
     cpp_type_name,
@@ -281,7 +282,7 @@ def _scatter_into(base: np.ndarray, dim: int, index: torch.Tensor, src: Any,
         return base
     if base.ndim == 0:
         flat = base.reshape(1)
-        src_arr = np.asarray(src, base.dtype)
+        src_arr = np.asarray(src).astype(base.dtype, copy=False)
         vals = (np.broadcast_to(src_arr, (idx.size,)) if src_arr.ndim == 0
                 else src_arr.reshape(-1)[: idx.size])
         if reduce is None:
@@ -291,7 +292,7 @@ def _scatter_into(base: np.ndarray, dim: int, index: torch.Tensor, src: Any,
         return base
     grid = _grid(idx, d)
     if np.ndim(src) == 0:
-        vals = np.broadcast_to(np.asarray(src, base.dtype), idx.shape)
+        vals = np.broadcast_to(np.asarray(src).astype(base.dtype), idx.shape)
     else:
         vals = np.asarray(src)[tuple(slice(0, n) for n in idx.shape)]
     if reduce is None:
@@ -309,7 +310,7 @@ def _reduce_at(base: np.ndarray, where: Any, vals: Any, reduce: str) -> None:
     if reduce in ("add", "sum") and base.dtype.itemsize == 2 and base.dtype.kind in "fV":
         wide = base.astype(np.float32)
         np.add.at(wide, where, np.asarray(vals, np.float32))
-        base[...] = wide.astype(np.float16)
+        base[...] = wide.astype(base.dtype)  # float16 or bfloat16 (ml_dtypes)
         return
     _REDUCE_UFUNC[reduce].at(base, where, vals)
 
@@ -328,8 +329,10 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None,
         raise RuntimeError(
             "reduce argument must be either add or multiply."
         )
+    check_out_exact(out, self.dtype)  # the structured kernel's out= check comes first
     base = np.array(to_numpy(self), copy=True)
-    value = to_numpy(src) if isinstance(src, torch.Tensor) else src
+    # a Scalar value is read in self's dtype as c10 converts it (-2 into uint8 is 254)
+    value = to_numpy(src) if isinstance(src, torch.Tensor) else checked_scalar(src, self.dtype)
     _scatter_into(base, dim, index, value, reduce, op)
     return write_out(out, base, self.dtype, exact=True)
 

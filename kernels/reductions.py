@@ -370,20 +370,43 @@ def _argbest(self: torch.Tensor, dim: int | None, keepdim: bool,
 
 
 
+def _aminmax_pair(self: torch.Tensor, dim: int | None, keepdim: bool,
+                 outs: tuple[torch.Tensor, torch.Tensor] | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """aminmax and _aminmax in CPU's order: the empty-input check (no dim: RuntimeError; an
+    empty reduced dim: IndexError), out='s dtype, then the complex refusal (the dispatch macro's
+    NotImplementedError; a 0-dim input reduced over a dim: aminmax's own RuntimeError)."""
+    x = to_numpy(self)
+    if dim is None:
+        if x.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+    else:
+        d = wrap_dim(dim, self.dim())
+        if self.dim() and x.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    for o in outs or ():
+        check_out_exact(o, self.dtype)
+    if self.dtype.is_complex:
+        if dim is not None and self.dim() == 0:
+            raise RuntimeError(f"aminmax not implemented for {scalar_type_name(self.dtype)}")
+        check_dtype("aminmax_cpu", self.dtype, refused=COMPLEX)
+    d_list = None if dim is None else [dim]
+    lo, hi = outs if outs is not None else (None, None)
+    return (_amax(self, d_list, keepdim, lo, fn=np.min, op="aminmax"),
+            _amax(self, d_list, keepdim, hi, fn=np.max, op="aminmax"))
+
+
 @register("aminmax")
 def aminmax(self: torch.Tensor, *, dim: int | None = None, keepdim: bool = False
             ) -> tuple[torch.Tensor, torch.Tensor]:
-    d = None if dim is None else [dim]
-    return (_amax(self, d, keepdim, fn=np.min, op="aminmax"),
-            _amax(self, d, keepdim, fn=np.max, op="aminmax"))
+    return _aminmax_pair(self, dim, keepdim)
 
 
 @register("aminmax.out")
 def aminmax_out(self: torch.Tensor, *, dim: int | None = None, keepdim: bool = False,
                 min: torch.Tensor, max: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    d = None if dim is None else [dim]
-    return (_amax(self, d, keepdim, min, fn=np.min, op="aminmax"),
-            _amax(self, d, keepdim, max, fn=np.max, op="aminmax"))
+    return _aminmax_pair(self, dim, keepdim, (min, max))
 
 
 # --------------------------------------------------------------------------------------------
@@ -935,31 +958,15 @@ def equal(self: torch.Tensor, other: torch.Tensor) -> bool:
     return bool(np.array_equal(a, b))
 
 
-def _aminmax_check(self: torch.Tensor, dim: int | None = None) -> None:
-    if dim is not None and self.dim():
-        _check_nonempty(to_numpy(self), (wrap_dim(dim, self.dim()),), "aminmax")
-    if self.dtype.is_complex:
-        if dim is None:
-            check_dtype("aminmax_cpu", self.dtype, refused=COMPLEX)
-        raise RuntimeError(f"aminmax not implemented for {scalar_type_name(self.dtype)}")
-
-
 @register("_aminmax")
 def _aminmax(self: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    _aminmax_check(self)
-    return (_amax(self, None, False, fn=np.min, op="aminmax"),
-            _amax(self, None, False, fn=np.max, op="aminmax"))
+    return _aminmax_pair(self, None, False)
 
 
 @register("_aminmax.dim")
 def _aminmax_dim(self: torch.Tensor, dim: int, keepdim: bool = False
                  ) -> tuple[torch.Tensor, torch.Tensor]:
-    _aminmax_check(self, dim)
-    return (_amax(self, [dim], keepdim, fn=np.min, op="aminmax"),
-            _amax(self, [dim], keepdim, fn=np.max, op="aminmax"))
-
-
-
+    return _aminmax_pair(self, dim, keepdim)
 
 
 def _norm(self: torch.Tensor, p: Any, dim: Sequence[int], keepdim: bool = False, *,

@@ -256,3 +256,14 @@ def is_dtype_gap(message: str) -> bool:
     macros word it: ``"threshold_cpu" not implemented for 'Bool'``."""
     m = _NOT_IMPLEMENTED_FOR.search(message)
     return m is not None and m.group(1) in _SCALAR_TYPES
+
+
+_INTERNAL_ASSERT = re.compile(r"\bINTERNAL ASSERT FAILED\b")
+
+
+def is_internal_assert(message: str) -> bool:
+    """Whether an error is a failed internal assertion (``TORCH_INTERNAL_ASSERT``: "... INTERNAL
+    ASSERT FAILED at ..., please report a bug to PyTorch"): a bug in the kernel that raised it,
+    not a refusal its contract specifies (ldexp.out of bfloat16 and uint8 into float32, an
+    _fft_c2c.out whose signal sizes disagree)."""
+    return _INTERNAL_ASSERT.search(message) is not None

@@ -1,0 +1,92 @@
+"""CPU answers that specify nothing are not held against a backend.
+
+CPU accepting a call only because every input tensor is empty (its kernels return before their
+dtype dispatch and argument checks): a backend that refuses such a call is not failed when CPU
+refuses the same call made non-empty; a backend refusing what CPU computes on non-empty inputs
+still fails. CPU refusing with a failed internal assertion (its own bug): a backend that computes
+the call is not failed; one that refuses with CPU's ordinary refusal still is where CPU refuses
+ordinarily."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import opdb
+from conformance.backends import resolve
+from conformance.engine import Context, Inflight, non_empty
+from conformance.strategies import Call, OpSignature
+from conformance.verdicts import CheckFailure, CpuRejected
+from opdb.opdata import load_hints, load_tolerances
+from opdb.outcomes import is_internal_assert
+
+pytestmark = pytest.mark.usefixtures("reference")
+
+
+def _call(name: str, **values: object) -> Call:
+    return Call(sig=OpSignature.of(opdb.load()[name]), values=tuple(values.items()))
+
+
+def _ctx(call: Call) -> Context:
+    return Context(backend=resolve("mlu", without=()), sig=call.sig,
+                   hints=load_hints().for_op(call.sig.name), tolerance_fn=load_tolerances(),
+                   inflight=Inflight(None), repro_fn=lambda c: "")
+
+
+def test_non_empty_grows_only_all_empty_inputs_and_keeps_out_tensors():
+    grown = non_empty(_call("neg.out", self=torch.empty(3, 0), out=torch.empty(0)))
+    assert grown is not None
+    values = dict(grown.values)
+    assert tuple(values["self"].shape) == (3, 1) and values["out"].numel() == 0
+    assert non_empty(_call("add.Tensor", self=torch.empty(0), other=torch.ones(2))) is None
+    assert non_empty(_call("cat", tensors=[torch.empty(0), torch.empty(2, 0)], dim=0)) is not None
+
+
+def test_refusing_what_cpu_accepts_only_when_empty_is_not_counted():
+    """geometric_ of an empty bool tensor: CPU returns it, CPU refuses bool[1]; mlu refuses."""
+    call = _call("geometric_", self=torch.empty(0, dtype=torch.bool), p=0.5)
+    ctx = _ctx(call)
+    ctx.run_cpu(call)
+    with pytest.raises(CpuRejected):
+        ctx.run_backend(call)
+    assert any(line.startswith("accepted only empty inputs") for line in ctx.cpu_errors)
+
+
+def test_refusing_an_empty_input_cpu_computes_when_non_empty_still_fails(monkeypatch):
+    """A backend raising on empty float tensors of neg, which CPU computes at any size."""
+    call = _call("neg", self=torch.empty(2, 0))
+    ctx = _ctx(call)
+
+    def refuse(device: str) -> object:
+        raise RuntimeError("neg: empty tensors are not supported")
+
+    monkeypatch.setattr(Call, "run", lambda self, device: refuse(device) if device != "cpu"
+                        else torch.neg(dict(self.values)["self"]))
+    ctx.run_cpu(call)
+    with pytest.raises(CheckFailure) as info:
+        ctx.run_backend(call)
+    assert info.value.category == "error_raises"
+
+
+ASSERT = ('!needs_dynamic_casting<func_t>::check(iter) INTERNAL ASSERT FAILED at "/__w/pytorch/'
+          'pytorch/aten/src/ATen/native/cpu/Loops.h":311, please report a bug to PyTorch. ')
+
+
+def test_internal_assert_recognised():
+    assert is_internal_assert(ASSERT)
+    assert not is_internal_assert("index_select(): self and result must have the same scalar type")
+
+
+def test_computing_what_cpu_refuses_by_internal_assert_is_not_counted():
+    """ldexp.out(bfloat16, uint8, out=float32): CPU trips an internal assertion, mlu computes."""
+    call = _call("ldexp.out", self=torch.tensor(2.9, dtype=torch.bfloat16),
+                 other=torch.tensor(4, dtype=torch.uint8), out=torch.empty(0))
+    ctx = _ctx(call)
+    _, cpu_exc = ctx.run_cpu_or_error(call)
+    assert cpu_exc is not None and is_internal_assert(str(cpu_exc))
+    with pytest.raises(CpuRejected):
+        ctx.expect_same_error(call, cpu_exc)
+    # an ordinary refusal is still held against a backend that computes
+    with pytest.raises(CheckFailure) as info:
+        ctx.expect_same_error(call, RuntimeError("ldexp: unsupported dtypes"))
+    assert info.value.category == "error_accepts"
