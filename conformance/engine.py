@@ -291,7 +291,7 @@ class Context:
             out = call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
             self._unsupported(exc, call)
-            refusal = self._vacuous_acceptance(call)
+            refusal = self._vacuous_acceptance(marker or call)
             if refusal is not None:
                 self.cpu_errors[f"accepted only empty inputs: {error_line(refusal)}"] += 1
                 raise CpuRejected(refusal) from None
