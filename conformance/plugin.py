@@ -197,6 +197,7 @@ class State:
         self.written: set[str] = set(self.resume.done) if self.resume else set()
         self.xpassed: list[str] = []
         self.exit_status: dict[str, int | None] = {}  # xdist worker id -> how its process ended
+        self.sigterm_before: Any = None  # the SIGTERM handler to put back (see _on_sigterm)
 
     # -- results (controller / lone process only) --------------------------------------------
     def open_results(self) -> None:
@@ -267,6 +268,8 @@ class State:
                 overload, _, check = report.nodeid.partition("::")
                 marker = {"overload": overload, "check": check, "nodeid": report.nodeid}
             started = marker.get("started")
+            if marker.get("state") == "interrupted":
+                return  # stopped from outside: not a verdict; --resume runs it again
             if marker.get("state") == DEVICE_LOST and isinstance(marker.get("record"), dict):
                 # the worker judged it and ended on purpose (its device was unusable)
                 rec = dict(marker["record"])
@@ -437,6 +440,32 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.pluginmanager.register(NotApplicable(state), NAME)
     state.open_results()
+    _on_sigterm(state)
+
+
+def _on_sigterm(state: State) -> None:
+    """A run stopped from outside (``timeout``, a CI job's cancel, ``kill``) is interrupted, not
+    crashed: the controller (or lone process) turns SIGTERM into Ctrl-C, so pytest finishes the
+    session, the results stay whole and the in-flight markers are removed; a worker marks its
+    item ``interrupted`` and ends, so neither the controller nor ``--resume`` replays it as a
+    crash (``timeout`` signals the whole process group). ``--resume`` reruns those items."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        return  # someone else's handler (an embedding tool): theirs to say
+
+    def worker(signum: int, frame: Any) -> None:
+        if state.inflight.item:
+            state.inflight.mark("interrupted")
+        os._exit(128 + signum)
+
+    def controller(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    state.sigterm_before = signal.signal(signal.SIGTERM, worker if state.is_worker else controller)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -446,6 +475,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state.writer is not None:
         state.writer.close()
     state.cleanup()
+    if state.sigterm_before is not None:
+        import signal
+
+        signal.signal(signal.SIGTERM, state.sigterm_before)
     from conformance import rundb
 
     rundb.use(None)  # a later in-process session (pytester, -n 0 reruns) loads its own

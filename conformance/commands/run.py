@@ -295,6 +295,20 @@ def run(args: argparse.Namespace) -> int:
     if code == pytest.ExitCode.USAGE_ERROR:
         text = progress.captured.getvalue().strip().splitlines()
         raise InputError(text[-1] if text else "pytest rejected the options")
+    if code == pytest.ExitCode.INTERRUPTED:
+        from conformance.results import load_for_resume
+
+        state = load_for_resume(args.output)
+        kept = len(state.done) if state else 0
+        import re
+
+        # a session stopped on purpose says why in pytest's "!!! Interrupted: why !!!" line
+        why = re.findall(r"Interrupted: (.+?) !*$", progress.captured.getvalue(), re.MULTILINE)
+        why = [w for w in why if "KeyboardInterrupt" not in w]
+        print(f"conformance run: {'stopped: ' + why[-1] if why else 'interrupted'}; the {kept} "
+              f"verdicts reached are in {args.output}: add --resume to continue it",
+              file=sys.stderr)
+        return 130
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         sys.stderr.write(progress.captured.getvalue())
         print(f"conformance run: pytest ended with status {int(code)}", file=sys.stderr)

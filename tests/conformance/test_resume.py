@@ -101,6 +101,43 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path,
     assert done.returncode == 0 and _ids(out) == ids
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
+def test_sigterm_to_the_group_is_an_interruption_not_crashes(tmp_path: Path) -> None:
+    """``timeout`` (or a CI cancel) sends SIGTERM to the whole process group: the run says it
+    was interrupted (exit 130), records no crash for the items the workers were running, and
+    leaves no in-flight marker for --resume to replay; --resume then finishes the rest."""
+    pytest.importorskip("xdist")
+    importlib.import_module("kernels")
+    out = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "conformance", "run", "--backend", "mlu", "--ops", OPS,
+           "--max-examples", "3", "-n", "2", "-o", str(out)]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and out.read_text().count('"record": "verdict"') >= 3:
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGTERM)  # the controller and its workers, mid-run
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted" in err and "--resume" in err, err[-2000:]
+    kept = _ids(out)
+    assert 3 <= len(kept) < len(_expected_ids()), "the signal did not land mid-run"
+    verdicts = [json.loads(line)["verdict"] for line in out.read_text().splitlines()[1:]]
+    assert "crash" not in verdicts
+    inflight = tmp_path / ".conformance" / "inflight"
+    assert not inflight.exists() or not any(p.read_text().strip() for p in inflight.rglob("*.json"))
+    resumed = _run(tmp_path, "-n", "0", "-o", str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "died" not in resumed.stderr and set(_ids(out)) == _expected_ids()
+
+
 def test_repair_tail_cuts_only_a_half_written_line(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     whole = '{"record": "run", "backend": "mlu"}\n{"record": "verdict", "overload": "a"}\n'
