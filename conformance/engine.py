@@ -291,33 +291,32 @@ class Context:
             out = call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
             self._unsupported(exc, call)
-            refusal = self._vacuous_acceptance(marker or call)
-            if refusal is not None:
-                self.cpu_errors[f"accepted only empty inputs: {error_line(refusal)}"] += 1
-                raise CpuRejected(refusal) from None
+            self.reject_if_vacuous(marker or call)
             raise CheckFailure(ERROR_RAISES, f"raised {error_line(exc)}, but CPU returned a "
                                                  f"result [{call.describe()}]") from None
         self._mark(backend_ok=True)
         return out
 
-    def _vacuous_acceptance(self, call: Call) -> BaseException | None:
-        """CPU's refusal of ``call`` made non-empty, when CPU accepted ``call`` only because
-        every input tensor is empty and refuses it otherwise (the backend raised).
+    def reject_if_vacuous(self, call: Call) -> None:
+        """Raise :class:`CpuRejected` (example not counted) when CPU accepted ``call`` only
+        because every input tensor is empty: it refuses the same call made non-empty. Asked
+        where the backend disagrees with CPU (raises, or answers otherwise).
 
         CPU's kernels return before their dtype dispatch and argument checks when there is
         nothing to compute (``random_`` of an empty complex tensor, ``geometric_`` of an empty
-        bool one): that acceptance specifies nothing, and a backend that validates first is not
+        bool one, ``_foreach_powsum`` of an empty int64 list answering int64): that answer
+        specifies nothing, and a backend that validates first, or answers otherwise, is not
         failed for it (which exception type CPU refuses with is judged on non-empty examples).
-        A backend refusing what CPU computes on non-empty inputs still fails."""
+        A backend disagreeing with what CPU computes on non-empty inputs still fails."""
         bigger = non_empty(call)
         if bigger is None:
-            return None
+            return
         self.inflight.call(bigger, self.repro_fn, side="cpu")
         try:
             bigger.run("cpu")
         except Exception as refusal:  # noqa: BLE001 - CPU's errors are data here
-            return refusal
-        return None
+            self.cpu_errors[f"accepted only empty inputs: {error_line(refusal)}"] += 1
+            raise CpuRejected(refusal) from None
 
     def expect_same_error(self, call: Call, cpu_exc: BaseException) -> None:
         """CPU raised: the backend must raise the same exception type (else ``error_type``);

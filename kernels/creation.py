@@ -89,7 +89,10 @@ def _copy_into(dst: torch.Tensor, src: Any) -> None:
     try:
         np.copyto(d, s, casting="unsafe")
     except ValueError:
-        infer_size(tuple(dst.shape), tuple(src.shape))  # raises torch's own message
+        shape = infer_size(tuple(dst.shape), tuple(src.shape))  # raises torch's own message
+        if list(shape) != list(dst.shape):  # src broadcasts, but to more than dst holds
+            raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}") from None
         raise
 
 
@@ -448,7 +451,10 @@ def exponential_(self: torch.Tensor, lambd: float = 1.0, *, generator: Any = Non
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     if self.numel() == 0:
         return self
-    check_dtype("exponential_cpu", self.dtype, allowed=FLOATING | COMPLEX)
+    if not self.dtype.is_floating_point:  # ATen's exponential_kernel, after the empty return
+        raise RuntimeError("Exponential distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified "
+                           f"{scalar_type_name(self.dtype)}")
     return _fill_random(self, _rng(generator).exponential(1.0 / lambd, self.shape))
 
 

@@ -918,6 +918,9 @@ register_family("floor_divide", _floor_divide, Kind.DEFAULT,
 def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
     npd = np_dtype(compute)
     if not isinstance(a, np.ndarray):  # pow.Scalar: a Python base
+        if a == 1 and not isinstance(a, bool) and compute != torch.bool:
+            # ATen's pow_Scalar_out: base.equal(1.0) fills ones (1 ** nan is 1, complex too)
+            return np.ones(np.shape(b), npd)
         a = np.asarray(a).astype(npd)
     if not isinstance(b, np.ndarray):  # pow.Tensor_Scalar: a Python exponent
         if compute.is_complex:

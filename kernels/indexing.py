@@ -203,17 +203,23 @@ def _check_bounds(idx: np.ndarray, size: int, op: str) -> None:
 
 def _index_select(self: torch.Tensor, dim: int, index: torch.Tensor,
                   out: torch.Tensor | None = None) -> torch.Tensor:
-    if index.dim() > 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
+    # ATen's index_select_out_cpu_ order: dim, index rank, a 0-dim self's one index, index
+    # dtype, out='s dtype, then (nothing to gather from) an empty indexed dim, then bounds
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
+    if index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if x.ndim == 0 and index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{index.numel()} value(s)")
     idx = _int_index(index, "index_select").reshape(-1)
+    if out is not None and out.dtype != self.dtype:
+        raise RuntimeError("index_select(): self and result must have the same scalar type")
     if x.ndim == 0:  # a 0-dim self gives a 0-dim result, from a one-element index
-        if idx.size != 1:
-            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
-                             f"{idx.size} value(s)")
         _check_bounds(idx, 1, "index_select")
         return emit(x.reshape(1)[idx].reshape(()), self.dtype, out)
+    if x.ndim > 1 and idx.size and x.size == 0 and x.shape[d] == 0:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     _check_bounds(idx, x.shape[d], "index_select")
     return emit(np.take(x, idx, axis=d), self.dtype, out)
 
@@ -885,10 +891,30 @@ def _search_out_check(out: torch.Tensor, out_int32: bool) -> None:
         )
 
 
-def _search_checks(boundaries: torch.Tensor, values: Any) -> None:
-    if boundaries.numel() and np.size(
-            to_numpy(values) if isinstance(values, torch.Tensor) else values):
-        check_dtype("searchsorted_out_cpu", boundaries.dtype, refused=BOOL)
+def _search_checks(boundaries: torch.Tensor, values: Any, *, right: bool = False,
+                   side: str | None = None, sorter: torch.Tensor | None = None) -> None:
+    """ATen's searchsorted_pre_check order: side, sorter, dimensions; then the dtype dispatch
+    (skipped when there are no values), in the dtype the boundaries and a Scalar value promote
+    to (bool boundaries with an int Scalar are searched as int64)."""
+    if side is not None and side not in ("left", "right"):
+        raise RuntimeError(
+            f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+    if side == "left" and right:
+        raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got "
+                           "side of left while right was True")
+    if sorter is not None:
+        if sorter.dtype != torch.int64:
+            raise RuntimeError("torch.searchsorted(): sorter must be a tensor of long dtype but "
+                               f"got dtype {scalar_type_name(sorter.dtype)}")
+        if tuple(sorter.shape) != tuple(boundaries.shape):
+            raise RuntimeError(
+                "torch.searchsorted(): boundary and sorter must have the same size, but got "
+                f"boundary tensor {list(boundaries.shape)}and got sorter tensor "
+                f"{list(sorter.shape)}")
+        s = to_numpy(sorter)
+        if s.size and (s.min() < 0 or s.max() >= (boundaries.shape[-1] if boundaries.dim()
+                                                    else 1)):
+            raise RuntimeError("torch.searchsorted(): sorter index out of range")
     vdim = values.dim() if isinstance(values, torch.Tensor) else 0
     if boundaries.dim() == 0 or (boundaries.dim() != 1 and vdim == 0):
         raise RuntimeError(
@@ -896,13 +922,19 @@ def _search_checks(boundaries: torch.Tensor, values: Any) -> None:
             f"dimension is 1, but we got boundaries tensor dim({boundaries.dim()}) and input "
             f"value's dim({vdim}) numel(1)"
         )
+    if isinstance(values, torch.Tensor):
+        if values.numel():
+            check_dtype("searchsorted_out_cpu", boundaries.dtype, refused=BOOL)
+    else:
+        common = torch.result_type(boundaries, values)  # complex32: float16 and a complex
+        check_dtype("searchsorted_out_cpu", common, refused=BOOL | {torch.complex32})
 
 
 @register("searchsorted.Tensor")
 def searchsorted_tensor(sorted_sequence: torch.Tensor, self: torch.Tensor, *,
                         out_int32: bool = False, right: bool = False, side: str | None = None,
                         sorter: torch.Tensor | None = None) -> torch.Tensor:
-    _search_checks(sorted_sequence, self)
+    _search_checks(sorted_sequence, self, right=right, side=side, sorter=sorter)
     r = _searchsorted(to_numpy(sorted_sequence), to_numpy(self), right or side == "right",
                       None if sorter is None else to_numpy(sorter))
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
@@ -912,7 +944,7 @@ def searchsorted_tensor(sorted_sequence: torch.Tensor, self: torch.Tensor, *,
 def searchsorted_scalar(sorted_sequence: torch.Tensor, self: Any, *, out_int32: bool = False,
                         right: bool = False, side: str | None = None,
                         sorter: torch.Tensor | None = None) -> torch.Tensor:
-    _search_checks(sorted_sequence, self)
+    _search_checks(sorted_sequence, self, right=right, side=side, sorter=sorter)
     seq, value = _scalar_and_sequence(sorted_sequence, self)
     r = _searchsorted(seq, value, right or side == "right",
                       None if sorter is None else to_numpy(sorter))
@@ -1091,7 +1123,7 @@ def bucketize_scalar(self: Any, boundaries: torch.Tensor, *, out_int32: bool = F
                      right: bool = False) -> torch.Tensor:
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
-    _search_checks(boundaries, np.asarray(self))
+    _search_checks(boundaries, self)
     seq, value = _scalar_and_sequence(boundaries, self)
     r = np.searchsorted(seq, value, side="right" if right else "left")
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)

@@ -128,6 +128,13 @@ def _sum(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
     if nan and self.dtype.is_complex:
         raise RuntimeError("nansum does not support complex inputs")
     x, _ = _input(self, result)
+    if nan and self.dtype.is_floating_point:
+        # NaN is zero before any cast to dtype= (a NaN summed as bool is False), and for
+        # float16/bfloat16 too (NumPy's nansum replaces NaN only in its own float kinds)
+        raw = to_numpy(self)
+        with quiet():
+            x = np.where(np.isnan(raw), np.zeros((), raw.dtype), raw).astype(x.dtype)
+        nan = False
     axes = reduce_axes(dim, x.ndim)
     acc = NP_DTYPE[_acc_dtype(result)]
     with quiet():
@@ -931,6 +938,9 @@ def renorm_out(self: torch.Tensor, p: Any, dim: int, maxnorm: Any, *, out: torch
     if self.dim() <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {self.dim()} "
                            "dimensions")
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):  # its linalg.vector_norm
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {scalar_type_name(self.dtype)}")
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     axes = tuple(a for a in range(x.ndim) if a != d)

@@ -52,6 +52,22 @@ def test_refusing_what_cpu_accepts_only_when_empty_is_not_counted():
     assert any(line.startswith("accepted only empty inputs") for line in ctx.cpu_errors)
 
 
+def test_answering_otherwise_what_cpu_answers_only_when_empty_is_not_counted():
+    """_foreach_powsum of an empty int64 list: CPU answers int64, refuses int64 values."""
+    from conformance.checks import compare_outputs
+
+    call = _call("_foreach_powsum.Scalar", self=[torch.empty(0, dtype=torch.int64)], ord=0.5)
+    ctx = _ctx(call)
+    expected = ctx.run_cpu(call)
+    with pytest.raises(CpuRejected):
+        compare_outputs(ctx, call, expected, [torch.zeros((), dtype=torch.float32)], values=True)
+    # the same disagreement on a call CPU computes at any size is a failure
+    call = _call("neg", self=torch.empty(0))
+    with pytest.raises(CheckFailure):
+        compare_outputs(ctx, call, ctx.run_cpu(call), torch.empty(0, dtype=torch.float64),
+                        values=True)
+
+
 def test_refusing_an_empty_input_cpu_computes_when_non_empty_still_fails(monkeypatch):
     """A backend raising on empty float tensors of neg, which CPU computes at any size."""
     call = _call("neg", self=torch.empty(2, 0))
