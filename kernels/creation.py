@@ -262,15 +262,27 @@ def _linspace(start: Any, end: Any, steps: int, dtype: torch.dtype) -> np.ndarra
     if steps == 0:  # CPU reads neither bound (a NaN or inf one converts to no integer)
         return np.empty(0, npd)
     if not (dtype.is_floating_point or dtype.is_complex):
-        # integral outputs: ATen converts the bounds to the output type first
-        start, end = int(np.real(start)), int(np.real(end))
-    if steps == 1:
-        return np.asarray([start], npd)
+        # integral outputs: ATen converts the bounds to the output type first (-1 wraps to 255
+        # in uint8)
+        start, end = int(_bound(start, NP_DTYPE[dtype])), int(_bound(end, NP_DTYPE[dtype]))
+    if steps == 1:  # ATen fills start (an int64 start exactly, not through a double)
+        return np.asarray([start], npd if dtype.is_floating_point or dtype.is_complex
+                          else np.int64)
     # ATen: the first half counts up from start, the second half down from end.
     idx = np.arange(steps)
-    step = (np.asarray(end, npd) - np.asarray(start, npd)) / (steps - 1)
     half = steps // 2
-    value = np.where(idx < half, start + step * idx, end - step * (steps - 1 - idx))
+
+    def part(lo: Any, hi: Any) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            step = (np.float64(hi) - np.float64(lo)) / (steps - 1)
+            return np.where(idx < half, lo + step * idx, hi - step * (steps - 1 - idx))
+
+    if npd == np.complex128:  # a complex step is divided and scaled by the real counts part
+        value = np.empty(steps, np.complex128)
+        value.real, value.imag = part(np.real(start), np.real(end)), part(np.imag(start),
+                                                                           np.imag(end))
+    else:  # by part, as ATen does (inf * 0 stays in its own part)
+        value = part(start, end)
     if not (dtype.is_floating_point or dtype.is_complex):
         value = np.trunc(value.real) if not dtype.is_complex else value
     return value
@@ -285,11 +297,53 @@ def linspace_out(start: Any, end: Any, steps: int, *, out: torch.Tensor) -> torc
     return _store(out, _linspace(start, end, steps, out.dtype))
 
 
+def _bound(value: Any, npd: np.dtype) -> Any:
+    """A Scalar bound as ATen's ``Scalar.to<scalar_t>()`` reads it: rounded to a floating dtype,
+    truncated to an integral one (a negative int wraps into an unsigned one: -1 is 255)."""
+    if npd.kind != "c":
+        value = np.real(value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(value).astype(npd)[()]
+
+
 @register("logspace.out")
 def logspace_out(start: Any, end: Any, steps: int, base: float = 10.0, *, out: torch.Tensor
                  ) -> torch.Tensor:
+    """ATen's logspace_out: one step reads start as a double (complex double); otherwise the
+    bounds are read in the output dtype and ``base ** exponent`` is taken per element, the first
+    half counting up from start, the second down from end: in float32 (base, step, exponent) for
+    integral outputs, as std::pow(complex, complex) = exp(y * log(base)) for complex ones (so
+    0 ** 0 is NaN+NaNj), in double for floating ones."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dtype = out.dtype
+    npd = NP_DTYPE[dtype]
+    idx = np.arange(steps)
     with np.errstate(all="ignore"):
-        return _store(out, np.power(base, _linspace(start, end, steps, torch.float64)))
+        if steps <= 1:
+            first = np.asarray([start][:steps])
+            if dtype.is_complex:
+                return _store(out, np.exp(first.astype(np.complex128) * np.log(complex(base))))
+            return _store(out, np.power(float(base), np.real(first).astype(np.float64)))
+        lo, hi = _bound(start, npd), _bound(end, npd)
+        half = steps // 2
+        if dtype.is_complex:
+            step = (hi - lo) / npd.type(steps - 1)
+            y = np.where(idx < half, lo + step * idx.astype(npd),
+                         hi - step * (steps - 1 - idx).astype(npd))
+            return _store(out, np.exp(y * np.log(npd.type(base))))
+        if dtype.is_floating_point:
+            wide, step = np.float64, np.float64(hi - lo) / (steps - 1)  # hi - lo in the dtype
+        else:  # C++ promotes narrow integers to int before subtracting; int32/int64 wrap
+            diff = np.asarray(hi).astype(np.int64) - np.asarray(lo).astype(np.int64)
+            if npd.itemsize >= 4 and npd.kind in "iu":
+                diff = np.asarray(diff).astype(npd)
+            wide = np.float32
+            step = np.float32(diff) / np.float32(steps - 1)
+        y = np.where(idx < half, wide(lo) + step * idx.astype(wide),
+                     wide(hi) - step * (steps - 1 - idx).astype(wide))
+        return _store(out, np.power(wide(base), y.astype(wide)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -438,10 +492,14 @@ def _random_range(self: torch.Tensor, from_: int = 0, to: int | None = None, *,
     return _fill_random(self, v)
 
 
-
-
-
-
+def _random(self: torch.Tensor, *, generator: Any = None) -> torch.Tensor:
+    """Plain ``random_``: ATen's random_kernel dispatches on the dtype only for a non-empty
+    tensor (an empty complex one is returned as is), where ``random_.from``/``.to`` check
+    their bounds (and the dtype) first."""
+    if self.numel() == 0:
+        return self
+    check_dtype("random_kernel_cpu", self.dtype, refused=COMPLEX)
+    return _random_range(self, generator=generator)
 
 
 @register("exponential_")
@@ -462,6 +520,8 @@ def exponential_(self: torch.Tensor, lambd: float = 1.0, *, generator: Any = Non
 def geometric_(self: torch.Tensor, p: float, *, generator: Any = None) -> torch.Tensor:
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if self.numel() == 0:  # ATen dispatches on the dtype only for a non-empty tensor
+        return self
     check_dtype("geometric_cpu", self.dtype, refused=BOOL)
     # a float sample, as ATen's ceil(log(u) / log1p(-p)): cast to the tensor's integer dtype
     # an out-of-range one becomes INT_MIN (x86's conversion), not the int64 sample wrapped
@@ -600,7 +660,8 @@ register_rows({
     ("eye.out", "eye.m_out"): _eye,
     ("normal.Tensor_float", "normal.Tensor_float_out", "normal.float_Tensor",
      "normal.float_Tensor_out", "normal.Tensor_Tensor", "normal.Tensor_Tensor_out"): _normal,
-    ("random_", "random_.to", "random_.from"): _random_range,
+    "random_": _random,
+    ("random_.to", "random_.from"): _random_range,
     "tril_indices": partial(_tri_indices, lower=True),
     "triu_indices": partial(_tri_indices, lower=False),
     ("kaiser_window", "kaiser_window.periodic", "kaiser_window.beta", "kaiser_window.out",

@@ -1220,7 +1220,14 @@ def _xlog1py(x: Any, y: Any, *, compute: torch.dtype, result: torch.dtype) -> An
 
 register_family("special_xlog1py", _xlog1py, Kind.INT_TO_FLOAT,
                 validate=refuse("xlog1py", "complex"))
-register_family("special_zeta", _plain(_lazy_special("zeta")), Kind.INT_TO_FLOAT,
+def _zeta(x: Any, q: Any) -> Any:
+    """Hurwitz zeta; ATen's Cephes loop gives NaN at q = +inf for x > 1 (its terms pow(q, -x)
+    are all 0, and 0 * inf enters the Euler-Maclaurin tail), where SciPy returns the limit 0."""
+    r = _special().zeta(x, q)
+    return np.where((q == np.inf) & (x > 1), np.asarray(np.nan, np.result_type(r)), r)
+
+
+register_family("special_zeta", _plain(_zeta), Kind.INT_TO_FLOAT,
                 validate=refuse("zeta_cpu", "complex", *LOW_PRECISION))
 
 

@@ -379,9 +379,12 @@ def scatter_reduce_two_out(self: torch.Tensor, dim: int, index: torch.Tensor,
         if reduce in ident:
             target[touched] = ident[reduce]
         else:
-            info = (np.finfo(target.dtype) if target.dtype.kind in "fV"
-                    else np.iinfo(target.dtype) if target.dtype.kind in "iu" else None)
-            if info is not None:
+            # ATen starts from -inf / +inf for floating dtypes (an inf from src survives),
+            # from the dtype's lowest / largest for integral ones
+            info = np.iinfo(target.dtype) if target.dtype.kind in "iu" else None
+            if target.dtype.kind in "fV":
+                target[touched] = -np.inf if reduce == "amax" else np.inf
+            elif info is not None:
                 target[touched] = info.min if reduce == "amax" else info.max
             elif target.dtype.kind == "b":
                 target[touched] = reduce == "amin"
@@ -923,8 +926,9 @@ def _search_checks(boundaries: torch.Tensor, values: Any, *, right: bool = False
             f"value's dim({vdim}) numel(1)"
         )
     if isinstance(values, torch.Tensor):
-        if values.numel():
-            check_dtype("searchsorted_out_cpu", boundaries.dtype, refused=BOOL)
+        if values.numel():  # promoted too: bool boundaries and int64 values search as int64
+            check_dtype("searchsorted_out_cpu",
+                        torch.promote_types(boundaries.dtype, values.dtype), refused=BOOL)
     else:
         common = torch.result_type(boundaries, values)  # complex32: float16 and a complex
         check_dtype("searchsorted_out_cpu", common, refused=BOOL | {torch.complex32})
@@ -967,8 +971,7 @@ def bucketize_tensor(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32:
                      right: bool = False) -> torch.Tensor:
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
-    if boundaries.numel() and self.numel():
-        check_dtype("searchsorted_out_cpu", boundaries.dtype, refused=BOOL)
+    _search_checks(boundaries, self)
     r = _searchsorted(to_numpy(boundaries), to_numpy(self), right, None)
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
@@ -1125,7 +1128,7 @@ def bucketize_scalar(self: Any, boundaries: torch.Tensor, *, out_int32: bool = F
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     _search_checks(boundaries, self)
     seq, value = _scalar_and_sequence(boundaries, self)
-    r = np.searchsorted(seq, value, side="right" if right else "left")
+    r = _searchsorted(seq, value, right, None)  # ATen's bisection: a NaN boundary sorts last
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
 

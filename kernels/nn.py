@@ -1321,11 +1321,19 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return erf(x)
 
 
+def _tanh(x: np.ndarray) -> np.ndarray:
+    """tanh correctly rounded in x's dtype (through float64): NumPy's float32 tanh is an ulp off
+    near -1 (-0.99999994 for tanh(-9.12), where CPU's is -1.0), and gelu's 1 + tanh(x)
+    magnifies that ulp into a value where CPU's is 0."""
+    x = np.asarray(x)
+    return np.tanh(x.astype(np.float64)).astype(x.dtype) if x.dtype == np.float32 else np.tanh(x)
+
+
 def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     dtype = x.dtype
     xf = opmath(x)
     if approximate == "tanh":
-        inner = np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_C * xf * xf * xf))
+        inner = _tanh(_SQRT_2_OVER_PI * (xf + _GELU_C * xf * xf * xf))
         y = 0.5 * xf * (1.0 + inner)
     elif approximate == "none":
         y = 0.5 * xf * (1.0 + _erf(xf * _INV_SQRT_2))
@@ -1341,7 +1349,7 @@ def gelu_backward(
     g, xf = opmath(grad_out), opmath(x)
     if approximate == "tanh":
         x2 = xf * xf
-        t = np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_C * x2 * xf))
+        t = _tanh(_SQRT_2_OVER_PI * (xf + _GELU_C * x2 * xf))
         dinner = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_C * x2)
         d = 0.5 * (1.0 + t) + 0.5 * xf * (1.0 - t * t) * dinner
     elif approximate == "none":

@@ -83,7 +83,9 @@ def convolution_backward(grad_output: torch.Tensor, input: torch.Tensor, weight:
 
 
 @define("_native_batch_norm_legit.no_stats", "_native_batch_norm_legit.no_stats_out",
-        dtypes=FLOATING, kernel_name="batch_norm", arrays=True)
+        dtypes=FLOATING, kernel_name="batch_norm", arrays=True,
+        outs_unchecked=lambda input, weight, bias, training, *rest: _bn_eval_of_nothing(
+            input, weight, bias, None, None, training))
 def native_batch_norm_legit_no_stats(input: np.ndarray, weight: np.ndarray | None,
                                      bias: np.ndarray | None, training: bool, momentum: float,
                                      eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -137,6 +137,8 @@ def _sum(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
         nan = False
     axes = reduce_axes(dim, x.ndim)
     acc = NP_DTYPE[_acc_dtype(result)]
+    if nan and x.dtype.kind in "fV":  # np.nansum skips ml_dtypes' bfloat16 (not np.inexact)
+        x, nan = np.where(np.isnan(x), np.zeros((), x.dtype), x), False
     with quiet():
         if (not nan and acc == x.dtype and acc.kind in "fc" and axes == (x.ndim - 1,)
                 and x.flags.c_contiguous and x.shape[-1] <= _EINSUM_MAX):

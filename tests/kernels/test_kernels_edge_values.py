@@ -200,3 +200,85 @@ def test_addmm_reads_beta_in_its_compute_type() -> None:
     _same(torch.addmm, _t([[inf], [-0.04], [-0.5]], torch.float16),
           _t([[2.5, 2.5], [-0.0, -255.875], [-4.5, nan]], torch.float16),
           _t([[-1.9140625], [-65504.0]], torch.float16), beta=2.2250738585072014e-308, alpha=2)
+
+
+# --- issue 9, forward fails of the 2026-11-30 full run (s4) -----------------------------------
+
+
+def test_search_promotes_before_its_dtype_gate_and_puts_nan_boundaries_last() -> None:
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        _same(torch.bucketize, 0, _t([nan], dtype))  # ATen's bisection: 1, np.searchsorted 0
+    _same(torch.searchsorted, _t([False], torch.bool), 0)  # bool with an int: compared as int64
+    _same(torch.bucketize, _t([0], torch.int64), _t([True], torch.bool))
+    _same(lambda b, v: torch.ops.aten.bucketize.Scalar_out(v, b, out=torch.empty(
+        0, dtype=torch.int64, device=b.device)), _t([False], torch.bool), 0)
+
+
+def test_nansum_skips_nan_in_bfloat16() -> None:  # np.nansum does not: not np.inexact
+    _same(torch.nansum, _t(nan, torch.bfloat16))
+    _same(torch.nanmean, _t([nan, -inf], torch.bfloat16))
+
+
+def test_scatter_reduce_without_self_starts_from_infinity() -> None:
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        for reduce, value in (("amin", inf), ("amax", -inf)):
+            _same(torch.scatter_reduce, _t([3.0, 4.0], dtype), 0, _t([1, 1], torch.int64),
+                  _t([value, value], dtype), reduce, include_self=False)
+
+
+def test_scatter_add_keeps_bfloat16() -> None:  # a float32 sum rounded back to float16 was inf
+    _same(torch.scatter_add, _t(-4.0, torch.bfloat16), -1, _t(0, torch.int64),
+          _t(3.3895313892515355e38, torch.bfloat16))
+
+
+def test_linspace_and_logspace_read_their_bounds_in_the_output_dtype() -> None:
+    def lin(end: torch.Tensor, start: Any, steps: int, dtype: torch.dtype) -> torch.Tensor:
+        return torch.ops.aten.linspace.Scalar_Tensor_out(start, end, steps, out=torch.empty(
+            0, dtype=dtype, device=end.device))
+
+    def log(end: torch.Tensor, start: Any, steps: int, base: float, dtype: torch.dtype
+            ) -> torch.Tensor:
+        return torch.ops.aten.logspace.Scalar_Tensor_out(start, end, steps, base, out=torch.empty(
+            0, dtype=dtype, device=end.device))
+
+    _same(lin, _t(11, torch.uint8), -1, 3, torch.uint8)  # -1 wraps to 255 first
+    _same(lin, _t(-1799705082360311927, torch.int64), -1799705082360311927, 1, torch.int64)
+    _same(lin, _t(0, torch.complex64), complex(inf, -2.0), 3, torch.complex64)  # by part
+    _same(log, _t(7, torch.int64), 0.5, 2, 0.0, torch.int64)  # start 0: 0 ** 0 = 1
+    _same(log, _t(-5.8125, torch.float32), False, 2, 0.41796875, torch.int8)
+    _same(log, _t(-915222647, torch.int32), 0, 3, -1.0, torch.float32)  # end rounded: even
+    _same(log, _t(complex(3, 0), torch.complex128), 0, 3, 0.0, torch.complex128)  # exp(y log 0)
+
+
+def test_gelu_tanh_is_correctly_rounded_near_minus_one() -> None:
+    _same(torch.ops.aten.gelu_backward, _t([-3.8e-9, -15990784.0], torch.bfloat16),
+          _t(-5.1875, torch.bfloat16), approximate="tanh")
+
+
+def test_zeta_at_q_infinity_is_nan_as_cephes_loop_gives() -> None:
+    _same(torch.special.zeta, _t([4.0, 2.0, 1.0, 0.5], torch.float32), _t(inf, torch.float32))
+
+
+def test_sub_alpha_int64_min_negates_with_wraparound() -> None:
+    _same(lambda x: x.sub_(0, alpha=-(2**63)), _t(7, torch.int64))
+    _same(lambda x: torch.sub(x, 1, alpha=-(2**63)), _t([7], torch.int64))
+    _same(lambda x: x.clone().sub_(1, alpha=-(2**63)), _t(0.0, torch.bfloat16))  # 0 - 2**63
+    _same(lambda x: torch.rsub(x, 1.5, alpha=-(2**63)), _t([2.0], torch.float32))
+
+
+def test_empty_random_and_geometric_skip_the_dtype_gate() -> None:
+    _same(lambda x: x.random_(), torch.empty(0, dtype=torch.complex128))
+    _same(lambda x: x.geometric_(0.5), torch.empty(0, 0, dtype=torch.bool))
+    with pytest.raises(NotImplementedError, match="random_kernel_cpu"):
+        torch.empty(2, dtype=torch.complex64, device="mlu").random_()
+
+
+def test_batch_norm_no_stats_out_of_nothing_leaves_its_outs_unchecked() -> None:
+    def bn(x: torch.Tensor) -> Any:
+        def e(dtype: torch.dtype) -> torch.Tensor:
+            return torch.empty(0, dtype=dtype, device=x.device)
+        return torch.ops.aten._native_batch_norm_legit.no_stats_out(
+            x, None, None, False, 0.0, 0.0625, out=e(x.dtype), save_mean=e(torch.int64),
+            save_invstd=e(torch.float32))
+
+    _same(bn, torch.empty(0, 3, 4, dtype=torch.float64))
