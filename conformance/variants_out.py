@@ -245,11 +245,15 @@ class _Side:
 
 
 def _side(kind: str, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype], device: str,
-          form: OutForm) -> _Side:
+          form: OutForm, *, host_values: bool = True) -> _Side:
+    """One side's outs; ``before`` is their bases' initial state on CPU, or (``host_values``
+    false: a shape-only backend, whose tensors cannot be read back) their metadata only."""
     outs, bases = make_outs(kind, shapes, dtypes, device,
                             alt=torch_dtype(form.dtype) if form.dtype else None,
                             index=form.index, grow=form.grow)
-    return _Side(outs, bases, [b.detach().cpu().clone() for b in bases])
+    readable = host_values or device == "cpu" or kind == "device"  # device: the outs are on CPU
+    return _Side(outs, bases, [(b.detach().cpu() if readable else b.detach()).clone()
+                               for b in bases])
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -330,7 +334,8 @@ def verify_out(ctx: Context, call: Call) -> None:
     else:
         cpu = _side(kind, shapes, dtypes, "cpu", form)
         _run_side(ctx, call, cpu, "cpu", cpu=True)
-    dev = _side(kind, shapes, dtypes, ctx.backend.device, form)
+    dev = _side(kind, shapes, dtypes, ctx.backend.device, form,
+                host_values=ctx.backend.host_values)
     _run_side(ctx, call, dev, ctx.backend.device, cpu=False)
     try:
         _judge(ctx, call, kind, form, probe, cpu, dev)
@@ -346,7 +351,8 @@ def _fresh_failure(ctx: Context, call: Call, probe: _Side, shapes: list[tuple[in
                    dtypes: list[torch.dtype]) -> CheckFailure | None:
     """The failure the backend shows for the same inputs with empty outs (the forward check's
     kind of failure: a wrong value, a refusal), or ``None`` when it agrees with CPU there."""
-    dev = _side("fresh", shapes, dtypes, ctx.backend.device, OutForm())
+    dev = _side("fresh", shapes, dtypes, ctx.backend.device, OutForm(),
+                host_values=ctx.backend.host_values)
     _run_side(ctx, call, dev, ctx.backend.device, cpu=False)
     try:
         _judge(ctx, call, "fresh", OutForm(), probe, probe, dev)
@@ -392,11 +398,14 @@ def _judge(ctx: Context, call: Call, kind: str, form: OutForm, probe: _Side, cpu
                                        f"refuse it, as CPU's do (\"Expected out tensor to have "
                                        f"device ...\") [{where}]")
 
-    # -- the outs were written (before anything else: a kernel that returns a new tensor)
-    if ctx.hints.values:
+    # -- the outs were written (before anything else: a kernel that returns a new tensor); a
+    # shape-only backend's outs cannot be read, so there the returned objects and the outs'
+    # metadata below are what is judged
+    if ctx.hints.values and (kind == "device" or ctx.values_comparable()):
         for i in range(n):
             if not _same(cpu.before[i], cpu.bases[i].detach()):
-                after = ctx.to_host(dev.bases[i].detach())
+                after = dev.bases[i].detach() if kind == "device" else \
+                    ctx.to_host(dev.bases[i].detach())  # device: the outs are on CPU
                 if _same(dev.before[i], after):
                     label = "out" if n == 1 else f"{names[i]}"
                     shown = f"{dtype_name(after.dtype)}{list(after.shape)}"
@@ -452,7 +461,7 @@ def _judge(ctx: Context, call: Call, kind: str, form: OutForm, probe: _Side, cpu
         from conformance.engine import _split_call
 
         raise CheckFailure(category, f"{_split_call(exc.message)[0]} [{where}]") from None
-    if kind == "view":  # the base's other elements are untouched
+    if kind == "view" and ctx.values_comparable():  # the base's other elements are untouched
         for i in range(n):
             rest_e = cpu.bases[i].select(-1, 0)
             rest_a = ctx.to_host(dev.bases[i].detach()).select(-1, 0)

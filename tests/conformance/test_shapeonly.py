@@ -198,3 +198,28 @@ def test_autograd_is_judged_on_metadata_with_the_about_to_run_marker(tmp_path):
         lib._destroy()
     assert v.verdict == "fail" and v.category in ("backward_raises", "grad_meta"), v.message
     assert v.repro and "relu" in v.repro
+
+
+@pytest.mark.parametrize("name", ["mul.out", "cat.out", "sin.out"])
+def test_out_check_is_judged_on_metadata(name):
+    """The out check on meta: its outs cannot be read back (their initial state, whether they
+    were written, a view's other elements), so returned objects, resizing, dtype refusals and
+    the outs' metadata are judged: a metadata_only pass (every example was a harness_error)."""
+    v = run(name, "out", resolve("meta"), k=12)
+    assert (v.verdict, v.category) == ("pass", METADATA_ONLY), v.message
+
+
+def test_out_check_on_meta_catches_a_fresh_result():
+    """A meta out= kernel that computes into a new tensor and leaves out alone: the dispatcher
+    hands back the out= argument itself (its schema aliases it), so what shows on meta is an
+    out never resized to the result's shape (values cannot show it there)."""
+    lib = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+        lib.impl("sin.out", lambda self, *, out: torch.empty_like(self), "Meta")
+    try:
+        v = run("sin.out", "out", resolve("meta"), k=12)
+    finally:
+        lib._destroy()
+    assert v.verdict == "fail", v.message  # (its missing dtype check fails out_dtype too)
+    assert "shape" in {f.category for f in v.failures}, v.failures
