@@ -102,6 +102,65 @@ def judge(replayed: Mapping[str, str] | None) -> tuple[str, str | None, str]:
                            f"on what ran before it in that process")
 
 
+# --------------------------------------------------------------------------- recorded retry
+
+
+#: Seconds a recorded-calls retry may take beyond the item's own timeout (an interpreter start,
+#: the backend's import, the op database).
+RETRY_GRACE = 90.0
+
+
+def retry_recorded(options: list[str], item: str, *, timeout: float,
+                   cwd: str | os.PathLike[str] | None = None
+                   ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
+    """Run one (overload, check) on its recorded calls alone (:mod:`conformance.corpus`) in a
+    fresh process: what the controller does when a schema-drawn example killed CPU (the
+    oracle) before the item's recorded calls were tried.
+
+    ``options`` are the plugin options of the run (backend, seed, hints, corpus, ...); ``item``
+    is ``overload::check``. Returns ``(record, marker, outcome)``: the verdict record the retry
+    wrote (``None`` if its process died), the about-to-run marker it left when it died (what
+    it was running, on which side), and how the process ended (``ok``, ``crashed (SIGSEGV)``,
+    ``timeout``).
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="conformance-retry-") as tmp:
+        results = Path(tmp) / "retry.jsonl"
+        argv = [sys.executable, "-m", "pytest", tmp, "-p", "conformance", *options,
+                "--recorded-retry", item, "--results", str(results), "--rootdir", tmp,
+                "-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:xdist",
+                "--noconftest", "-o", "addopts=", "-q"]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            outcome = _outcome(proc.wait(timeout=timeout + RETRY_GRACE))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            outcome = "timeout"
+        record = None
+        try:
+            for line in results.read_text(encoding="utf-8").splitlines():
+                rec = json.loads(line)
+                if rec.get("record") == "verdict" \
+                        and f"{rec.get('overload')}::{rec.get('check')}" == item:
+                    record = rec
+        except (OSError, ValueError):
+            pass
+        marker = None
+        for path in (Path(tmp) / ".conformance" / "inflight").glob("*/main.json"):
+            try:
+                got = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # empty: nothing was running
+            if isinstance(got, dict) and got.get("state") in ("running", "timeout"):
+                marker = got
+        return record, marker, outcome
+
+
 # --------------------------------------------------------------------------- -n 0 sentinel
 
 

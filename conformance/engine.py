@@ -148,6 +148,9 @@ class EngineSettings:
     #: conformance.corpus.CORPUS_ONE_IN); off: recorded calls only where the schema strategies
     #: find no valid input or cannot draw at all
     corpus_mix: bool = False
+    #: search recorded calls alone (the retry of an item whose schema-drawn example killed
+    #: CPU, the oracle: :func:`conformance.crashes.retry_recorded`)
+    recorded_only: bool = False
 
     def item_seed(self, overload: str, check: str) -> int:
         digest = hashlib.sha256(f"{self.seed}:{overload}:{check}".encode()).digest()
@@ -180,6 +183,7 @@ class Inflight:
             return
         self.item["call"] = call.describe()
         self.item["side"] = side
+        self.item["source"] = call.source  # a schema draw or a recorded call (corpus)
         # the repro is what a crash verdict carries; an oracle crash is a skip and needs none
         if side != "cpu" and self._repro_of is not call:  # one repro per call (CPU reruns)
             self._repro_of, self._repro = call, repro(call)
@@ -534,9 +538,11 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
 
     kwargs = dict(settings=settings, hints=hints, tolerance_fn=tolerance_fn, repro_fn=repro_fn,
                   inflight=inflight, expected=expected)
+    if settings.recorded_only:
+        return _run_once(item, backend, corpus_only=True, **kwargs)  # type: ignore[arg-type]
     first = _run_once(item, backend, **kwargs)  # type: ignore[arg-type]
     if first.verdict != "skip" or first.category != "no_valid_inputs" \
-            or not _has_corpus(item, settings, hints):
+            or not has_corpus(item, settings, hints):
         return first
     again = _run_once(item, backend, corpus_only=True, **kwargs)  # type: ignore[arg-type]
     took = round(first.duration_s + again.duration_s, 4)
@@ -562,7 +568,8 @@ def not_applicable(item: Item, backend: Backend, *, settings: EngineSettings,
         expected=expected)
 
 
-def _has_corpus(item: Item, settings: EngineSettings, hints: OpHints) -> bool:
+def has_corpus(item: Item, settings: EngineSettings, hints: OpHints) -> bool:
+    """Whether ``item`` has recorded calls to search (:mod:`conformance.corpus`)."""
     from conformance import corpus
 
     recorded = corpus.for_settings(settings.corpus)

@@ -89,6 +89,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--no-crash-replay", action="store_true", default=False,
                     help="record a dead worker's item as a crash without first replaying its "
                          "call in fresh processes (CPU alone, backend alone) to see who crashes")
+    group.addoption("--recorded-retry", default=None, metavar="OVERLOAD::CHECK",
+                    help="run only this item, on its recorded calls alone (what the controller "
+                         "runs in a fresh process when a schema-drawn example killed CPU)")
     group.addoption("--strict-expectations", action="store_true", default=False,
                     help="an expected failure whose item now passes (xpass) fails the item")
     group.addoption("--hypothesis-db", default=None, metavar="DIR",
@@ -179,7 +182,9 @@ class State:
             db = None
         self.settings: EngineSettings = EngineSettings(
             max_examples=max_examples or EngineSettings().max_examples, seed=opt("--conformance-seed"), database=db,
-            corpus=opt("--corpus"), corpus_mix=bool(opt("--corpus-mix")))
+            corpus=opt("--corpus"), corpus_mix=bool(opt("--corpus-mix")),
+            recorded_only=bool(opt("--recorded-retry")))
+        self.retry_item: str | None = opt("--recorded-retry")
         self.timeout = float(opt("--conformance-timeout") or 0)
         if self.is_worker:
             workerinput = getattr(config, "workerinput")  # noqa: B009 - set by xdist
@@ -283,28 +288,94 @@ class State:
                                    f"ran past the {state.timeout:g}s per-item timeout; worker ended")
                 if marker.get("side") == "cpu":  # the oracle hung: not a verdict on the backend
                     rec["verdict"], rec["category"] = "skip", "cpu_timeout"
+                    rec = state.retry_recorded(marker, rec)
             elif marker.get("side") == "cpu":  # the oracle died: not a verdict on the backend
                 rec = _lost_record(state, marker, "skip",
                                    f"CPU (the oracle) crashed the process (xdist worker {wid})")
                 rec["category"] = "cpu_crashed"
+                rec = state.retry_recorded(marker, rec)
             else:
-                rec = _lost_record(state, marker, "crash",
-                                   f"the process running it died (xdist worker {wid or '?'}"
-                                   f"{_how_it_ended(state.exit_status.get(str(wid)))})")
-                if not state.config.getoption("--no-crash-replay") and marker.get("call"):
-                    # before blaming the backend: does its call kill a fresh process alone?
-                    from conformance.crashes import attribute, judge
-
-                    replayed = attribute(marker, device=state.backend.device,
-                                         cwd=state.config.rootpath)
-                    rec["verdict"], rec["category"], tail = judge(replayed)
-                    msg, sep, running = rec["message"].partition("; it was running")
-                    rec["message"] = msg + tail + sep + running
-                    rec["replay"] = replayed
-                    if rec["verdict"] != "crash":
-                        rec["repro"] = None
+                rec = state.crash_record(
+                    marker, f"the process running it died (xdist worker {wid or '?'}"
+                            f"{_how_it_ended(state.exit_status.get(str(wid)))})")
             report.user_properties.append((_PROP, json.dumps(rec)))
             state.record(rec)
+
+    def crash_record(self, marker: dict[str, Any], message: str) -> dict[str, Any]:
+        """The record of a process that died in a backend call: a ``crash``, unless its call
+        replayed alone in fresh processes kills only CPU (then ``skip``/``cpu_crashed``)."""
+        rec = _lost_record(self, marker, "crash", message)
+        if not self.config.getoption("--no-crash-replay") and marker.get("call"):
+            # before blaming the backend: does its call kill a fresh process alone?
+            from conformance.crashes import attribute, judge
+
+            replayed = attribute(marker, device=self.backend.device, cwd=self.config.rootpath)
+            rec["verdict"], rec["category"], tail = judge(replayed)
+            msg, sep, running = rec["message"].partition("; it was running")
+            rec["message"] = msg + tail + sep + running
+            rec["replay"] = replayed
+            if rec["verdict"] != "crash":
+                rec["repro"] = None
+        return rec
+
+    def retry_recorded(self, marker: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
+        """CPU (the oracle) died or hung on a schema-drawn example of this item (``rec`` is
+        its ``cpu_crashed``/``cpu_timeout`` skip) before its recorded calls were tried: search
+        those alone in a fresh process (:func:`conformance.crashes.retry_recorded`). Its verdict
+        replaces the skip when it checked an example (the message says what killed CPU first);
+        a backend that dies on a recorded call is a crash as any other (replayed before it is
+        blamed); otherwise the skip stays, saying what the retry found."""
+        from conformance.checks import CHECKS
+        from conformance.corpus import CORPUS
+        from conformance.crashes import retry_recorded
+        from conformance.engine import Item, has_corpus
+        from conformance.strategies import OpSignature
+
+        name, check = str(marker.get("overload")), str(marker.get("check"))
+        if (marker.get("source") == CORPUS or not marker.get("call") or self.retry_item
+                or self.config.getoption("--no-crash-replay") or name not in self._db
+                or check not in CHECKS):
+            return rec
+        hints = self.hints.for_op(name)
+        if not has_corpus(Item(OpSignature.of(self._db[name]), CHECKS[check]), self.settings,
+                          hints):
+            return rec
+        what = "hung" if rec.get("category") == "cpu_timeout" else "crashed the process"
+        first = f"CPU (the oracle) {what} on a schema-drawn example ({marker.get('call')})"
+        got, dead, outcome = retry_recorded(
+            self._retry_options(name, check), f"{name}::{check}", timeout=self.timeout or 120.0,
+            cwd=self.config.invocation_params.dir)
+        took = float(rec.get("duration_s") or 0)
+        if got is not None and (got.get("verdict") in ("pass", "fail", "unsupported", "crash",
+                                                         "timeout")
+                                or int(got.get("examples") or 0) > 0):
+            got["message"] = f"{got['message']}; on recorded calls alone, after {first}"
+            got["duration_s"] = round(took + float(got.get("duration_s") or 0), 3)
+            return got
+        if dead is not None and dead.get("side") not in (None, "cpu"):
+            return self.crash_record(dead, f"the process retrying it on recorded calls alone "
+                                           f"died ({outcome}), after {first}")
+        if got is not None:
+            found = f"{got.get('verdict')}/{got.get('category')}: {got.get('message')}"
+        else:
+            found = f"its process {outcome}" + (f" running {dead['call']} on cpu (the oracle)"
+                                                  if dead and dead.get("call") else "")
+        rec["message"] = f"{rec['message']}; retried on recorded calls alone: {found}"
+        return rec
+
+    def _retry_options(self, name: str, check: str) -> list[str]:
+        """The plugin options of this run, for a retry of ``name::check`` in another process."""
+        opt = self.config.getoption
+        out = ["--backend", str(opt("--backend")), "--ops", re.escape(name), "--checks", check,
+               "--conformance-seed", str(self.settings.seed),
+               "--max-examples", str(self.settings.max_examples),
+               "--conformance-timeout", str(self.timeout),
+               "--hypothesis-db", self.settings.database or "none"]
+        for flag in ("--without", "--native-functions", "--expected-failures", "--hints",
+                     "--tolerances", "--corpus"):
+            if opt(flag) is not None:
+                out += [flag, str(opt(flag))]
+        return out
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Stale expected failures (xpass): each with the entry to delete."""
@@ -673,7 +744,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from conformance.shards import assign
     from conformance.strategies import OpSignature
 
-    pairs = [(ov, check) for ov in state.selected() for check in state.checks]
+    pairs = [(ov, check) for ov in state.selected() for check in state.checks
+             if state.retry_item in (None, f"{ov.name}::{check}")]
     ids = [f"{ov.name}::{check}" for ov, check in pairs]
     shard_of = assign(ids, state.shard[1], state.durations) if state.shard else None
     new: list[pytest.Item] = []

@@ -128,7 +128,8 @@ def test_applies_only_to_differentiable_overloads():
     assert applies(sig("add_.Tensor")) is None  # in-place: through a clone of a leaf
     assert "out_unsupported" in (applies(sig("mul.out")) or "")
     assert "not differentiable" in (applies(sig("argmax")) or "")
-    assert "seeded-random" in (applies(sig("dropout")) or "")
+    # seeded-random: applies (gradient values compared where CPU's own repeat)
+    assert applies(sig("native_dropout")) is None and applies(sig("normal_")) is None
     # embedding differentiates its weight only; indices are not differentiable
     assert grad_args(sig("embedding")) == ("weight",)
 
@@ -161,3 +162,65 @@ def _sig(name: str):
     from conformance.strategies import OpSignature
 
     return OpSignature.of(opdb.load()[name])
+
+
+def _run_hinted(backend, overload: str, args: dict, max_examples: int = 10):
+    """``_run`` with the packaged hints of ``overload`` plus argument hints ``args``."""
+    import opdb
+    from conformance.checks import CHECKS
+    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.repro import snippet
+    from conformance.strategies import OpSignature
+    from opdb.opdata import OpHints, load_hints, load_tolerances
+
+    packaged = load_hints().for_op(overload)
+    hints = OpHints(args={**packaged.args, **args})
+    return run_check(Item(OpSignature.of(opdb.load()[overload]), CHECKS["autograd"]), backend,
+                     settings=EngineSettings(max_examples=max_examples, seed=0, database=None),
+                     hints=hints, tolerance_fn=load_tolerances(),
+                     repro_fn=lambda call: snippet(call, backend))
+
+
+def _dropout_backward(bug):
+    import kernels
+    from kernels.registry import kernel
+
+    real = kernel("native_dropout_backward")
+    backend = _mlu()  # resolving re-installs the reference kernels: override after it
+    kernels.install(overrides={"native_dropout_backward": lambda g, mask, scale: bug(
+        real(g, mask, scale))})
+    return backend
+
+
+@pytest.mark.usefixtures("reference")
+def test_seeded_random_gradients_compared_where_cpu_repeats_them():
+    """Seeded-random overloads get the check: the forward's random values are not compared;
+    a gradient's values are wherever CPU's own gradient repeats on a second draw (dropout in
+    eval mode, the samplers' zeros), so a sign error in dropout's backward is caught there."""
+    from opdb.opdata import ArgHint
+
+    for overload in ("native_dropout", "normal.Tensor_float", "uniform_"):
+        v = _run(_mlu(), overload, "autograd", max_examples=5)
+        assert v.verdict == "pass" and v.examples > 0, f"{overload}: {v.message}"
+    evaluation = {"train": ArgHint(choices=(False,))}
+    assert _run_hinted(_mlu(), "native_dropout", evaluation).verdict == "pass"
+    v = _run_hinted(_dropout_backward(lambda g: -g), "native_dropout", evaluation)
+    assert v.verdict == "fail" and v.category == "grad_value", v.message
+
+
+@pytest.mark.usefixtures("reference")
+def test_seeded_random_gradient_that_depends_on_the_draw_is_judged_on_its_metadata():
+    """In training, dropout's gradient follows its random mask: CPU's differs from draw to draw,
+    so its values are not compared (the pass says so: cpu_unstable), but the rest is: a
+    backward returning a wrongly shaped gradient fails."""
+    from opdb.opdata import ArgHint
+
+    training = {"train": ArgHint(choices=(True,)), "p": ArgHint(choices=(0.5,)),
+                "input": ArgHint(dtypes=("float32",), shape=(4, 8))}
+    v = _run_hinted(_mlu(), "native_dropout", training)
+    assert v.verdict == "pass" and v.category == "cpu_unstable", v.message
+    assert "depends on the random draw" in v.message
+    v = _run_hinted(_dropout_backward(lambda g: -g), "native_dropout", training)
+    assert v.verdict == "pass", v.message  # a sign error is invisible against a random mask
+    v = _run_hinted(_dropout_backward(lambda g: g[..., :1]), "native_dropout", training)
+    assert v.verdict == "fail" and v.category == "backward_raises", v.message

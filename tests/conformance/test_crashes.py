@@ -166,3 +166,35 @@ def test_a_sticky_device_error_ends_the_process_not_the_run(tmp_path: Path, work
     assert (lost["verdict"], lost["category"]) == ("crash", "device_lost"), lost
     assert "unusable" in lost["message"] and "index_select(" in lost["repro"]
     assert recs[("mul.Tensor", "forward")]["verdict"] == "pass", recs[("mul.Tensor", "forward")]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_oracle_death_on_a_schema_draw_is_retried_on_recorded_calls(tmp_path: Path) -> None:
+    """CPU's smooth_l1_loss_backward kills the worker on the first schema-drawn example, before
+    the item's recorded calls were tried: the controller searches those alone in a fresh process
+    and the item earns their verdict, saying what killed CPU first; without recorded calls
+    (--corpus off) the oracle's death stays a cpu_crashed skip, not a verdict on the backend."""
+    importlib.import_module("kernels")
+    out = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "conformance", "run", "--backend",
+           "privateuse1:crashy_schema_oracle", "--ops", "smooth_l1_loss_backward", "--checks",
+           "forward", "--max-examples", "3", "-n", "1", "-o", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(),
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rec = {r["overload"]: r for r in map(json.loads, out.read_text().splitlines())
+           if r["record"] == "verdict"}["smooth_l1_loss_backward"]
+    assert rec["verdict"] == "pass" and rec["examples"] > 0, rec["message"]
+    assert rec["sources"] == {"corpus": rec["examples"]}
+    assert "after CPU (the oracle) crashed the process on a schema-drawn example " \
+           "(smooth_l1_loss_backward(" in rec["message"]
+
+    off = subprocess.run([*cmd, "--corpus", "off", "--overwrite", "--ops",
+                          "smooth_l1_loss_backward", "--pytest-args", "-k 'not grad_input'"],
+                         capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=600)
+    assert off.returncode == 0, off.stderr[-3000:]
+    recs = [r for r in map(json.loads, out.read_text().splitlines()) if r["record"] == "verdict"]
+    assert [(r["overload"], r["verdict"], r["category"]) for r in recs] == [
+        ("smooth_l1_loss_backward", "skip", "cpu_crashed")], recs
+    assert "retried" not in recs[0]["message"]
