@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -522,6 +522,45 @@ def grad_args(sig: OpSignature) -> tuple[str, ...]:
     return tuple(n for n in tensors if n in formula)
 
 
+def written_results(sig: OpSignature) -> tuple[str, ...]:
+    """Arguments that stand for the results of an overload that returns nothing and writes its
+    arguments (``_foreach_div_.List(Tensor(a!)[] self, Tensor[] other) -> ()``): autograd
+    differentiates them after the call; ``()`` for an overload with returns."""
+    if sig.returns:
+        return ()
+    return tuple(a.name for a in sig.args if a.is_write and a.base == "Tensor" and not a.is_out)
+
+
+@dataclass(frozen=True)
+class WrittenCall(Call):
+    """A call of an overload that returns nothing (:func:`written_results`): :meth:`run`
+    returns the arguments it wrote, as placed on the device, in schema order."""
+
+    placed: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(cls, call: Call) -> Call:
+        """``call`` as a WrittenCall where its overload returns nothing, else itself."""
+        if isinstance(call, WrittenCall) or not written_results(call.sig):
+            return call
+        return cls(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=call.notes,
+                   fills=call.fills, source=call.source)
+
+    def place(self, name: str, value: Any, device: str) -> Any:
+        out = super().place(name, value, device)
+        self.placed[name] = out
+        return out
+
+    def run(self, device: str) -> Any:
+        self.placed.clear()
+        super().run(device)
+        out: list[Any] = []
+        for name in written_results(self.sig):
+            value = self.placed.get(name)
+            out.extend(value if isinstance(value, list) else [value] if value is not None else [])
+        return tuple(out)
+
+
 def grad_leaves(call: Call) -> list[tuple[str, str, torch.Tensor]]:
     """``(argument, label, tensor)`` for every floating/complex tensor of ``call`` that the
     autograd check differentiates, in schema order (a ``Tensor[]`` gives ``name[i]`` labels).
@@ -579,6 +618,24 @@ def _backward_name(sig: OpSignature, outs: list[torch.Tensor]) -> str:
     return f"the backward of {sig.name}, {'/'.join(fns) or 'no grad_fn'}{calls}"
 
 
+#: torch's error when autograd has no derivative for an op it reached (a ``not_implemented``
+#: formula, or the fallback of an op with a kernel but no formula), naming the op
+_NO_DERIVATIVE = re.compile(r"derivative for (?:aten::)?([\w.]+) is not implemented")
+
+
+def _no_cpu_derivative(sig: OpSignature, exc: BaseException) -> None:
+    """End the search as ``skip``/``cpu_unsupported`` when CPU's autograd says it implements no
+    derivative for this very overload (``derivative for aten::silu_backward is not
+    implemented``): the oracle cannot differentiate it on any input. An op it calls lacking
+    one is just this example's rejection."""
+    from conformance.verdicts import Abort, error_line
+
+    m = _NO_DERIVATIVE.search(str(exc))
+    if m and m.group(1).split(".")[0] in (sig.base, sig.name):
+        raise Abort("skip", "cpu_unsupported", f"CPU (the oracle) implements no derivative "
+                                               f"for it: {error_line(exc)}") from None
+
+
 def _autograd_applies(sig: OpSignature) -> str | None:
     from conformance.rundb import current
 
@@ -607,6 +664,7 @@ def verify_autograd(ctx: Context, call: Call) -> None:
         GRAD_VALUE,
     )
 
+    call = WrittenCall.of(call)  # an overload returning nothing: what it wrote is its result
     where = call.describe()
     picked = grad_leaves(call)
     if not picked:
@@ -616,7 +674,11 @@ def verify_autograd(ctx: Context, call: Call) -> None:
     labels = [label for _, label, _ in picked]
     cpu_leaves = {label: t.detach().clone().requires_grad_() for _, label, t in picked}
     # CPU: the forward through ctx (counted, marked), then the backward
-    expected = ctx.run_cpu(_with_leaves(call, cpu_leaves, lambda t: t))
+    try:
+        expected = ctx.run_cpu(_with_leaves(call, cpu_leaves, lambda t: t))
+    except CpuRejected as rejected:
+        _no_cpu_derivative(call.sig, rejected.exc)
+        raise
     idx = _grad_outputs(expected)
     if not idx:
         exc = ValueError("no output of this example requires grad")
@@ -631,6 +693,7 @@ def verify_autograd(ctx: Context, call: Call) -> None:
         if missing_op_from(exc) is not None:
             raise Abort("skip", "cpu_unsupported", f"CPU (the oracle) has no backward kernel: "
                                                    f"{error_line(exc)}") from None
+        _no_cpu_derivative(call.sig, exc)
         ctx.cpu_errors[error_line(exc)] += 1
         raise CpuRejected(exc) from None
     seeded = "nondeterministic_seeded" in call.sig.tags

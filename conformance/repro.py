@@ -147,7 +147,7 @@ def _op_call(call: Call, text: Callable[[str, Any], str]) -> str:
 def _autograd_snippet(call: Call, backend: Backend, note: str | None) -> str:
     """The repro of an ``autograd`` example: leaves that require grad, the forward on clones
     of them, and the backward of the same upstream gradient on CPU and on the device."""
-    from conformance.checks import grad_leaves
+    from conformance.checks import grad_leaves, written_results
 
     sig = call.sig
     leaves = {label: t for _, label, t in grad_leaves(call)}
@@ -170,7 +170,16 @@ def _autograd_snippet(call: Call, backend: Backend, note: str | None) -> str:
             return f"inputs[{name!r}].clone()"
         return _value(value, name not in call.on_cpu)
 
-    lines.append(f"    out = {_op_call(call, text)}")
+    written = [n for n in written_results(sig) if n in dict(call.values)]
+    if written:  # it returns nothing: its results are the arguments it writes
+        given = dict(call.values)
+        for name in written:
+            lines.append(f"    {name} = {text(name, given[name])}")
+        lines.append(f"    {_op_call(call, lambda n, v: n if n in written else text(n, v))}")
+        parts = [f"*{n}" if isinstance(given[n], list) else n for n in written]
+        lines.append(f"    out = [{', '.join(parts)}]")
+    else:
+        lines.append(f"    out = {_op_call(call, text)}")
     lines.append("    return out, inputs")
     lines += ["", _SHOW_GRADS, 'show("cpu")', f"show({backend.device!r})"]
     return "\n".join(lines) + "\n"

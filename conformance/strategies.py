@@ -445,8 +445,12 @@ def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSigna
                        or ("size" in name and spec.base == "SymInt")):
         first = _first_shape(plan, sig)
         numel = math.prod(first)
-        return draw(st.sampled_from([list(first), [numel], [-1], list(reversed(first))])
-                    | st.lists(st.integers(0, 4), max_size=3), label=name)
+        n = spec.list_size  # SymInt[2] output_size: exactly that many (CPU refuses others)
+        shaped = [s for s in ([list(first), [numel], [-1], list(reversed(first))] if not n
+                              else [list(first[-n:]), list(reversed(first))[:n]])
+                  if not n or len(s) == n]
+        return draw((st.sampled_from(shaped) if shaped else st.nothing())
+                    | st.lists(st.integers(0, 4), min_size=n or 0, max_size=n or 3), label=name)
     length = hint.length or spec.list_size
     lo = int(hint.min) if hint.min is not None else 0
     hi = int(hint.max) if hint.max is not None else 3

@@ -224,3 +224,41 @@ def test_seeded_random_gradient_that_depends_on_the_draw_is_judged_on_its_metada
     assert v.verdict == "pass", v.message  # a sign error is invisible against a random mask
     v = _run_hinted(_dropout_backward(lambda g: g[..., :1]), "native_dropout", training)
     assert v.verdict == "fail" and v.category == "backward_raises", v.message
+
+
+@pytest.mark.usefixtures("reference")
+def test_overload_returning_nothing_is_differentiated_through_what_it_writes(tmp_path):
+    """``_foreach_div_.List(Tensor(a!)[] self, Tensor[] other) -> ()`` returns nothing: the
+    tensors it wrote are its results, differentiated as such, and so in its repro."""
+    import torch
+
+    from conformance.checks import WrittenCall, written_results
+    from conformance.repro import snippet
+    from conformance.strategies import Call
+
+    assert written_results(_sig("_foreach_div_.List")) == ("self",)
+    assert written_results(_sig("add_.Tensor")) == ()  # it returns self
+    v = _run(_mlu(), "_foreach_div_.List", "autograd", max_examples=5)
+    assert v.verdict == "pass" and v.examples > 0, v.message
+    call = Call(sig=_sig("_foreach_div_.List"), notes=("autograd",),
+                values=(("self", [torch.tensor([1.0, -2.0])]), ("other", [torch.tensor([4.0, 8.0])])))
+    out = WrittenCall.of(call).run("cpu")
+    assert isinstance(out, tuple) and torch.equal(out[0], torch.tensor([0.25, -0.25]))
+    repro = snippet(call, _mlu())
+    assert "out = [*self]" in repro
+    script = tmp_path / "repro.py"
+    script.write_text(repro)
+    proc = run_repro(script, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    grads = [ln for ln in proc.stdout.splitlines() if ": grad of other[0]:" in ln]
+    assert len(grads) == 2 and "None" not in "".join(grads), proc.stdout
+
+
+@pytest.mark.usefixtures("reference")
+def test_no_derivative_on_cpu_is_said_not_drawn_for():
+    """CPU's autograd implements no derivative for silu_backward (its kernel has no formula):
+    the oracle cannot differentiate it on any input, so the item is a cpu_unsupported skip at
+    once, not a no_valid_inputs after every draw."""
+    v = _run(_mlu(), "silu_backward", "autograd", max_examples=5)
+    assert (v.verdict, v.category) == ("skip", "cpu_unsupported"), v.message
+    assert "implements no derivative" in v.message and "silu_backward" in v.message

@@ -147,3 +147,17 @@ def test_cpu_zerodim_stays_on_cpu_when_split():
     args, _ = call.split("meta")
     assert args[0].device.type == "meta" and args[1].device.type == "cpu"
     assert call.describe() == "add.Tensor(float32[2], float32[] on cpu)"
+
+
+@FAST
+@given(st.data())
+def test_fixed_size_list_keeps_its_schema_size(data):
+    """``SymInt[2] output_size`` and ``int[2] kernel_size`` are drawn with exactly two elements
+    (CPU refuses any other count: 'It is expected output_size equals to 2, but got size 1'),
+    though their names make them size-like; an unsized ``SymInt[] size`` still varies."""
+    for name, arg in (("_upsample_bicubic2d_aa", "output_size"), ("col2im", "kernel_size"),
+                      ("upsample_nearest3d", "output_size")):
+        sig = sig_of(name)
+        n = next(a.list_size for a in sig.args if a.name == arg)
+        call = data.draw(calls(sig, OpHints(), mode="forward"))
+        assert len(dict(call.values)[arg]) == n, (name, dict(call.values)[arg])
