@@ -1221,10 +1221,17 @@ def _xlog1py(x: Any, y: Any, *, compute: torch.dtype, result: torch.dtype) -> An
 register_family("special_xlog1py", _xlog1py, Kind.INT_TO_FLOAT,
                 validate=refuse("xlog1py", "complex"))
 def _zeta(x: Any, q: Any) -> Any:
-    """Hurwitz zeta; ATen's Cephes loop gives NaN at q = +inf for x > 1 (its terms pow(q, -x)
-    are all 0, and 0 * inf enters the Euler-Maclaurin tail), where SciPy returns the limit 0."""
+    """Hurwitz zeta. Where every term pow(q + i, -x) underflows to 0 (SciPy then returns the
+    limit 0), ATen's Cephes loop (in double) reaches its Euler-Maclaurin tail with s = b = 0
+    and returns NaN when 0 meets an infinity there: w = q = +inf (b * w), or the running
+    product a = x (x + 1) ... (x + 22) overflowing (inf * 0)."""
     r = _special().zeta(x, q)
-    return np.where((q == np.inf) & (x > 1), np.asarray(np.nan, np.result_type(r)), r)
+    with quiet():
+        xd, qd = np.asarray(x, np.float64), np.asarray(q, np.float64)
+        tail = sum(np.log(np.maximum(xd + j, 1.0)) for j in range(23))
+        nan = (xd > 1) & (qd > 0) & ((qd == np.inf) | (
+            (np.power(qd, -xd) == 0) & (tail > np.log(np.finfo(np.float64).max))))
+    return np.where(nan, np.asarray(np.nan, np.result_type(r)), r)
 
 
 register_family("special_zeta", _plain(_zeta), Kind.INT_TO_FLOAT,

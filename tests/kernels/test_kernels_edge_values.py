@@ -257,6 +257,7 @@ def test_gelu_tanh_is_correctly_rounded_near_minus_one() -> None:
 
 def test_zeta_at_q_infinity_is_nan_as_cephes_loop_gives() -> None:
     _same(torch.special.zeta, _t([4.0, 2.0, 1.0, 0.5], torch.float32), _t(inf, torch.float32))
+    _same(torch.special.zeta, _t([inf, 1e30, 5.0], torch.float32), _t(3.4e38, torch.float32))
 
 
 def test_sub_alpha_int64_min_negates_with_wraparound() -> None:
