@@ -994,11 +994,17 @@ def isin_tt_out(elements: torch.Tensor, test_elements: torch.Tensor, *,
 @register("isin.Tensor_Scalar_out")
 def isin_ts_out(elements: torch.Tensor, test_element: Any, *, assume_unique: bool = False,
                 invert: bool = False, out: torch.Tensor) -> torch.Tensor:
-    if elements.dtype == torch.bool or elements.dtype.is_complex:
-        raise RuntimeError(
-            f"Unsupported input type encountered for isin(): {scalar_type_name(elements.dtype)}"
-        )
-    r = np.isin(to_numpy(elements), np.asarray([test_element]), invert=invert)
+    # ATen: isin of the Scalar wrapped into a tensor (bool, int64, double or complex128),
+    # compared in the dtype they promote to (an int Scalar beside uint8 wraps: 281 is 25)
+    wrapped = torch.tensor(test_element).dtype
+    for dtype in (elements.dtype, wrapped):
+        if dtype == torch.bool or dtype.is_complex:
+            raise RuntimeError(
+                f"Unsupported input type encountered for isin(): {scalar_type_name(dtype)}")
+    common = NP_DTYPE[torch.result_type(elements, test_element)]
+    with quiet():
+        r = np.isin(to_numpy(elements).astype(common), np.asarray([test_element]).astype(common),
+                    invert=invert)
     return write_out(out, r, torch.bool, exact=True)
 
 

@@ -17,7 +17,13 @@ import torch
 
 from kernels import nn
 from kernels._define import check_same_shape_or_broadcast, define
-from kernels._semantics import FLOATING, REAL, opmath, promote, scalar_type_name
+from kernels._semantics import (
+    FLOATING,
+    REAL,
+    opmath,
+    promote,
+    scalar_type_name,
+)
 from kernels._tensor import NP_DTYPE, to_numpy
 
 __all__: list[str] = []
@@ -161,7 +167,14 @@ def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: tor
     norm = (2.0 / x.size if x.size else np.nan) if reduction == 1 else 2.0
     scale = c_cast(norm, np_dtype).astype(x.dtype)  # ATen: value.to<scalar_t>()
     with np.errstate(all="ignore"):
-        return (scale * (x - t) * g).astype(np_dtype)
+        value = (scale * (x - t) * g).astype(np_dtype)
+    # the functional writes into grad_input = zeros_like(self): self's dtype, computed in the
+    # promoted one (bfloat16 grad, float16 self: float16). Where that cast is unsafe CPU's
+    # functional refuses and its out= overload casts into grad_input: left to the out= path
+    # (this impl serves both and cannot tell them apart)
+    if torch.can_cast(promote(self, target, grad_output), self.dtype):
+        value = value.astype(NP_DTYPE[self.dtype])
+    return value
 
 
 @define("smooth_l1_loss", "smooth_l1_loss.out",

@@ -384,6 +384,9 @@ def batch_norm(
     and the saved statistics are empty, as on CPU.
     """
     dtype = x.dtype
+    if (running_mean is None) != (running_var is None):  # ATen's first check, any dtype
+        raise ValueError("running_mean and running_var must either both be None or neither be "
+                         "None")
     if x.ndim == 0:
         raise RuntimeError("batch_norm: expected an input with at least one dimension")
     if x.ndim == 1:  # ATen: channels are dim 1
@@ -618,6 +621,8 @@ def group_norm_backward(
     output_mask: Sequence[bool],
 ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """``native_group_norm_backward``."""
+    if grad_out.dtype != x.dtype:  # ATen's first check, before any shape or dtype dispatch
+        raise RuntimeError("Expected scalar types of X and dY are same.")
     dtype = x.dtype
     if x.size == 0:
         zeros = np.zeros(c, dtype=dtype)

@@ -247,6 +247,11 @@ for _act in ACTIVATIONS:
         dtype_args=(0, 5), castable_out=True)
 def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale: Any,
                  is_result: bool, self_or_result: torch.Tensor) -> Arr:
+    if is_result and float(alpha.real if isinstance(alpha, complex) else alpha) < 0:
+        raise RuntimeError(  # ATen's elu_backward meta, its first check
+            "In-place elu backward calculation is triggered with a negative slope which is not "
+            "supported. This is caused by calling in-place forward function with a negative "
+            "slope, please call out-of-place version instead.")
     check_same_shape_or_broadcast(grad_output, self_or_result)
     g, x = to_numpy(grad_output), to_numpy(self_or_result)
     promoted = torch.result_type(grad_output, self_or_result)
@@ -328,6 +333,9 @@ def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int) -> Arr
     x = to_numpy(self)
     g = opmath(to_numpy(grad_output))
     a, b = _glu_halves(opmath(x), dim)
+    if grad_output.dtype != self.dtype:  # TensorIterator over the halves and grad_output
+        raise RuntimeError(f"Found dtype {scalar_type_name(grad_output.dtype)} but expected "
+                           f"{scalar_type_name(self.dtype)}")
     s = _sigmoid(b)
     ga = g * s
     gb = g * a * s * (1.0 - s)
