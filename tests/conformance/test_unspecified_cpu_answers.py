@@ -42,11 +42,20 @@ def test_non_empty_grows_only_all_empty_inputs_and_keeps_out_tensors():
     assert non_empty(_call("cat", tensors=[torch.empty(0), torch.empty(2, 0)], dim=0)) is not None
 
 
-def test_refusing_what_cpu_accepts_only_when_empty_is_not_counted():
-    """geometric_ of an empty bool tensor: CPU returns it, CPU refuses bool[1]; mlu refuses."""
+def test_refusing_what_cpu_accepts_only_when_empty_is_not_counted(monkeypatch):
+    """geometric_ of an empty bool tensor: CPU returns it, CPU refuses bool[1]; a backend that
+    gates the dtype first refuses it."""
     call = _call("geometric_", self=torch.empty(0, dtype=torch.bool), p=0.5)
     ctx = _ctx(call)
     ctx.run_cpu(call)
+    run = Call.run
+
+    def gated(self: Call, device: str) -> object:
+        if device != "cpu":
+            raise NotImplementedError('"geometric_cpu" not implemented for \'Bool\'')
+        return run(self, device)
+
+    monkeypatch.setattr(Call, "run", gated)
     with pytest.raises(CpuRejected):
         ctx.run_backend(call)
     assert any(line.startswith("accepted only empty inputs") for line in ctx.cpu_errors)
