@@ -474,8 +474,10 @@ def _div_mode_kernels() -> None:
         args = [a for a in op._schema.arguments if not a.kwarg_only]
         has_mode = any(a.name == "rounding_mode" for a in op._schema.arguments)
         mode = _mode(name)
+        # div_true_kernel reads a Python-number divisor of a float16/bfloat16 tensor in float32
+        # (iter.original_scalar_value<opmath_t>): x / 3.4e38 is not x / inf
         true_k = make_pointwise(name, _div, Kind.INT_TO_FLOAT, nin=len(args), mode=mode,
-                                argnames=tuple(a.name for a in args))
+                                argnames=tuple(a.name for a in args), scalar_opmath=True)
         if not has_mode:
             register(name)(true_k)
             continue

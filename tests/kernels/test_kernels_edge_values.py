@@ -283,3 +283,9 @@ def test_batch_norm_no_stats_out_of_nothing_leaves_its_outs_unchecked() -> None:
             save_invstd=e(torch.float32))
 
     _same(bn, torch.empty(0, 3, 4, dtype=torch.float64))
+
+
+def test_div_reads_a_python_divisor_of_a_low_precision_tensor_in_float32() -> None:
+    for dtype, big in ((torch.bfloat16, 3.4028234663852886e38), (torch.float16, 3.3895e38)):
+        _same(lambda x, b=big: x.clone().div_(b), _t([-4.65625, -3.3895e38 if dtype ==
+                                                      torch.bfloat16 else -6e4, inf, 3.0], dtype))
