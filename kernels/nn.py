@@ -384,15 +384,15 @@ def batch_norm(
     and the saved statistics are empty, as on CPU.
     """
     dtype = x.dtype
-    if (running_mean is None) != (running_var is None):  # ATen's first check, any dtype
-        raise ValueError("running_mean and running_var must either both be None or neither be "
-                         "None")
     if x.ndim == 0:
         raise RuntimeError("batch_norm: expected an input with at least one dimension")
     if x.ndim == 1:  # ATen: channels are dim 1
         if not training and x.size == 0:
             return x.copy(), x.copy(), x.copy()
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if (running_mean is None) != (running_var is None):  # after the channel dim, any dtype
+        raise ValueError("running_mean and running_var must either both be None or neither be "
+                         "None")
     if not training and x.size == 0:  # ATen returns before looking at the statistics
         empty = np.empty((0,), dtype=dtype)
         return x.copy(), empty, empty.copy()
