@@ -8,7 +8,8 @@ those forwards on CPU under the dispatch recorder with drawn inputs — the forw
 specs first, else its schema strategy (``autograd`` mode) — and backpropagates a drawn upstream
 gradient through every differentiable output, as the ``autograd`` check does; the autograd
 engine's call of the backward op is recorded like any other (its integer arguments exactly: the
-``indices`` a forward computed). Hypothesis searches (``find``) until the backward op was called
+``indices`` a forward computed; an attempt that raised keeps none of its calls: the recorder
+notes a call before its kernel runs). Hypothesis searches (``find``) until the backward op was called
 or ``tries`` examples of every forward are spent. Data-driven: no table of backward ops; it
 works for any backward op a derivatives formula names. Drawn inputs may crash a CPU kernel, so
 the search runs in a worker process that a crash or a hang costs one backward op, not the build.
@@ -135,6 +136,7 @@ def derive(collector: Any, targets: Sequence[str], *, db: Any, hints: Any, tries
                 continue
 
             def reaches(call: Any, target: str = target, fwd: str = fwd) -> bool:
+                before = _keys(collector)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     try:
@@ -142,6 +144,9 @@ def derive(collector: Any, targets: Sequence[str], *, db: Any, hints: Any, tries
                                 collector.recording(f"derived:{fwd}"):
                             run_forward_backward(call, rec)
                     except Exception:  # noqa: BLE001 - an input CPU refuses: draw another
+                        # the recorder noted its calls before their kernels ran: none of
+                        # this attempt's is a call CPU answered for sure
+                        _drop_since(collector, before)
                         return False
                 return target in collector.calls
 
@@ -301,6 +306,20 @@ def _records(collector: Any) -> Iterable[tuple[tuple[str, str], Mapping[str, Any
 
 def _keys(collector: Any) -> set[tuple[str, str]]:
     return {k for k, _ in _records(collector)}
+
+
+def _drop_since(collector: Any, before: set[tuple[str, str]]) -> None:
+    """Forget the records ``collector`` gained since its keys were ``before``."""
+    for name in list(collector.calls):
+        groups = collector.calls[name]
+        for dtypes in list(groups):
+            recs = groups[dtypes]
+            for key in [k for k in recs if (name, k) not in before]:
+                del recs[key]
+            if not recs:
+                del groups[dtypes]
+        if not groups:
+            del collector.calls[name]
 
 
 def summary(result: Mapping[str, str | None]) -> list[str]:

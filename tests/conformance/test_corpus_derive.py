@@ -94,3 +94,19 @@ def test_opinfo_backward_samples_reach_the_higher_rank_forms():
     few, more = recorded(1), recorded(16)
     assert "upsample_nearest1d_backward" in few and "upsample_nearest2d_backward" not in few
     assert {"upsample_nearest2d_backward", "upsample_nearest3d_backward"} <= more
+
+
+def test_an_attempt_cpu_refuses_records_nothing():
+    """The recorder notes a call before its kernel runs: the calls of an attempt that raised
+    (a schema-drawn input CPU refuses) are dropped, so the corpus keeps only calls CPU
+    answered (reflection_pad3d wants a 4-d or 5-d input; the draws that are not raise)."""
+    from conformance.corpus_derive import derive
+    from opdb.opdata import load_hints
+
+    db = opdb.load()
+    collector = Collector()
+    derive(collector, ["reflection_pad3d_backward"], db=db, hints=load_hints(db=db), tries=20)
+    ranks = [len(dict(r["args"])["self"]["shape"]) for g in
+             collector.calls.get("reflection_pad3d", {}).values() for r in g.values()]
+    assert all(r in (4, 5) for r in ranks), ranks
+    assert ("reflection_pad3d_backward" in collector.calls) == bool(ranks)
