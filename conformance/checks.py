@@ -9,6 +9,7 @@ autograd, non-contiguous, per-dtype) is one more entry in :data:`CHECKS`.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -18,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils._pytree import tree_flatten
 
+from conformance import readback
 from conformance import ties as tie_positions
 from conformance.strategies import Call, OpSignature
 from conformance.variants_inplace import inplace_applies, verify_inplace
-from conformance.verdicts import CheckFailure, CpuRejected
+from conformance.verdicts import CheckFailure, CpuRejected, error_line
 from opdb.dtypes import default_tolerance
 
 if TYPE_CHECKING:
@@ -97,45 +99,99 @@ def _compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
                     continue  # CPU's own answers differ: the value is not specified here
                 raise CheckFailure("value", f"{label}={a!r}, but should be {e!r} [{where}]")
             continue
-        if ctx.hints.result_on_device and ctx.device_inputs(call) \
-                and a.device.type != ctx.backend.device:
-            raise CheckFailure("device", f"{label}.device={a.device}, but should be on "
-                                         f"{ctx.backend.device} [{where}]")
-        if a.dtype != e.dtype:
-            raise CheckFailure("dtype", f"{label}.dtype={_fmt_dtype(a.dtype)}, but should be "
-                                        f"{_fmt_dtype(e.dtype)} [{where}]")
-        if tuple(a.shape) != tuple(e.shape):
-            raise CheckFailure("shape", f"{label}.shape={tuple(a.shape)}, but should be "
-                                        f"{tuple(e.shape)} [{where}]")
-        if values or value_range:
-            host = ctx.to_host(a)
-            if value_range:
-                spread = [e] + [x[i] for x in extra if i < len(x) and isinstance(x[i], torch.Tensor)]
-                try:
-                    _assert_in_range(label, where, host, spread)
-                except CheckFailure:
-                    def within(again: Any, i: int = i, spread: list[torch.Tensor] = spread,
-                               label: str = label) -> bool:
-                        return _within_spread(label, where, _leaf(again, i), spread)
+        try:  # CPU returned a tensor nothing can read (_add_batch_dim(x, batch_dim=-1) is
+            # batched at dimension -1): no answer to compare with, the example is not counted
+            e_form, e_parts = readback.form(e), readback.parts(e)
+        except Exception as exc:  # noqa: BLE001
+            raise CpuRejected(exc) from None
+        try:
+            a_form, a_parts = readback.form(a), readback.parts(a)
+        except Exception as exc:  # noqa: BLE001 - the backend cannot read its own result
+            ctx.device_alive(exc, None)
+            raise CheckFailure("device", f"reading {label} on {ctx.backend.device} raised "
+                                         f"{error_line(exc)} [{where}]") from None
+        if a_form != e_form:
+            raise CheckFailure("structure", f"{label} is a {a_form}, but should be a {e_form} "
+                                            f"[{where}]")
+        if _is_view(call.sig):  # a view's lazy conj/neg bit is part of what it returns
+            for bit, got, want in zip(("is_conj", "is_neg"), readback.bits(a), readback.bits(e),
+                                      strict=True):
+                if got != want:
+                    raise CheckFailure("alias", f"{label}.{bit}()={got}, but should be {want} "
+                                                f"as CPU's view has it [{where}]")
+        if len(a_parts) != len(e_parts):
+            raise CheckFailure("shape", f"{label} has {len(a_parts)} components, but should "
+                                        f"have {len(e_parts)} [{where}]")
+        for j, ((suffix, ep), (_, ap)) in enumerate(zip(e_parts, a_parts, strict=True)):
+            _compare_tensor(ctx, call, f"{label}{suffix}", where, ep, ap, i, j, values=values,
+                            spread=[_part(x, i, j) for x in extra] if value_range else None)
 
-                    if ctx.cpu_unstable(call, within, reruns=SPREAD_RERUNS):
-                        continue  # CPU's own samples leave its spread: it bounds nothing here
-                    raise
-            else:
-                try:
-                    ties = ctx.hints.ties  # positions of tied elements: compared by what they pick
-                    if ties is not None and tie_positions.applies(call, ties, i):
-                        tie_positions.assert_same_picks(call, ties, label, where, host, e)
-                    else:
-                        _assert_values(ctx, call, label, where, host, e)
-                except CheckFailure:
-                    def agrees(again: Any, i: int = i, e: torch.Tensor = e,
-                               label: str = label) -> bool:
-                        return _agrees(ctx, call, label, where, _leaf(again, i), e)
 
-                    if ctx.cpu_unstable(call, agrees):
-                        continue  # CPU's own answers differ: only dtype and shape are specified
-                    raise
+def _compare_tensor(ctx: Context, call: Call, label: str, where: str, e: torch.Tensor,
+                    a: torch.Tensor, i: int, j: int, *, values: bool,
+                    spread: list[Any] | None) -> None:
+    """Device, dtype, shape and (``values``, or ``spread``: CPU's other samples of a
+    seeded-random op) values of part ``j`` of result ``i``."""
+    __tracebackhide__ = True
+    if ctx.hints.result_on_device and ctx.device_inputs(call) \
+            and a.device.type != ctx.backend.device:
+        raise CheckFailure("device", f"{label}.device={a.device}, but should be on "
+                                     f"{ctx.backend.device} [{where}]")
+    if a.dtype != e.dtype:
+        raise CheckFailure("dtype", f"{label}.dtype={_fmt_dtype(a.dtype)}, but should be "
+                                    f"{_fmt_dtype(e.dtype)} [{where}]")
+    if tuple(a.shape) != tuple(e.shape):
+        raise CheckFailure("shape", f"{label}.shape={tuple(a.shape)}, but should be "
+                                    f"{tuple(e.shape)} [{where}]")
+    if not (values or spread is not None):
+        return
+    host = ctx.to_host(a)
+    if spread is not None:
+        samples = [e] + [x for x in spread if isinstance(x, torch.Tensor)]
+        try:
+            _assert_in_range(label, where, host, samples)
+        except CheckFailure:
+            def within(again: Any) -> bool:
+                return _within_spread(label, where, _part(again, i, j), samples)
+
+            if ctx.cpu_unstable(call, within, reruns=SPREAD_RERUNS):
+                return  # CPU's own samples leave its spread: it bounds nothing here
+            raise
+        return
+    try:
+        ties = ctx.hints.ties  # positions of tied elements: compared by what they pick
+        if ties is not None and tie_positions.applies(call, ties, i):
+            tie_positions.assert_same_picks(call, ties, label, where, readback.plain(host),
+                                            readback.plain(e))
+        else:
+            _assert_values(ctx, call, label, where, host, e)
+    except CheckFailure:
+        def agrees(again: Any) -> bool:
+            return _agrees(ctx, call, label, where, _part(again, i, j), e)
+
+        if ctx.cpu_unstable(call, agrees):
+            return  # CPU's own answers differ: only dtype and shape are specified
+        raise
+
+
+def _is_view(sig: OpSignature) -> bool:
+    """A functional overload whose result aliases an input (``Tensor(a)``): a view, whose
+    lazy conj/neg bits (``conj``, ``mH``, ``_neg_view``) are part of what it returns."""
+    return sig.kind == "functional" and _aliases(sig.schema_str)
+
+
+@functools.cache
+def _aliases(schema: str) -> bool:
+    return re.search(r"\([a-z]+\)", schema.rpartition("->")[2]) is not None
+
+
+def _part(out: Any, i: int, j: int) -> Any:
+    """Part ``j`` (:func:`conformance.readback.parts`) of result ``i`` of another CPU answer."""
+    leaf = _leaf(out, i)
+    if not isinstance(leaf, torch.Tensor):
+        return leaf
+    found = readback.parts(leaf)
+    return found[j][1] if j < len(found) else None
 
 
 def _leaf(out: Any, i: int) -> Any:
@@ -215,10 +271,8 @@ def _exactness_entry(sig: OpSignature) -> Any:
         from opdb import exactness
         from opdb.model import family_of
 
-        returns = sig.schema_str.rpartition("->")[2]
-        _ENTRIES[key] = exactness.load().entry_for(  # a view: a result aliases an input
-            sig.name, family=family_of(sig.base)[0], tags=sig.tags,
-            is_view=sig.kind == "functional" and re.search(r"\([a-z]+\)", returns) is not None)
+        _ENTRIES[key] = exactness.load().entry_for(
+            sig.name, family=family_of(sig.base)[0], tags=sig.tags, is_view=_is_view(sig))
     return _ENTRIES[key]
 
 
@@ -325,6 +379,7 @@ def _undefined_conversion(call: Call, dtype: torch.dtype) -> bool:
     tensors, numbers = _inputs(call)
     for t in tensors:
         if t.is_floating_point() or t.is_complex():
+            t = readback.plain(t)
             v = torch.view_as_real(t) if t.is_complex() else t
             v = v.double()
             if bool(((~v.isfinite()) | (v < info.min) | (v >= info.max + 1.0)).any()):
@@ -337,10 +392,11 @@ def _assert_values(ctx: Context, call: Call, label: str, where: str, actual: tor
     """``exactness=False``: tolerances even where the overload's exactness class says its
     values are exact (gradients: the backward of a data-movement op sums contributions)."""
     __tracebackhide__ = True
-    actual, expected = _dense(actual), _dense(expected)
+    # lazily conjugated/negated results (conj(), mH, fft's conjugated views) resolved on a copy
+    actual, expected = readback.plain(_dense(actual)), readback.plain(_dense(expected))
     how = comparison_for(ctx, call, expected)
     if how.kind == "exact" and exactness:
-        if torch.equal(actual, expected) and not (how.signed_zero and _has_zero(expected)):
+        if readback.equal(actual, expected) and not (how.signed_zero and _has_zero(expected)):
             return
         bad = _mismatches(actual, expected, how.ulps, how.signed_zero)
         if not bool(bad.any()):

@@ -18,6 +18,7 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+from conformance import readback
 from conformance.checks import compare_outputs
 from conformance.strategies import Call, DtypeSweep, OpSignature, tensor_lists
 from conformance.verdicts import Abort, CheckFailure, CpuRejected, NotComparable, error_line
@@ -91,10 +92,12 @@ def _single_precision(ctx: Context, call: Call, expected: object, actual: object
     exp, act = tree_flatten(expected)[0], tree_flatten(actual)[0]
     for i, (e, a) in enumerate(zip(exp, act, strict=False)):
         if not (isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor)) \
-                or e.dtype not in (torch.float64, torch.complex128) or e.layout != torch.strided:
+                or e.dtype not in (torch.float64, torch.complex128) \
+                or readback.form(e) != "strided tensor" or readback.form(a) != "strided tensor":
             continue
         a = ctx.to_host(a)
-        e, a = (torch.view_as_real(t) if t.is_complex() else t for t in (e.detach(), a.detach()))
+        e, a = (torch.view_as_real(t) if t.is_complex() else t
+                for t in (readback.plain(e.detach()), readback.plain(a.detach())))
         if a.shape != e.shape:
             continue
         finite = e.isfinite() & a.isfinite()

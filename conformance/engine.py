@@ -864,18 +864,24 @@ def _bits(out: Any) -> list[Any]:
     and -0.0 != 0.0)."""
     from torch.utils._pytree import tree_flatten
 
+    from conformance import readback
+
     snap: list[Any] = []
     for leaf in tree_flatten(out)[0]:
-        if isinstance(leaf, torch.Tensor):
-            t = leaf.detach()
+        if not isinstance(leaf, torch.Tensor):
+            snap.append(repr(leaf))
+            continue
+        kind = readback.form(leaf)
+        for _, part in readback.parts(leaf.detach()):  # nested components, batched values
+            t = readback.plain(part)  # conj/neg bits resolved (numpy() refuses them)
             if t.layout != torch.strided or t.is_meta:
-                snap.append((str(t.dtype), tuple(t.shape), str(t.layout)))
+                snap.append((str(t.dtype), tuple(t.shape), kind))
                 continue
             t = t.contiguous().reshape(-1)
-            raw = t.view(torch.uint8) if t.numel() and t.dtype != torch.bool else t.to(torch.uint8)
-            snap.append((str(t.dtype), tuple(leaf.shape), bytes(raw.numpy().tobytes())))
-        else:
-            snap.append(repr(leaf))
+            raw = t.view(torch.uint8) if t.numel() and t.dtype != torch.bool \
+                else t.to(torch.uint8)
+            snap.append((str(t.dtype), tuple(part.shape), kind, readback.bits(part),
+                         bytes(raw.numpy().tobytes())))
     return snap
 
 

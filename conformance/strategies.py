@@ -237,7 +237,11 @@ class Call:
 
     def run(self, device: str) -> Any:
         args, kwargs = self.split(device)
-        return self.sig.packet(*args, **kwargs)
+        # sparse constructors validate their parts (indices in range, sizes that fit): without
+        # the check CPU builds a tensor from drawn parts that reading then faults on (a to_dense
+        # IndexError, or memory errors), and compares nothing
+        with torch.sparse.check_sparse_tensor_invariants():
+            return self.sig.packet(*args, **kwargs)
 
     @property
     def tensor_dtypes(self) -> frozenset[str]:

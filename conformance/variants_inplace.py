@@ -36,6 +36,7 @@ import torch
 from hypothesis import strategies as st
 from torch.utils._pytree import tree_flatten
 
+from conformance import readback
 from conformance.strategies import Call, OpSignature, forward_calls
 from conformance.values import draw_tensor
 from conformance.verdicts import CheckFailure, CpuRejected
@@ -358,8 +359,7 @@ def _same(a: Any, b: Any) -> bool:
         return type(a) is type(b) and (a == b or (a != a and b != b))
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
-    a, b = a.to_dense() if a.layout != torch.strided else a, \
-        b.to_dense() if b.layout != torch.strided else b
+    a, b = (readback.plain(t.to_dense() if t.layout != torch.strided else t) for t in (a, b))
     if a.is_complex():
         a, b = torch.view_as_real(a), torch.view_as_real(b)
     if a.is_floating_point():
@@ -379,6 +379,7 @@ def _first_difference(a: torch.Tensor, b: torch.Tensor) -> str:
     """``3 of 6 elements differ, first at index (1, 0): 2.0, was 1.0`` (same dtype and shape)."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return f"now {dtype_name(a.dtype)}{list(a.shape)}, was {dtype_name(b.dtype)}{list(b.shape)}"
+    a, b = readback.plain(a), readback.plain(b)
     x, y = (torch.view_as_real(a), torch.view_as_real(b)) if a.is_complex() else (a, b)
     bad = (x != y) & ~(x.isnan() & y.isnan()) if x.is_floating_point() else x != y
     if x.dim() > a.dim():
