@@ -144,3 +144,76 @@ def test_undefined_conversion_is_not_counted_but_defined_ones_are_compared():
     assert not _undefined_conversion(ok, torch.int32)
     big = call("_to_copy", self=torch.tensor([3e9]), dtype=torch.int32)
     assert _undefined_conversion(big, torch.int32)
+
+
+def assert_values(c: Call, actual: torch.Tensor, expected: torch.Tensor, position=None) -> None:
+    from conformance.checks import _assert_values
+
+    _assert_values(CTX, c, "out", c.describe(), actual, expected,  # type: ignore[arg-type]
+                   position=position)
+
+
+def test_low_precision_results_may_differ_by_ulps_at_their_inputs_scale():
+    """A legitimate half-precision backend rounds its intermediates in half: CUDA's recorded
+    float16 convolution rounds w * x before adding the bias (CPU: one float32 sum, one rounding),
+    which cancellation leaves as 4 ulps of the result (0.5 ulp of the largest input); torch.
+    testing's default float16 rtol (1e-3) failed it."""
+    from conformance.checks import CheckFailure
+
+    h = torch.float16
+    x = torch.tensor([2.19140625], dtype=h).reshape(1, 1, 1, 1)
+    w = torch.tensor([2.19140625, -3.68359375], dtype=h).reshape(2, 1, 1, 1)
+    b = torch.tensor([0.1890869140625, 7.20703125], dtype=h)
+    c = call("convolution", input=x, weight=w, bias=b, stride=[1, 1], padding=[0, 0],
+             dilation=[1, 1], transposed=False, output_padding=[0, 0], groups=1)
+    cpu = torch.ops.aten.convolution.default(x, w, b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    native = ((x * w).to(h).reshape(1, 2, 1, 1).float() + b.reshape(1, 2, 1, 1).float()).to(h)
+    assert not torch.equal(native, cpu)
+    assert_values(c, native, cpu)
+    # a wrong answer still fails: 5% off, and a sign error
+    with pytest.raises(CheckFailure):
+        assert_values(c, (cpu.float() * 1.05).to(h), cpu)
+    with pytest.raises(CheckFailure):
+        assert_values(c, -cpu, cpu)
+    # float32 results keep torch.testing's tolerances
+    f = torch.float32
+    c32 = call("convolution", input=x.to(f), weight=w.to(f), bias=b.to(f), stride=[1, 1],
+               padding=[0, 0], dilation=[1, 1], transposed=False, output_padding=[0, 0], groups=1)
+    with pytest.raises(CheckFailure):
+        assert_values(c32, native.to(f), cpu.to(f))
+
+
+def test_log_softmax_cancellation_in_half_is_allowed():
+    """log_softmax's result near 0 is x - logsumexp: a half-precision logsumexp's rounding at the
+    inputs' scale (~7) is many ulps of a result of 1e-4."""
+    from conformance.checks import CheckFailure
+
+    x = torch.tensor([3.0, -0.6875], dtype=torch.float16)
+    c = call("_log_softmax", self=x, dim=0, half_to_float=False)
+    cpu = torch.ops.aten._log_softmax.default(x, 0, False)
+    lse = torch.logsumexp(x.float(), 0).to(torch.float16)  # rounded to half before the difference
+    native = (x.float() - lse.float()).to(torch.float16)
+    assert not torch.equal(native, cpu)
+    assert_values(c, native, cpu)
+    with pytest.raises(CheckFailure):
+        assert_values(c, cpu + torch.tensor([0.0, 0.25], dtype=torch.float16), cpu)
+
+
+def test_scale_is_per_element_for_elementwise_inputs_and_per_list_element_for_foreach():
+    """A huge input element loosens only the results it feeds: an elementwise op's other
+    elements and a _foreach op's other list entries keep their own scale."""
+    from conformance.checks import CheckFailure
+
+    h = torch.float16
+    grad = torch.tensor([30000.0, 1.0], dtype=h)
+    self_ = torch.tensor([5.0, 5.0], dtype=h)
+    c = call("hardshrink_backward", grad_out=grad, self=self_, lambd=0.5)
+    cpu = torch.ops.aten.hardshrink_backward.default(grad, self_, 0.5)
+    assert_values(c, cpu + torch.tensor([16.0, 0.0], dtype=h), cpu)  # 1 ulp at 30000: fine
+    with pytest.raises(CheckFailure):
+        assert_values(c, cpu + torch.tensor([0.0, 0.125], dtype=h), cpu)
+    small, huge = torch.tensor([1.5], dtype=h), torch.tensor([30000.0], dtype=h)
+    fc = call("_foreach_abs", self=[small, huge])
+    assert_values(fc, huge + 16, huge, position=(1, 2))
+    with pytest.raises(CheckFailure):
+        assert_values(fc, small + 0.125, small, position=(0, 2))
