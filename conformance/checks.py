@@ -581,6 +581,10 @@ class Check:
     shrink: bool = True  # Hypothesis shrinks a failing example (off where one costs many calls)
     refills: bool = False  # checks EngineSettings.refills value fills per drawn call (values
     #                        are its subject, the call is cheap; see Call.refill)
+    #: What makes two drawn calls the same example for this check (None: every draw counts).
+    #: Hypothesis' generation repeats and mutates earlier draws, so with this set the engine
+    #: skips a call identical to one already checked and draws another in its place.
+    identity: Callable[[Call], str] | None = None
 
 
 def _forward_applies(sig: OpSignature) -> str | None:
@@ -603,6 +607,13 @@ def _promotion_applies(sig: OpSignature) -> str | None:
     if not sig.tensor_args:
         return "no tensor argument"
     return None
+
+
+def promotion_identity(call: Call) -> str:
+    """A promotion example is its structure: operand forms, dtypes, shapes and Python scalar
+    values (tensor values are a safe fill the check does not compare). Drawn calls repeat one
+    in three times at the default 30 examples (mul.Tensor: 20 distinct of 30)."""
+    return f"{call.describe()}|{call.notes}|{sorted(call.on_cpu)}"
 
 
 def verify_promotion(ctx: Context, call: Call) -> None:
@@ -988,7 +999,8 @@ CHECKS: dict[str, Check] = {
         Check("forward", "forward", "values, dtype and shape as CPU", _forward_applies,
               verify_forward, refills=True),
         Check("promotion", "promotion", "result dtype as CPU across dtype pairs and operand forms",
-              _promotion_applies, verify_promotion, examples_factor=3),
+              _promotion_applies, verify_promotion, examples_factor=3,
+              identity=promotion_identity),
         Check("broadcast", "broadcast", "shapes and values under broadcasting as CPU",
               _broadcast_applies, verify_broadcast),
         Check("autograd", "autograd", "gradients of differentiable outputs as CPU's",

@@ -509,6 +509,9 @@ ExpectedFn = Callable[[str, str], "str | None"]
 #: Distinct failures searched and shrunk separately per item; further ones are recorded with the
 #: last call that showed them, unshrunk.
 MAX_DISTINCT = 8
+#: A check with an identity (Check.identity) redraws a repeated call at most this many times
+#: per example asked for, then checks repeats (an op with few distinct calls).
+REPEAT_FACTOR = 2
 
 
 class _Distinct(CheckFailure):
@@ -668,7 +671,7 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                   repro_fn=repro_fn)
     max_examples = max(1, round(settings.max_examples * check.examples_factor))
     budget = settings.reject_budget or max(40, 8 * max_examples)
-    state: dict[str, Any] = {"last": None, "rejected": 0}
+    state: dict[str, Any] = {"last": None, "rejected": 0, "repeats": 0}
     # fingerprint -> (last call that showed it, its CheckFailure); insertion order = discovery
     found: dict[str, tuple[Call, CheckFailure]] = {}
     origin: dict[str, str] = {}
@@ -682,7 +685,15 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
             classes[key] = type(f"_Distinct{len(classes)}", (_Distinct,), {"key": key})
         return classes[key]
 
+    seen: set[str] = set()  # identities of the calls checked (Check.identity)
+
     def body(drawn: Call) -> None:
+        if check.identity is not None and state["last"] is None:
+            ident = check.identity(drawn)
+            if ident in seen and state["repeats"] < max_examples * REPEAT_FACTOR:
+                state["repeats"] += 1
+                reject()  # a repeat of a checked call: draw another (bounded: few-call ops)
+            seen.add(ident)
         fills: tuple[Any, ...] = getattr(drawn, "fills", ())  # a dtypes sweep has none
         refills = settings.refills if check.refills and fills else 1
         failure: tuple[Call, CheckFailure] | None = None

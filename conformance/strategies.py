@@ -190,8 +190,11 @@ class Call:
         old = free[0].name if free else None
         to = refill_dtype(self.fills[0][2].seed, i, old, DTYPE_NAMES,
                           zlib.crc32(self.describe().encode())) if old and move else None
+        # the refill's forced headline special goes to one tensor, a different one each refill
+        forced = i % len(self.fills)
         new = {(name, j): (replace(f, name=to) if to and f.name == old and not f.pinned
-                           else f).refill(i, k) for k, (name, j, f) in enumerate(self.fills)}
+                           else f).refill(i, k, force=k == forced)
+               for k, (name, j, f) in enumerate(self.fills)}
         values = []
         n_types = 0
         for name, value in self.values:
@@ -749,11 +752,17 @@ _NEXT_CATEGORY = {"bool": "integral", "integral": "floating", "floating": "compl
                   "complex": "complex"}
 
 
-def _related(lead: str) -> tuple[str, ...]:
-    """Dtypes for a later Python-scalar operand where promotion rules are most often got wrong,
-    given the first operand's dtype ``lead``: the next category up (the scalar's kind sets the
-    result's category: int tensor * 0.5 is float32, not float64; float tensor * 1j complex)."""
-    return _CATEGORY_MEMBERS[_NEXT_CATEGORY[category(lead)]]
+def _related(lead: str, kind: str = "python") -> tuple[str, ...]:
+    """Dtypes for a later Python-scalar or 0-dim operand where promotion rules are most often
+    got wrong, given the first operand's dtype ``lead``. A Python scalar: the next category up
+    (the scalar's kind sets the result's category: int tensor * 0.5 is float32, not float64;
+    float tensor * 1j complex). A 0-dim tensor: its own category too (a wider 0-dim operand of
+    the same category does not promote: float32 + float64 0-dim is float32) and the next one
+    up (whose dtype it does give: int32 * float64 0-dim is float64)."""
+    up = _CATEGORY_MEMBERS[_NEXT_CATEGORY[category(lead)]]
+    if kind == "python":
+        return up
+    return tuple(dict.fromkeys(_CATEGORY_MEMBERS[category(lead)] + up))
 
 
 @st.composite
@@ -777,9 +786,9 @@ def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
             kind = draw(st.sampled_from(("tensor", "tensor", "zerodim")), label=f"{spec.name} form")
         else:
             kind = draw(st.sampled_from(OPERAND_KINDS), label=f"{spec.name} form")
-        if lead is not None and kind == "python" \
+        if lead is not None and kind != "tensor" \
                 and draw(cached_integers(0, 1), label=f"{spec.name} related?"):
-            dt = draw(st.sampled_from(_related(lead)), label=f"{spec.name} related dtype")
+            dt = draw(st.sampled_from(_related(lead, kind)), label=f"{spec.name} related dtype")
         lead = dt if lead is None else lead
         kinds[spec.name] = kind
         if kind == "python":

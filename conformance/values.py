@@ -48,6 +48,15 @@ SPECIALS_ONE_IN = 2
 HEADLINE_KINDS = 12
 #: One Scalar argument in this many is a special value instead of a small number.
 SCALAR_SPECIAL_ONE_IN = 4
+#: Refill number -> the headline special (:func:`headline` index: NaN, +inf or -inf for
+#: floating dtypes; max, 0, -1 for integral ones) that refill writes, besides its drawn
+#: specials, at one position of one of the call's tensors (:meth:`Fill.refill`'s ``force``).
+#: Drawn at random, a NaN reaches a floating tensor in about one refill in seven, so ops whose
+#: bug needs a NaN *and* a given argument (``clamp`` with a ``min``, ``sort`` ascending,
+#: ``nan_to_num`` at its defaults) went unseen at the default depth. Refill 2 keeps the drawn
+#: dtype, 3 and 5 move to others (:func:`refill_dtype`); 0, 1, 4, 6 and 7 stay as drawn, so most
+#: refills of a reduction still see clean values.
+FORCED_HEADLINE: dict[int, int] = {2: 1, 3: 1, 5: 2}
 
 _SEED_MAX = 2**32 - 1
 
@@ -218,13 +227,14 @@ class Fill:
         return fill(self.name, self.shape, profile=self.profile, seed=self.seed,
                     specials=self.specials, bounds=self.bounds, extremes=self.extremes)
 
-    def refill(self, i: int, k: int = 0) -> torch.Tensor:
+    def refill(self, i: int, k: int = 0, force: bool = False) -> torch.Tensor:
         """The ``i``-th refill (``i`` = 0: this fill itself) of the ``k``-th tensor of a call:
         same dtype, shape, bounds and extremes; the bulk from a generator seeded by
         ``(seed, i, k)`` (so equal seeds of two tensors, after shrinking, still give different
         values). An adversarial fill also takes its profile and special values from that
         generator, with the probabilities Hypothesis draws them with (:data:`PROFILE_WEIGHTS`,
-        :data:`SPECIALS_ONE_IN`); a bounded or tame one keeps its own."""
+        :data:`SPECIALS_ONE_IN`); a bounded or tame one keeps its own. ``force``: an adversarial
+        fill also gets refill ``i``'s headline special (:data:`FORCED_HEADLINE`), if any."""
         if i == 0:
             return self.tensor()
         n = math.prod(self.shape)
@@ -240,6 +250,8 @@ class Fill:
                 many = int(rng.integers(1, min(n, 4), endpoint=True))
                 specials = tuple((int(rng.integers(n)), int(rng.integers(_SPECIAL_KINDS)))
                                  for _ in range(many))
+            if force and i in FORCED_HEADLINE and self.bounds is None:
+                specials += ((int(rng.integers(n)), FORCED_HEADLINE[i]),)
         return _fill(rng, self.name, self.shape, profile, specials, self.bounds, self.extremes)
 
 

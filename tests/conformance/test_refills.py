@@ -70,6 +70,34 @@ def test_refills_keep_the_structure_and_change_the_values(data):
         assert changed
 
 
+def test_scheduled_refills_carry_a_headline_special_in_one_tensor():
+    """Refills 2, 3 (NaN) and 5 (+inf) write that special into one tensor of the call, a
+    different one each refill; other refills draw their specials as before."""
+    from conformance.values import FORCED_HEADLINE, headline
+
+    for seed in range(20):
+        f = Fill("float32", (3, 2), seed=seed)
+        for i, kind in FORCED_HEADLINE.items():
+            t = f.refill(i, 0, force=True)
+            want = headline("float32")[kind]
+            assert bool(t.isnan().any()) if want != want else bool((t == want).any())
+        g = Fill("int16", (5,), seed=seed)
+        assert bool((g.refill(2, 0, force=True) == torch.iinfo(torch.int16).max).any())
+        # bounded and tame fills keep their own values
+        b = Fill("float32", (4,), seed=seed, bounds=(0.0, 1.0))
+        assert bool(((b.refill(2, 0, force=True) >= 0) & (b.refill(2, 0, force=True) <= 1)).all())
+    sig = _sig("add.Tensor")
+    call = Call(sig, (("self", Fill("float32", (4,), seed=1).tensor()),
+                      ("other", Fill("float32", (4,), seed=2).tensor())),
+                fills=(("self", None, Fill("float32", (4,), seed=1)),
+                       ("other", None, Fill("float32", (4,), seed=2))))
+    for i in (2, 3):  # refill 2 keeps float32; refill 3 may move: NaN only where floating
+        v = dict(call.refill(i).values)
+        forced, other = ("self", "other") if i % 2 == 0 else ("other", "self")
+        if v[forced].is_floating_point():
+            assert bool(v[forced].isnan().any())
+
+
 def test_tensors_with_equal_seeds_refill_differently():
     """After shrinking every seed is 0; two tensors of one call must still differ."""
     f = Fill("float32", (8,), seed=0)

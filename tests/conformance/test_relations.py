@@ -4,6 +4,8 @@ Python-scalar promotion operands one category up, square broadcast bases, and th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -82,6 +84,32 @@ def test_related_promotion_dtypes():
     assert set(_related("bool")) == set(INTEGRAL)
     assert all(category(d) == "complex" for d in _related("complex64"))
     assert all(category(d) == "complex" for d in _related("float16"))
+    # a 0-dim tensor operand: its own category (a wider one must not promote) and the next up
+    assert set(_related("float32", "zerodim")) == set(FLOATING) | set(_related("float32"))
+    assert set(_related("int8", "cpu_zerodim")) == set(INTEGRAL) | set(FLOATING)
+
+
+def test_promotion_examples_are_distinct_calls():
+    """Hypothesis repeats earlier draws (mul.Tensor: 20 distinct of 30); the promotion check's
+    identity makes the engine draw another call in a repeat's place."""
+    from conformance.backends import resolve
+    from conformance.checks import CHECKS, promotion_identity
+    from conformance.engine import EngineSettings, Item, run_check
+
+    sig = _sig("mul.Tensor")
+    seen: list[str] = []
+    check = CHECKS["promotion"]
+
+    def spy(ctx, call):  # type: ignore[no-untyped-def]
+        seen.append(promotion_identity(call))
+        check.verify(ctx, call)
+
+    item = Item(sig, replace(check, verify=spy))
+    v = run_check(item, resolve("cpu"), settings=EngineSettings(max_examples=10, database=None),
+                  hints=HINTS.for_op(sig.name), tolerance_fn=lambda *a: (None, None),
+                  repro_fn=lambda call: "")
+    assert v.verdict == "pass" and v.examples == 30
+    assert len(set(seen)) == len(seen) == 30
 
 
 def test_promotion_draws_int_tensors_with_float_scalars():
