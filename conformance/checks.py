@@ -13,7 +13,7 @@ import functools
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -464,6 +464,23 @@ def within_scale_ulps(tensors: list[torch.Tensor], numbers: list[Any], actual: t
     ok = ((a - e).abs() <= allowed) | (a == e) | (a.isnan() & e.isnan())
     return bool(ok.all())
 
+def _defined_elements(call: Call, expected: torch.Tensor) -> torch.Tensor | None:
+    """For an elementwise conversion to the integral ``expected`` (one tensor input, of its
+    shape, and no Python numbers): where that input holds a value the result dtype can hold
+    (elsewhere C++'s static_cast is undefined). ``None`` for any other call: then one undefined
+    element leaves the whole result unspecified (a NaN among many elements no longer hides a
+    wrong rounding of the others)."""
+    tensors, numbers = _inputs(call)
+    if len(tensors) != 1 or numbers or tuple(tensors[0].shape) != tuple(expected.shape):
+        return None
+    t = tensors[0]
+    if not (t.is_floating_point() or t.is_complex()):
+        return None
+    t = readback.plain(t)
+    info = torch.iinfo(expected.dtype)
+    v = (t.real if t.is_complex() else t).double()
+    return v.isfinite() & (v >= info.min) & (v < info.max + 1.0)
+
 
 def _assert_values(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
                    expected: torch.Tensor, *, exactness: bool = True,
@@ -482,8 +499,11 @@ def _assert_values(ctx: Context, call: Call, label: str, where: str, actual: tor
         if not bool(bad.any()):
             return
         if how.undefined_conversion and _undefined_conversion(call, expected.dtype):
-            raise CpuRejected(ValueError("CPU's result is undefined: a floating value the "
-                                         "integral result cannot hold"))
+            defined = _defined_elements(call, expected)
+            if defined is None or not bool((bad & defined).any()):
+                raise CpuRejected(ValueError("CPU's result is undefined: a floating value the "
+                                             "integral result cannot hold"))
+            bad = bad & defined  # an elementwise conversion: its defined elements still count
         n, total = int(bad.sum()), bad.numel()
         flat = int(bad.reshape(-1).nonzero()[0])
         if expected.is_complex():  # bad is over (..., 2) real/imag pairs
@@ -585,15 +605,36 @@ class Check:
     #: Hypothesis' generation repeats and mutates earlier draws, so with this set the engine
     #: skips a call identical to one already checked and draws another in its place.
     identity: Callable[[Call], str] | None = None
+    #: Refill ``i`` of a drawn call as this check runs it (forward: one refill as views).
+    prepare: Callable[[Call, int], Call] | None = None
 
 
 def _forward_applies(sig: OpSignature) -> str | None:
     return None
 
 
+#: The forward refill whose tensors are laid out as non-contiguous views
+#: (:func:`conformance.layouts.refill_views`): a kernel right only for contiguous input shows
+#: in the default run, at no extra call. Refill 6 keeps the drawn dtype and no forced special.
+VIEW_REFILL = 6
+
+
+def _forward_refill(call: Call, i: int) -> Call:
+    if i != VIEW_REFILL:
+        return call
+    from conformance.layouts import refill_views
+
+    return refill_views(call)
+
+
 def verify_forward(ctx: Context, call: Call) -> None:
     """Values (dtype-aware tolerances), dtype and shape agree with CPU."""
     __tracebackhide__ = True
+    if "noncontiguous" in call.notes:  # the view refill: a failure the layout's alone
+        from conformance import layouts
+
+        layouts.verify(ctx, call, strides=False)
+        return
     seeded = "nondeterministic_seeded" in call.sig.tags
     expected = ctx.run_cpu(call)
     samples = [expected, *ctx.cpu_samples(call, 7)] if seeded else None
@@ -635,8 +676,53 @@ def _broadcast_applies(sig: OpSignature) -> str | None:
     return None
 
 
+def _resized(t: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """``t``'s values, repeated or cut, in ``shape`` (same dtype)."""
+    numel = math.prod(shape)
+    flat = t.reshape(-1)
+    if flat.numel() == 0 or numel == 0:
+        return torch.zeros(shape, dtype=t.dtype)
+    return flat.repeat(-(-numel // flat.numel()))[:numel].reshape(shape)
+
+
+def shape_rotations(call: Call) -> list[Call]:
+    """``call`` again with the operands' shapes rotated among them (each operand keeps its dtype
+    and values, repeated or cut to its new shape): a kernel that broadcasts one operand but not
+    another, or aligns one from the wrong end (where's condition aligned left, sub with its
+    operands swapped when self is the smaller), is right for some assignments of the drawn
+    shapes and wrong for others. Empty when the operands' shapes are all equal."""
+    names = [a.name for a in call.sig.tensor_args if not a.optional]
+    given = dict(call.values)
+    tensors = [given.get(n) for n in names]
+    if len(tensors) < 2 or not all(isinstance(t, torch.Tensor) for t in tensors):
+        return []
+    shapes = [tuple(t.shape) for t in tensors]  # type: ignore[union-attr]
+    if len(set(shapes)) < 2:
+        return []
+    out = []
+    for r in range(1, len(names)):
+        moved = {n: _resized(t, shapes[(p + r) % len(names)])  # type: ignore[arg-type]
+                 for p, (n, t) in enumerate(zip(names, tensors, strict=True))}
+        out.append(replace(call, values=tuple((n, moved.get(n, v)) for n, v in call.values)))
+    return out
+
+
 def verify_broadcast(ctx: Context, call: Call) -> None:
-    """Mutually broadcastable shapes give CPU's shape and values; a conflicting set raises on both."""
+    """Mutually broadcastable shapes give CPU's shape and values, for every rotation of the
+    drawn shapes among the operands (:func:`shape_rotations`); a conflicting set raises on both."""
+    __tracebackhide__ = True
+    _verify_broadcast_one(ctx, call)
+    for rotated in shape_rotations(call):
+        try:
+            _verify_broadcast_one(ctx, rotated)
+        except CpuRejected:
+            continue  # CPU refuses this assignment of shapes (or values): the others stand
+        except CheckFailure as exc:
+            exc.call = exc.call or rotated
+            raise
+
+
+def _verify_broadcast_one(ctx: Context, call: Call) -> None:
     __tracebackhide__ = True
     if "non-broadcastable" in call.notes:
         expected, cpu_exc = ctx.run_cpu_or_error(call)
@@ -997,7 +1083,7 @@ CHECKS: dict[str, Check] = {
     c.name: c
     for c in (
         Check("forward", "forward", "values, dtype and shape as CPU", _forward_applies,
-              verify_forward, refills=True),
+              verify_forward, refills=True, prepare=_forward_refill),
         Check("promotion", "promotion", "result dtype as CPU across dtype pairs and operand forms",
               _promotion_applies, verify_promotion, examples_factor=3,
               identity=promotion_identity),

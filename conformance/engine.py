@@ -699,6 +699,8 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         failure: tuple[Call, CheckFailure] | None = None
         for i in range(refills):
             call = drawn.refill(i) if i else drawn
+            if i and check.prepare is not None:
+                call = check.prepare(call, i)
             try:
                 check.verify(ctx, call)
             except CpuRejected:

@@ -369,9 +369,31 @@ def compare_strides(ctx: Context, call: LayoutCall, expected: Any, actual: Any) 
         ctx.note_info(STRIDES_INFORMATIONAL, f"with {call.layout_text}, {what}")
 
 
-def verify(ctx: Context, call: Call) -> None:
+#: Layouts a ``forward`` refill lays its tensors out in, first fitting one per argument: a
+#: transposed view (a kernel that drops a transpose flag), else every other element (one that
+#: reads the storage as contiguous from offset 0).
+REFILL_LAYOUTS = ("transposed", "strided")
+
+
+def refill_views(call: Call) -> Call:
+    """``call`` with every tensor argument that one of :data:`REFILL_LAYOUTS` fits laid out that
+    way (written arguments too, never out=): the ``forward`` check's view refill, the cheap part
+    of this check that runs by default. ``call`` itself when no argument fits."""
+    outs = {a.name for a in call.sig.args if a.is_out}
+    chosen = []
+    for name, value in call.values:
+        shapes = [tuple(t.shape) for t in _tensors_of(value)]
+        if name in outs or not shapes:
+            continue
+        kind = next((k for k in REFILL_LAYOUTS if any(LAYOUTS[k].fits(s) for s in shapes)), None)
+        if kind is not None:
+            chosen.append((name, kind))
+    return with_layouts(call, tuple(chosen)) if chosen else call
+
+
+def verify(ctx: Context, call: Call, *, strides: bool = True) -> None:
     """Values, dtype and shape as CPU's for the same non-contiguous views; strides where CPU's
-    are a contract."""
+    are a contract (``strides=False``: values only, as the forward check's view refill)."""
     __tracebackhide__ = True
     from conformance.checks import compare_outputs
 
@@ -390,7 +412,8 @@ def verify(ctx: Context, call: Call) -> None:
             ctx.cpu_errors[line] += 1
             raise CpuRejected(ValueError(why)) from None
         raise CheckFailure(exc.category, f"with {call.layout_text}, {exc.message}") from None
-    compare_strides(ctx, call, expected, actual)
+    if strides:
+        compare_strides(ctx, call, expected, actual)
 
 
 def _not_the_layout(ctx: Context, call: LayoutCall, actual: Any, seeded: bool) -> str | None:

@@ -135,6 +135,19 @@ def test_ulp_mask():
     assert _mismatches(flipped, zeros, 1, signed_zero=True).tolist() == [True, False, False]
 
 
+def test_an_elementwise_conversion_compares_its_defined_elements():
+    """A NaN among the elements of a float -> int conversion leaves only its own element
+    unspecified: a wrong rounding of the others is still a failure."""
+    from conformance.checks import _defined_elements
+
+    c = call("_to_copy", self=torch.tensor([float("nan"), 1.7, 3e9]), dtype=torch.int32)
+    assert _defined_elements(c, torch.zeros(3, dtype=torch.int32)).tolist() == [False, True,
+                                                                                 False]
+    # not elementwise (a reduction's result) or with Python numbers: no element is specified
+    other = call("_to_copy", self=torch.tensor([float("nan"), 1.7]), dtype=torch.int32)
+    assert _defined_elements(other, torch.zeros((), dtype=torch.int32)) is None
+
+
 def test_undefined_conversion_is_not_counted_but_defined_ones_are_compared():
     from conformance.checks import _undefined_conversion
 

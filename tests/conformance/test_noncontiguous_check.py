@@ -123,8 +123,9 @@ def test_kernel_right_only_for_contiguous_input_is_caught(reference, tmp_path):
     assert cpu_block.split("\n", 1)[1] != dev_block.split("\n", 1)[1], proc.stdout
 
 
-def test_the_forward_check_misses_it(reference):
-    """The same bug is invisible to contiguous inputs: only this check finds it."""
+def test_the_forward_checks_view_refill_catches_it(reference):
+    """The same bug is invisible to contiguous inputs; the forward check lays one refill of
+    each drawn call out as views (layouts.refill_views), so the default run sees it too."""
     import opdb
     from conformance.checks import CHECKS
     from conformance.engine import EngineSettings, Item, run_check
@@ -137,7 +138,23 @@ def test_the_forward_check_misses_it(reference):
                   settings=EngineSettings(max_examples=20, seed=0, database=None),
                   hints=load_hints().for_op(sig.name), tolerance_fn=load_tolerances(),
                   repro_fn=lambda call: snippet(call, backend))
-    assert v.verdict == "pass", v.message
+    assert v.verdict == "fail" and v.category == "value", v.message
+    assert v.message.startswith("with ") and ("strided" in v.message or "transposed" in v.message)
+    assert ".to(device)" in v.repro  # the repro builds the same views
+
+
+def test_refill_views_lay_out_every_fitting_argument_but_out():
+    from conformance.layouts import refill_views
+
+    sig = _sig("mm.out")
+    c = Call(sig, (("self", torch.ones(2, 3)), ("mat2", torch.ones(3, 1)),
+                   ("out", torch.empty(0))))
+    v = refill_views(c)
+    assert isinstance(v, LayoutCall) and dict(v.layouts) == {"self": "transposed",
+                                                              "mat2": "strided"}
+    assert "noncontiguous" in v.notes
+    single = Call(_sig("neg"), (("self", torch.ones(())),))
+    assert refill_views(single) is single  # a 0-dim tensor has no non-contiguous view
 
 
 def test_stride_bug_is_a_strides_failure_where_a_contract(reference):

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.strategies import OpSignature, _related, calls, tensor_lists
+from conformance.strategies import Call, OpSignature, _related, calls, tensor_lists
 from opdb import load
 from opdb.dtypes import DTYPE_NAMES, FLOATING, INTEGRAL, category
 from opdb.opdata import load_hints
@@ -159,3 +159,20 @@ def test_conversions_sweep_every_dtype_pair():
         assert len(pairs) == len(DTYPE_NAMES) ** 2
 
     run()
+
+
+def test_broadcast_rotates_the_drawn_shapes_among_the_operands():
+    """where's condition aligned from the left is right while it has the largest shape: each
+    broadcast example is checked with the shapes rotated among the operands too."""
+    from conformance.checks import shape_rotations
+
+    sig = _sig("where.self")
+    c = Call(sig, (("condition", torch.tensor([[True, False], [False, True]])),
+                   ("self", torch.arange(2.0)), ("other", torch.zeros(1))))
+    rotated = shape_rotations(c)
+    assert [[tuple(v.shape) for _, v in r.values] for r in rotated] == [
+        [(2,), (1,), (2, 2)], [(1,), (2, 2), (2,)]]
+    assert all(dict(r.values)["condition"].dtype == torch.bool for r in rotated)
+    same = Call(sig, (("condition", torch.ones(2, dtype=torch.bool)), ("self", torch.ones(2)),
+                      ("other", torch.ones(2))))
+    assert shape_rotations(same) == []
