@@ -24,12 +24,13 @@ _ENV: dict[str, dict[str, str]] = {
 }
 
 _BUILTIN = {
-    # name: (device type, dispatch key, whether its tensors hold values that can be read back)
-    "cpu": ("cpu", "CPU", True),
-    "meta": ("meta", "Meta", False),
-    "cuda": ("cuda", "CUDA", True),
-    "mps": ("mps", "MPS", True),
-    "xpu": ("xpu", "XPU", True),
+    # name: (device type, dispatch key, whether its tensors hold values that can be read back,
+    # whether a forked child can use the device)
+    "cpu": ("cpu", "CPU", True, True),
+    "meta": ("meta", "Meta", False, True),
+    "cuda": ("cuda", "CUDA", True, False),
+    "mps": ("mps", "MPS", True, False),
+    "xpu": ("xpu", "XPU", True, False),
 }
 
 BACKEND_NAMES = (*_BUILTIN, "mlu", "privateuse1:MODULE")
@@ -46,6 +47,10 @@ class Backend:
     ``host_values`` is False for a shape-only backend (``meta``, fake tensors): its tensors
     carry sizes, strides and dtypes but no values, so the engine judges every check on
     metadata (structure, device, dtype, shape, aliasing, errors) and never reads values back.
+    ``fork_safe``: a forked child of a process that used the device can use it too (host
+    memory: ``cpu``, ``meta``, the reference ``mlu``; a vendor module says so with a
+    module-level ``FORK_SAFE = True``); not CUDA, XPU or MPS, whose driver state a child
+    cannot use. Only then may an item run in a forked child (``cpu_crashes`` in the hints).
     """
 
     name: str
@@ -54,6 +59,7 @@ class Backend:
     module: str | None = None
     without: tuple[str, ...] = ()
     host_values: bool = True
+    fork_safe: bool = False
 
     @property
     def is_cpu(self) -> bool:
@@ -93,7 +99,7 @@ def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
             f"--without applies only to the reference backend 'mlu', not {name!r}"
         )
     if lower in _BUILTIN:
-        device, dispatch_key, host_values = _BUILTIN[lower]
+        device, dispatch_key, host_values, fork_safe = _BUILTIN[lower]
         for var, value in _ENV.get(lower, {}).items():
             os.environ.setdefault(var, value)
         if not _available(device):
@@ -102,7 +108,7 @@ def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
                 f"({torch.__version__}): torch.{device} reports no device"
             )
         return Backend(name=lower, device=device, dispatch_key=dispatch_key,
-                       host_values=host_values)
+                       host_values=host_values, fork_safe=fork_safe)
     if lower == "mlu":
         import kernels
 
@@ -111,18 +117,20 @@ def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
         except ValueError as exc:  # an overload the reference backend does not implement
             raise InputError(f"--without / {WITHOUT_ENV}: {exc}") from None
         return Backend(
-            name="mlu", device="mlu", dispatch_key="PrivateUse1", module="kernels", without=without
+            name="mlu", device="mlu", dispatch_key="PrivateUse1", module="kernels", without=without,
+            fork_safe=True,  # NumPy arrays in host memory
         )
     if lower.startswith("privateuse1:"):
         modname = key.split(":", 1)[1]
         if not modname:
             raise InputError("backend 'privateuse1:' needs a module name, e.g. privateuse1:torch_mlu")
         try:
-            importlib.import_module(modname)
+            module = importlib.import_module(modname)
         except ImportError as exc:
             raise InputError(f"backend {name!r}: cannot import module {modname!r}: {exc}") from None
         device = torch._C._get_privateuse1_backend_name()
-        return Backend(name=key, device=device, dispatch_key="PrivateUse1", module=modname)
+        return Backend(name=key, device=device, dispatch_key="PrivateUse1", module=modname,
+                       fork_safe=getattr(module, "FORK_SAFE", False) is True)
     raise InputError(
         f"unknown backend {name!r}; expected one of: {', '.join(BACKEND_NAMES)}"
     )

@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -272,7 +273,6 @@ class State:
             if not marker or marker.get("nodeid") != report.nodeid:
                 overload, _, check = report.nodeid.partition("::")
                 marker = {"overload": overload, "check": check, "nodeid": report.nodeid}
-            started = marker.get("started")
             if marker.get("state") == "interrupted":
                 return  # stopped from outside: not a verdict; --resume runs it again
             if marker.get("state") == DEVICE_LOST and isinstance(marker.get("record"), dict):
@@ -282,22 +282,8 @@ class State:
                 report.user_properties.append((_PROP, json.dumps(rec)))
                 state.record(rec)
                 return
-            hung = bool(state.timeout and started and time.time() - started >= state.timeout)
-            if marker.get("state") == "timeout" or hung:
-                rec = _lost_record(state, marker, "timeout",
-                                   f"ran past the {state.timeout:g}s per-item timeout; worker ended")
-                if marker.get("side") == "cpu":  # the oracle hung: not a verdict on the backend
-                    rec["verdict"], rec["category"] = "skip", "cpu_timeout"
-                    rec = state.retry_recorded(marker, rec)
-            elif marker.get("side") == "cpu":  # the oracle died: not a verdict on the backend
-                rec = _lost_record(state, marker, "skip",
-                                   f"CPU (the oracle) crashed the process (xdist worker {wid})")
-                rec["category"] = "cpu_crashed"
-                rec = state.retry_recorded(marker, rec)
-            else:
-                rec = state.crash_record(
-                    marker, f"the process running it died (xdist worker {wid or '?'}"
-                            f"{_how_it_ended(state.exit_status.get(str(wid)))})")
+            rec = _dead_record(state, marker, who=f"xdist worker {wid or '?'}",
+                               code=state.exit_status.get(str(wid)), ended="worker ended")
             report.user_properties.append((_PROP, json.dumps(rec)))
             state.record(rec)
 
@@ -603,22 +589,37 @@ class ConformanceItem(pytest.Item):
         # a whole-item entry makes every failure expected; otherwise each distinct failure is
         # matched to the entries' category/message fingerprints by the engine
         expected = state.expectations.matcher(test_id)
+        hints = state.hints.for_op(self.item.sig.name)
+
+        def run() -> Verdict:
+            return run_check(self.item, backend, settings=state.settings, hints=hints,
+                             tolerance_fn=state.tolerances,
+                             repro_fn=lambda call: snippet(call, backend),
+                             inflight=state.inflight, expected=expected)
+
         state.inflight.start(self.nodeid, self.item.sig.name, self.item.check.name)
-        watchdog = _Watchdog(state, self, state.timeout) if state.timeout > 0 else None
-        try:
-            verdict = run_check(self.item, backend, settings=state.settings,
-                                hints=state.hints.for_op(self.item.sig.name),
-                                tolerance_fn=state.tolerances,
-                                repro_fn=lambda call: snippet(call, backend),
-                                inflight=state.inflight, expected=expected)
-            if verdict.category == DEVICE_LOST:
-                self._end_with_the_device(state, verdict)
-        finally:
-            if watchdog is not None:
-                watchdog.cancel()
-            state.inflight.finish()
-        self.user_properties.append((_PROP, json.dumps(_json_safe(verdict.to_json()))))
-        if verdict.verdict == "fail":
+        if hints.cpu_crashes and backend.fork_safe and hasattr(os, "fork"):
+            # a device the child left unusable dies with the child: nothing to end here
+            try:
+                rec = _forked(state, self.nodeid, run)
+            finally:
+                state.inflight.finish()
+            from conformance.verdicts import Verdict
+
+            verdict = Verdict.from_json(rec)
+        else:
+            watchdog = _Watchdog(state, self, state.timeout) if state.timeout > 0 else None
+            try:
+                verdict = run()
+                if verdict.category == DEVICE_LOST:
+                    self._end_with_the_device(state, verdict)
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+                state.inflight.finish()
+            rec = _json_safe(verdict.to_json())
+        self.user_properties.append((_PROP, json.dumps(rec)))
+        if verdict.verdict in ("fail", "crash", "timeout"):
             if verdict.expected and not isinstance(expected, str):  # a fingerprint entry matched
                 pytest.xfail(verdict.expected)
             raise ConformanceFailure(verdict)
@@ -665,6 +666,105 @@ def _json_safe(obj: dict[str, Any]) -> dict[str, Any]:
     return _finite(obj)
 
 
+_WARMED: list[bool] = []
+
+
+def _warm_for_fork(state: State) -> None:
+    """Load, once in the parent, what each forked child would otherwise load for itself on its
+    first example and lose with it (measured: ~0.6 CPU-s a child): the corpus of recorded calls
+    and sympy, which torch imports on first use of its type-promotion helpers."""
+    if _WARMED:
+        return
+    import sympy  # noqa: F401 - torch._prims_common imports it on first use
+
+    from conformance.corpus import for_settings
+
+    for_settings(state.settings.corpus)
+    _WARMED.append(True)
+
+
+def _forked(state: State, nodeid: str, run: Callable[[], Verdict]) -> dict[str, Any]:
+    """Run an item in a forked child and return its verdict record: one whose overload's CPU
+    kernel is known to kill the process (``cpu_crashes`` in the hints) costs the child, not
+    this test worker (~4 CPU-s for xdist to start and collect a new one). The child computes on
+    one thread (OpenMP's pool does not survive a fork: a child's parallel region would hang).
+    A child that dies, or runs past the timeout (then killed), gets the record the xdist
+    controller makes of a dead worker, from the about-to-run marker the child wrote."""
+    import gc
+    import select
+    import signal
+    import sys
+
+    _warm_for_fork(state)
+    r, w = os.pipe()
+    # the parent's objects stay out of the child's garbage collections (Hypothesis collects on
+    # its first test in a process: 0.6 CPU-s over the whole inherited heap, every page copied)
+    gc.freeze()
+    pid = os.fork()
+    if pid != 0:
+        gc.unfreeze()
+    if pid == 0:  # the child: run the item, hand back its record, never return into pytest
+        code = 0
+        try:
+            os.close(r)
+            import torch
+
+            torch.set_num_threads(1)
+            try:
+                out: dict[str, Any] = {"record": _json_safe(run().to_json())}
+            except Exception:  # noqa: BLE001 - a harness error: the parent raises it
+                import traceback
+
+                out = {"error": traceback.format_exc()}
+            data = memoryview(json.dumps(out).encode())
+            while data:
+                data = data[os.write(w, data):]
+        except BaseException:  # noqa: BLE001 - whatever happens, the child must not go on
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(w)
+    chunks: list[bytes] = []
+    hung = False
+    deadline = time.monotonic() + state.timeout if state.timeout > 0 else None
+    try:
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([r], [], [], wait)
+            if not ready:  # past the per-item timeout: end the child, not this worker
+                hung = True
+                os.kill(pid, signal.SIGKILL)
+                break
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM made one): the child goes too
+        os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if not hung and chunks:
+        out = json.loads(b"".join(chunks))
+        if "error" in out:
+            raise RuntimeError(f"{nodeid} raised in its forked child:\n{out['error']}")
+        return dict(out["record"])
+    from conformance.engine import Inflight
+
+    marker = Inflight.read(state.inflight.path) if state.inflight.path else None
+    if not marker or marker.get("nodeid") != nodeid:
+        overload, _, check = nodeid.partition("::")
+        marker = {"overload": overload, "check": check, "nodeid": nodeid}
+    where = f"xdist worker {state.worker}" if state.is_worker else "the test process"
+    return _json_safe(_dead_record(state, marker, who=f"a forked child of {where}",
+                                   code=code if code else None, ended="process ended",
+                                   hung=hung))
+
+
 class _Watchdog:
     """Ends the process if an item runs past the timeout, leaving a ``timeout`` verdict behind.
 
@@ -708,6 +808,30 @@ class _Watchdog:
                          f"{self.seconds:g}s; ending process {os.getpid()}\n")
         sys.stderr.flush()
         os._exit(70)
+
+
+def _dead_record(state: State, marker: dict[str, Any], *, who: str, code: int | None,
+                 ended: str, hung: bool = False) -> dict[str, Any]:
+    """The record of an item whose process died (``who``: ``xdist worker gw0``, ...; ``code``
+    its exit status) from its about-to-run ``marker``: a ``timeout`` if it was marked or ran
+    past the timeout (``hung``: its parent saw it do so); the oracle's death or hang a
+    ``skip`` (``cpu_crashed``/``cpu_timeout``) unless its recorded calls alone give a verdict
+    (:meth:`State.retry_recorded`); else a ``crash`` once the call is replayed alone in fresh
+    processes (:meth:`State.crash_record`)."""
+    started = marker.get("started")
+    hung = hung or bool(state.timeout and started and time.time() - started >= state.timeout)
+    if marker.get("state") == "timeout" or hung:
+        rec = _lost_record(state, marker, "timeout",
+                           f"ran past the {state.timeout:g}s per-item timeout; {ended}")
+        if marker.get("side") == "cpu":  # the oracle hung: not a verdict on the backend
+            rec["verdict"], rec["category"] = "skip", "cpu_timeout"
+            rec = state.retry_recorded(marker, rec)
+        return rec
+    if marker.get("side") == "cpu":  # the oracle died: not a verdict on the backend
+        rec = _lost_record(state, marker, "skip", f"CPU (the oracle) crashed the process ({who})")
+        rec["category"] = "cpu_crashed"
+        return state.retry_recorded(marker, rec)
+    return state.crash_record(marker, f"the process running it died ({who}{_how_it_ended(code)})")
 
 
 def _lost_record(state: State, marker: dict[str, Any] | None, verdict: str, message: str

@@ -90,6 +90,9 @@ class OpHints:
     values: bool = True  # False: result values are unspecified (empty_like): dtype/shape only
     result_on_device: bool = True  # False: the op returns CPU tensors by design
     ties: TieHint | None = None  # an indices output that is ambiguous under ties
+    #: CPU (the oracle) kills the process on some drawn inputs: each item runs in a forked
+    #: child, so a crash costs the child rather than a whole test worker
+    cpu_crashes: bool = False
 
     def get(self, name: str) -> ArgHint:
         return self.args.get(name, ArgHint())
@@ -108,7 +111,8 @@ class Hints:
         if own is None:
             return OpHints(args=self.arguments)
         return OpHints(args={**self.arguments, **own.args}, max_side=own.max_side,
-                       values=own.values, result_on_device=own.result_on_device, ties=own.ties)
+                       values=own.values, result_on_device=own.result_on_device, ties=own.ties,
+                       cpu_crashes=own.cpu_crashes)
 
 
 @dataclass(frozen=True)
@@ -227,7 +231,7 @@ def _database(db: OpDB | None) -> OpDB:
 
 _ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes",
              "along"}
-_OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties"}
+_OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties", "cpu_crashes"}
 _TIE_KEYS = {"output", "unless"}
 
 
@@ -346,6 +350,8 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
             raise InputError("'values' must be 'compared' or 'unspecified'", file=file, line=line)
         if entry.get("result_device", "input") not in ("input", "cpu"):
             raise InputError("'result_device' must be 'input' or 'cpu'", file=file, line=line)
+        if not isinstance(entry.get("cpu_crashes", False), bool):
+            raise InputError("'cpu_crashes' must be true or false", file=file, line=line)
         max_side = entry.get("max_side")
         if max_side is not None and (not isinstance(max_side, int) or max_side < 1):
             raise InputError("'max_side' must be a positive integer", file=file, line=line)
@@ -377,14 +383,15 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
             hint = OpHints(args=frozen_args, max_side=max_side,
                            values=entry.get("values", "compared") == "compared",
                            result_on_device=entry.get("result_device", "input") == "input",
-                           ties=ties)
+                           ties=ties, cpu_crashes=entry.get("cpu_crashes", False))
             earlier = ops.get(name)
             if earlier is not None:  # a second entry naming the overload adds to the first
                 hint = OpHints(args=MappingProxyType({**earlier.args, **hint.args}),
                                max_side=hint.max_side or earlier.max_side,
                                values=hint.values and earlier.values,
                                result_on_device=hint.result_on_device and earlier.result_on_device,
-                               ties=hint.ties or earlier.ties)
+                               ties=hint.ties or earlier.ties,
+                               cpu_crashes=hint.cpu_crashes or earlier.cpu_crashes)
             ops[name] = hint
             source[name] = (file, line)
     return Hints(arguments=MappingProxyType(arguments), ops=MappingProxyType(ops),

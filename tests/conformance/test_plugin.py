@@ -216,6 +216,66 @@ def test_xdist_results_complete_with_crash_and_timeout(tmp_path):
     assert verdicts["add.Tensor::forward"]["verdict"] == "pass"  # the run went on
 
 
+def _crashes_hint(tmp_path: Path, names: str) -> Path:
+    path = tmp_path / "hints.yaml"
+    path.write_text(f"ops:\n  - names: [{names}]\n    cpu_crashes: true\n")
+    return path
+
+
+def test_only_host_memory_backends_are_forked():
+    from conformance.backends import _BUILTIN, resolve
+
+    assert resolve("cpu").fork_safe and resolve("meta").fork_safe and resolve("mlu").fork_safe
+    # a forked child cannot use the parent's CUDA/XPU/MPS context: those items stay in-process
+    assert not any(_BUILTIN[name][3] for name in ("cuda", "xpu", "mps"))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_cpu_crashes_items_run_in_a_forked_child(tmp_path):
+    """An overload the hints mark ``cpu_crashes`` runs each item in a forked child: a process
+    killed there costs the child, not the run (here in-process, -n 0, where it would end the
+    whole run), and the verdicts are what a dead xdist worker's would be: a crash replayed and
+    pinned on the backend, an oracle's death a skip/cpu_crashed, a hang a timeout."""
+    importlib.import_module("kernels")
+    res = tmp_path / "r.jsonl"
+    base = [sys.executable, "-m", "pytest", "-p", "conformance", "--checks", "forward",
+            "-n", "0", *QUICK, "--rootdir", str(tmp_path), "-q"]
+    cmd = [*base, "--backend", "privateuse1:crashy_segfault", "--ops", "abs|neg",
+           "--hints", str(_crashes_hint(tmp_path, "'abs*', 'neg*'")), "--results", str(res)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(),
+                          timeout=300)
+    verdicts = _verdicts(res)
+    assert set(verdicts) >= {"abs::forward", "abs_::forward", "neg::forward", "neg.out::forward"}, \
+        (proc.stdout[-2000:], proc.stderr[-2000:])
+    rec = verdicts["abs::forward"]
+    assert rec["verdict"] == "crash", rec
+    assert rec["replay"] == {"cpu": "ok", "backend": "crashed (SIGSEGV)"}
+    assert "a forked child of the test process, killed by SIGSEGV" in rec["message"]
+    assert "torch.ops.aten.abs.default" in rec["repro"]
+    assert verdicts["neg::forward"]["verdict"] == "pass"  # the process lived on
+
+    oracle = tmp_path / "cpu.jsonl"
+    cmd = [*base, "--backend", "privateuse1:crashy_cpu_abs", "--ops", "abs",
+           "--hints", str(_crashes_hint(tmp_path, "'abs*'")), "--results", str(oracle)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(),
+                          timeout=300)
+    rec = _verdicts(oracle)["abs::forward"]
+    assert (rec["verdict"], rec["category"]) == ("skip", "cpu_crashed"), proc.stdout[-2000:]
+    assert "CPU (the oracle) crashed the process (a forked child" in rec["message"]
+
+    hung = tmp_path / "h.jsonl"
+    cmd = [*base, "--backend", "privateuse1:crashy_hang", "--ops", r"neg|add\.Tensor",
+           "--conformance-timeout", "5", "--hints", str(_crashes_hint(tmp_path, "'neg*'")),
+           "--results", str(hung)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(),
+                          timeout=300)
+    verdicts = _verdicts(hung)
+    assert "neg::forward" in verdicts, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert verdicts["neg::forward"]["verdict"] == "timeout", verdicts["neg::forward"]
+    assert "timeout; process ended" in verdicts["neg::forward"]["message"]
+    assert verdicts["add.Tensor::forward"]["verdict"] == "pass"  # the run went on
+
+
 def test_conformance_run_cli(tmp_path):
     out = tmp_path / "results.jsonl"
     proc = subprocess.run(

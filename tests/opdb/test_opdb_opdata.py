@@ -95,6 +95,7 @@ def test_records_are_frozen(db):
     ("ops:\n  - names: [index.Tensor]\n    args:\n      indices: {dtypes: [int65]}\n",
      r"unknown dtype 'int65'", 4),
     ("ops:\n  - names: [mm]\n    max_side: 0\n", r"'max_side' must be a positive integer", 2),
+    ("ops:\n  - names: [mm]\n    cpu_crashes: yes please\n", r"'cpu_crashes' must be true", 2),
     ("ops:\n  - names: [gather]\n    args:\n      index: {along: 1}\n",
      r"'along' must name an int argument", 4),
     ("ops: [\n", r"invalid YAML", None),
@@ -106,6 +107,15 @@ def test_hint_errors_name_file_and_line(tmp_path, db, text, message, line):
     assert info.value.file == str(path)
     if line is not None:
         assert info.value.line == line
+
+
+def test_cpu_crashes_marks_overloads_and_merges(tmp_path, db):
+    path = _write(tmp_path, "ops:\n  - names: ['lcm*']\n    cpu_crashes: true\n"
+                            "  - names: [lcm]\n    max_side: 3\n")
+    hints = load_hints(path, db=db)
+    assert hints.for_op("lcm").cpu_crashes and hints.for_op("lcm").max_side == 3
+    assert hints.for_op("lcm_").cpu_crashes and not hints.for_op("gcd").cpu_crashes
+    assert load_hints(db=db).for_op("_chunk_cat").cpu_crashes  # packaged: measured crashes
 
 
 def test_globs_name_families(tmp_path, db):

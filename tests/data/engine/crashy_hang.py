@@ -11,6 +11,8 @@ import time
 
 import kernels
 
+FORK_SAFE = True  # the reference backend's host memory: items may run in forked children
+
 
 def neg_kernel(self):
     while True:

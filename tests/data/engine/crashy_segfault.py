@@ -7,6 +7,8 @@ import signal
 
 import kernels
 
+FORK_SAFE = True  # the reference backend's host memory: items may run in forked children
+
 
 def abs_kernel(self):
     os.kill(os.getpid(), signal.SIGSEGV)
