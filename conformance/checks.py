@@ -238,14 +238,21 @@ class Comparison:
 _WIDE_SOURCES = frozenset({torch.float64, torch.int32, torch.int64, torch.complex128})
 
 
-def _inputs(call: Call) -> tuple[list[torch.Tensor], list[Any]]:
-    """Tensor inputs (out= arguments excluded, lists flattened) and Python number arguments."""
+def _inputs(call: Call, position: tuple[int, int] | None = None
+            ) -> tuple[list[torch.Tensor], list[Any]]:
+    """Tensor inputs (out= arguments excluded, lists flattened) and Python number arguments.
+    With ``position`` ``(i, number of results)``, a list argument as long as the call's results
+    (``_foreach_*``: result ``i`` comes from element ``i`` of each list) gives its element ``i``
+    only."""
     outs = {a.name for a in call.sig.args if a.is_out}
+    i, n = position if position is not None and position[1] >= 2 else (0, -1)
     tensors: list[torch.Tensor] = []
     numbers: list[Any] = []
     for name, value in call.values:
         if name in outs:
             continue
+        if isinstance(value, list | tuple) and len(value) == n:
+            value = (value[i],)
         for v in value if isinstance(value, list | tuple) else (value,):
             if isinstance(v, torch.Tensor):
                 tensors.append(v)
@@ -418,30 +425,6 @@ def _input_scale(tensors: list[torch.Tensor], numbers: list[Any], shape: torch.S
     return scale.clamp_min(everywhere)
 
 
-def _scale_inputs(call: Call, position: tuple[int, int] | None
-                  ) -> tuple[list[torch.Tensor], list[Any]]:
-    """:func:`_inputs`, where a list argument as long as the call's results (``_foreach_*``:
-    result ``i`` comes from element ``i`` of each list) gives result ``i`` its element ``i``
-    only; ``position`` is ``(i, number of results)``."""
-    if position is None or position[1] < 2:
-        return _inputs(call)
-    i, n = position
-    outs = {a.name for a in call.sig.args if a.is_out}
-    tensors: list[torch.Tensor] = []
-    numbers: list[Any] = []
-    for name, value in call.values:
-        if name in outs:
-            continue
-        if isinstance(value, list | tuple) and len(value) == n:
-            value = (value[i],)
-        for v in value if isinstance(value, list | tuple) else (value,):
-            if isinstance(v, torch.Tensor):
-                tensors.append(v)
-            elif isinstance(v, int | float | complex) and not isinstance(v, bool):
-                numbers.append(v)
-    return tensors, numbers
-
-
 def _within_scale_ulps(call: Call, actual: torch.Tensor, expected: torch.Tensor, rtol: float,
                        atol: float, position: tuple[int, int] | None = None) -> bool:
     """A float16/bfloat16 result agrees within torch.testing's tolerance plus
@@ -451,7 +434,7 @@ def _within_scale_ulps(call: Call, actual: torch.Tensor, expected: torch.Tensor,
     match."""
     if expected.dtype not in (torch.float16, torch.bfloat16):
         return False
-    return within_scale_ulps(*_scale_inputs(call, position), actual, expected, rtol, atol)
+    return within_scale_ulps(*_inputs(call, position), actual, expected, rtol, atol)
 
 
 def within_scale_ulps(tensors: list[torch.Tensor], numbers: list[Any], actual: torch.Tensor,

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,22 +48,33 @@ def _expected_ids() -> set[str]:
             for c in DEFAULT_CHECKS}
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
-def test_sigkill_mid_run_then_resume(tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def _start_run(tmp_path: Path, workers: str, streams: int
+               ) -> tuple[subprocess.Popen[str], Path]:
+    """``conformance run`` on OPS in its own process group (to be signalled whole)."""
     pytest.importorskip("xdist")
     importlib.import_module("kernels")
     out = tmp_path / "r.jsonl"
     cmd = [sys.executable, "-m", "conformance", "run", "--backend", "mlu", "--ops", OPS,
-           "--max-examples", "3", "-n", "1", "-o", str(out)]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+           "--max-examples", "3", "-n", workers, "-o", str(out)]
+    return subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=streams, stderr=streams,
+                            text=True, start_new_session=True), out
+
+
+def _wait_for_verdicts(proc: subprocess.Popen[Any], out: Path, count: int) -> None:
+    """Until ``out`` holds ``count`` verdicts (or the run ends, or 240 s pass)."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if out.exists() and out.read_text().count('"record": "verdict"') >= count:
+            return
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
+def test_sigkill_mid_run_then_resume(tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    proc, out = _start_run(tmp_path, "1", subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and proc.poll() is None:
-            if out.exists() and out.read_text().count('"record": "verdict"') >= 5:
-                break
-            time.sleep(0.05)
+        _wait_for_verdicts(proc, out, 5)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the controller and its worker, mid-run
         proc.wait()
@@ -106,19 +118,9 @@ def test_sigterm_to_the_group_is_an_interruption_not_crashes(tmp_path: Path) -> 
     """``timeout`` (or a CI cancel) sends SIGTERM to the whole process group: the run says it
     was interrupted (exit 130), records no crash for the items the workers were running, and
     leaves no in-flight marker for --resume to replay; --resume then finishes the rest."""
-    pytest.importorskip("xdist")
-    importlib.import_module("kernels")
-    out = tmp_path / "r.jsonl"
-    cmd = [sys.executable, "-m", "conformance", "run", "--backend", "mlu", "--ops", OPS,
-           "--max-examples", "3", "-n", "2", "-o", str(out)]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc, out = _start_run(tmp_path, "2", subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and proc.poll() is None:
-            if out.exists() and out.read_text().count('"record": "verdict"') >= 3:
-                break
-            time.sleep(0.05)
+        _wait_for_verdicts(proc, out, 3)
         os.killpg(proc.pid, signal.SIGTERM)  # the controller and its workers, mid-run
         _, err = proc.communicate(timeout=120)
     finally:
