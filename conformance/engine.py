@@ -76,28 +76,19 @@ def non_empty(call: Call) -> Call | None:
     1 (``out=`` tensors as they are), or ``None`` when some input tensor is not empty (or there
     is none)."""
     outs = {a.name for a in call.sig.args if a.is_out}
-    found = False
+    inputs = [x for name, v in call.values if name not in outs
+              for x in (v if isinstance(v, list | tuple) else (v,)) if isinstance(x, torch.Tensor)]
+    if not inputs or any(t.numel() for t in inputs):
+        return None
 
     def grow(v: Any) -> Any:
-        nonlocal found
         if not isinstance(v, torch.Tensor):
             return v
-        if v.numel() != 0:
-            raise _NotEmpty
-        found = True
         return torch.zeros([max(d, 1) for d in v.shape], dtype=v.dtype)
 
-    try:
-        values = tuple((name, v if name in outs else
-                        [grow(x) for x in v] if isinstance(v, list | tuple) else grow(v))
-                       for name, v in call.values)
-    except _NotEmpty:
-        return None
-    return replace(call, values=values) if found else None
-
-
-class _NotEmpty(Exception):
-    pass
+    return replace(call, values=tuple(
+        (name, v if name in outs else [grow(x) for x in v] if isinstance(v, list | tuple)
+         else grow(v)) for name, v in call.values))
 
 
 def failure_key(category: str | None, message: str, dtypes: Iterable[str] = ()) -> str:
