@@ -51,7 +51,9 @@ def _sigmoid(x: Arr) -> Arr:
 
 
 def _elu(x: Arr, alpha: Any, scale: Any, input_scale: Any) -> Arr:
-    return np.where(x <= 0, np.expm1(x * input_scale) * (alpha * scale), x * scale)
+    # a zero (either sign) takes CPU's positive branch, x * scale: with alpha * scale infinite
+    # the other would be 0 * inf = NaN where CPU answers 0
+    return np.where(x < 0, np.expm1(x * input_scale) * (alpha * scale), x * scale)
 
 
 def _elu_bwd(g: Arr, y_or_x: Arr, alpha: Any, scale: Any, input_scale: Any,

@@ -37,12 +37,18 @@ def _check_dims(self: torch.Tensor, dim: Sequence[int], op: str) -> None:
 
 
 def _scale(value: np.ndarray, sizes: Sequence[int], normalization: int) -> np.ndarray:
+    """The transform scaled by a real factor, each part on its own as pocketfft's ``fct``
+    does (NumPy's complex / real is a complex division: a NaN imaginary part would spread
+    into the real one)."""
     n = int(np.prod(sizes)) if len(sizes) else 1
-    if normalization == 1:
-        return value / np.sqrt(n)
-    if normalization == 2:
-        return value / n
-    return value
+    if normalization == 0:
+        return value
+    d = np.sqrt(n) if normalization == 1 else n
+    if not np.iscomplexobj(value):
+        return value / d
+    out = np.empty_like(value)
+    out.real, out.imag = value.real / d, value.imag / d
+    return out
 
 
 def _axes(self: torch.Tensor, dim: Sequence[int]) -> list[int]:

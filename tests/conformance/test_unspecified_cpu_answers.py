@@ -115,3 +115,21 @@ def test_computing_what_cpu_refuses_by_internal_assert_is_not_counted():
     with pytest.raises(CheckFailure) as info:
         ctx.expect_same_error(call, RuntimeError("ldexp: unsupported dtypes"))
     assert info.value.category == "error_accepts"
+
+
+def test_cpu_answer_that_depends_on_the_layout_accepts_either_answer():
+    """float32 fmod by the smallest subnormal: CPU's vectorized loop (contiguous, 16+ elements)
+    answers NaN, its scalar loop (step-2 views) the correct 0. A backend giving the scalar
+    loop's answer agrees (noted ``cpu_unstable``); an answer CPU gives in no layout still fails."""
+    from conformance.checks import compare_outputs
+
+    tiny = -1.401298464324817e-45
+    call = _call("fmod.Scalar", self=torch.linspace(-7.5, 7.5, 32), other=tiny)
+    ctx = _ctx(call)
+    expected = ctx.run_cpu(call)
+    assert bool(expected.isnan().all())  # CPU's vectorized answer
+    correct = torch.linspace(-7.5, 7.5, 32) * 0.0  # IEEE: +-0 with the sign of self
+    compare_outputs(ctx, call, expected, correct.to("mlu"), values=True)
+    assert any("step-2 views" in line for line in ctx.cpu_unstable_calls)
+    with pytest.raises(CheckFailure):
+        compare_outputs(ctx, call, expected, torch.ones(32, device="mlu"), values=True)

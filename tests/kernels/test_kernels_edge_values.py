@@ -289,3 +289,16 @@ def test_div_reads_a_python_divisor_of_a_low_precision_tensor_in_float32() -> No
     for dtype, big in ((torch.bfloat16, 3.4028234663852886e38), (torch.float16, 3.3895e38)):
         _same(lambda x, b=big: x.clone().div_(b), _t([-4.65625, -3.3895e38 if dtype ==
                                                       torch.bfloat16 else -6e4, inf, 3.0], dtype))
+
+
+def test_fft_normalization_scales_each_part_on_its_own() -> None:
+    # NumPy's complex / real divides as complexes: a NaN imaginary part spread into the real one
+    _same(lambda x: torch.ops.aten._fft_c2c(x, [], 1, False),
+          _t([complex(-1.25e-29, -1.2e9), complex(-1.2e-38, nan)], torch.complex64))
+    _same(torch.fft.ihfft, _t([0.0, -1.0, inf], torch.float32))
+    _same(torch.fft.ihfftn, _t([0.0, -1.0, inf, 2.0], torch.float64))
+
+
+def test_elu_of_a_zero_takes_the_positive_branch() -> None:
+    for alpha in (inf, -inf, nan, 1.0):
+        _same(torch.ops.aten.elu, _t([0.0, -0.0, -5.0, 3.0], torch.float64), alpha, -0.6, 2e-16)
