@@ -678,6 +678,42 @@ def cat_out(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: torch.Tensor
     return write_out(out, value, result)
 
 
+@register("_stack.out")
+def _stack_out(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: torch.Tensor
+               ) -> torch.Tensor:
+    """CPU's ``_stack_out_cpu``: ``cat`` of the tensors each unsqueezed at ``dim`` (wrapped
+    against one more dimension than the first has). ATen's CompositeExplicitAutograd
+    ``_stack.out`` (what a backend without its own kernel gets) concatenates them as they are:
+    another op (0-dim inputs are refused, 1-d ones joined end to end)."""
+    if len(tensors) == 0:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    d = wrap_dim(dim, tensors[0].dim() + 1)
+    return cat_out([t.unsqueeze(d) for t in tensors], d, out=out)
+
+
+@register("_rowwise_prune")
+def _rowwise_prune(weight: torch.Tensor, mask: torch.Tensor,
+                   compressed_indices_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows of ``weight`` that ``mask`` keeps, and for each row its new position (-1:
+    pruned), as ATen's (CompositeImplicitAutograd, but it reads both tensors through host
+    pointers: no device can run it). The mapping is made on CPU, as ATen's is."""
+    if weight.dim() != 2:
+        raise RuntimeError("'weights' should have 2 dimensions.")
+    if mask.numel() != weight.shape[0]:
+        raise RuntimeError("Number of elements in 'mask' should be equivalent to the number of "
+                           "rows in 'weights'.")
+    if compressed_indices_dtype not in (torch.int32, torch.int64):
+        raise RuntimeError("compressed_indices_dtype should be either int(int32) or "
+                           "long(int64).")
+    if mask.dtype != torch.bool:
+        raise RuntimeError(f"expected scalar type Bool but found {scalar_type_name(mask.dtype)}")
+    check_dtype("rowwise_prune_helper", weight.dtype, refused=BOOL | COMPLEX)
+    keep = np.ascontiguousarray(to_numpy(mask)).reshape(-1)
+    mapping = np.where(keep, np.cumsum(keep) - 1, -1)
+    pruned = from_numpy(np.ascontiguousarray(to_numpy(weight)[keep]), weight.dtype)
+    return pruned, torch.from_numpy(mapping.astype(NP_DTYPE[compressed_indices_dtype]))
+
+
 def _flip(self: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
     x = to_numpy(self)
     axes = tuple(wrap_dim(int(d), x.ndim) for d in dims)

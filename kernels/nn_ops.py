@@ -252,16 +252,17 @@ def _refuse_half_to_float(half_to_float: bool) -> None:
 def _backward_dtype(grad_output: torch.Tensor, output: torch.Tensor, input_dtype: torch.dtype
                     ) -> torch.dtype:
     """(log_)softmax backward: the gradient's dtype; CPU wants ``output`` of that dtype and
-    refuses float grads for a half input."""
+    refuses float grads for a half input (ATen's half_to_float backward is for Half alone: a
+    BFloat16 ``input_dtype`` is ignored), except for empty ones: their result is Half."""
+    half_to_float = grad_output.dtype == torch.float32 and input_dtype == torch.float16
     if grad_output.numel() == 0:
-        return grad_output.dtype
+        return torch.float16 if half_to_float else grad_output.dtype
     if output.dtype != grad_output.dtype and grad_output.dtype in FLOATING:
         raise RuntimeError(
             f"expected scalar type {scalar_type_name(grad_output.dtype)} but found "
             f"{scalar_type_name(output.dtype)}"
         )
-    if (grad_output.dim() and grad_output.dtype == torch.float32
-            and input_dtype in (torch.float16, torch.bfloat16)):
+    if half_to_float:
         raise RuntimeError(f"expected scalar type Float but found {scalar_type_name(input_dtype)}")
     return grad_output.dtype
 

@@ -386,13 +386,15 @@ def _grad_array(g: torch.Tensor, grad_scale: torch.Tensor | None, maximize: bool
     """The gradient to use; with ``grad_scale`` the gradient tensor itself is unscaled in place
     (the schema marks ``grads`` as mutated), as ATen's fused kernels do."""
     a = to_numpy(g)
-    if grad_scale is not None:
+    if grad_scale is not None and a.size:  # an empty gradient has nothing to unscale
         np.divide(a, np.asarray(_scalar(grad_scale), a.dtype), out=a)
     return -a if maximize else a
 
 
 def _skip_step(found_inf: torch.Tensor | None) -> bool:
-    return found_inf is not None and _scalar(found_inf) == 1.0
+    """Whether ``found_inf`` holds the flag 1.0 (an empty one holds no flag: ATen reads its
+    first element unchecked, so a step over empty parameters is never refused for it)."""
+    return found_inf is not None and found_inf.numel() > 0 and _scalar(found_inf) == 1.0
 
 
 def _fused_adam(adamw: bool, self: list[torch.Tensor], grads: list[torch.Tensor],

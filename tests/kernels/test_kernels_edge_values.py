@@ -4,6 +4,7 @@ conformance run found failing (issue 9's adversarial values), compared with CPU 
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -302,3 +303,51 @@ def test_fft_normalization_scales_each_part_on_its_own() -> None:
 def test_elu_of_a_zero_takes_the_positive_branch() -> None:
     for alpha in (inf, -inf, nan, 1.0):
         _same(torch.ops.aten.elu, _t([0.0, -0.0, -5.0, 3.0], torch.float64), alpha, -0.6, 2e-16)
+
+
+def test_stack_out_stacks_as_cpus_kernel() -> None:
+    # ATen's composite _stack.out (what a backend without a kernel gets) concatenates instead
+    for tensors, dim in (([_t(True, torch.bool)], 0), ([torch.ones(2, 3), torch.zeros(2, 3)], -1)):
+        expected = torch.ops.aten._stack.out(tensors, dim, out=torch.empty(0, dtype=tensors[0].dtype))
+        actual = torch.ops.aten._stack.out([t.to("mlu") for t in tensors], dim,
+                                           out=torch.empty(0, dtype=tensors[0].dtype, device="mlu"))
+        assert torch.equal(actual.cpu(), expected)
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=str)
+def test_rowwise_prune_as_cpu(index_dtype: torch.dtype) -> None:
+    weight = _t([[236, 1], [136, 2], [7, 3]], torch.uint8)
+    mask = _t([True, False, True], torch.bool)
+    _same(lambda w, m: torch.ops.aten._rowwise_prune(w, m, index_dtype), weight, mask)
+    pruned, mapping = torch.ops.aten._rowwise_prune(weight.to("mlu"), mask.to("mlu"), index_dtype)
+    assert pruned.device.type == "mlu" and mapping.device.type == "cpu"  # as ATen's at::empty
+
+
+def test_fused_sgd_over_empty_parameters_reads_no_flag() -> None:
+    def step(device: str) -> list[torch.Tensor]:
+        ps = [torch.empty(2, 0, device=device) for _ in range(3)]
+        torch.ops.aten._fused_sgd_(ps, [p.clone() for p in ps], [p.clone() for p in ps],
+                                   weight_decay=0.1, momentum=0.5, lr=0.1, dampening=0.0,
+                                   nesterov=True, maximize=True, is_first_step=True,
+                                   grad_scale=torch.empty(2, 0, device=device),
+                                   found_inf=torch.empty(2, 0, device=device))
+        return ps
+
+    assert [tuple(p.shape) for p in step("mlu")] == [tuple(p.shape) for p in step("cpu")]
+
+
+@pytest.mark.parametrize("input_dtype", [torch.bfloat16, torch.float16, torch.float64], ids=str)
+@pytest.mark.parametrize("shape", [(), (1, 2, 2), (2, 0)], ids=str)
+def test_softmax_backward_half_to_float_only_for_half(input_dtype: torch.dtype, shape: Any
+                                                       ) -> None:
+    for fn in (torch.ops.aten._log_softmax_backward_data, torch.ops.aten._softmax_backward_data):
+        g, y = torch.linspace(-1, 1, math.prod(shape)).reshape(shape), torch.zeros(shape)
+        try:
+            expected = fn(g, y, 0, input_dtype)
+        except RuntimeError as exc:
+            with pytest.raises(RuntimeError, match=str(exc)):
+                fn(g.to("mlu"), y.to("mlu"), 0, input_dtype)
+            continue
+        actual = fn(g.to("mlu"), y.to("mlu"), 0, input_dtype).cpu()
+        assert actual.dtype == expected.dtype
+        torch.testing.assert_close(actual, expected)
