@@ -1243,7 +1243,9 @@ def _unique_along(self: torch.Tensor, dim: int, sorted: bool = True, return_inve
         starts = np.zeros(n, bool)
         starts[:1] = True
     else:
-        order = np.lexsort(flat.T[::-1])  # rows in lexicographic order, stable
+        keys = flat.astype(np.float32) if flat.dtype == NP_DTYPE[torch.bfloat16] else flat
+        order = np.lexsort(keys.T[::-1])  # rows in lexicographic order, stable (NumPy orders
+        #                                   ml_dtypes' bfloat16 by its bits: sorted as float32)
         s = flat[order]
         starts = np.ones(n, bool)
         starts[1:] = (s[1:] != s[:-1]).any(axis=1)

@@ -351,3 +351,8 @@ def test_softmax_backward_half_to_float_only_for_half(input_dtype: torch.dtype, 
         actual = fn(g.to("mlu"), y.to("mlu"), 0, input_dtype).cpu()
         assert actual.dtype == expected.dtype
         torch.testing.assert_close(actual, expected)
+
+
+def test_unique_dim_orders_bfloat16_by_value() -> None:
+    _same(lambda x: torch.ops.aten.unique_dim(x, 0, False, True, True),
+          _t([4.5, 1.5, -2.0, 4.5], torch.bfloat16))
