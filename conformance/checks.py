@@ -676,9 +676,33 @@ def promotion_identity(call: Call) -> str:
 
 
 def verify_promotion(ctx: Context, call: Call) -> None:
-    """Result dtype (and shape) as CPU; where CPU raises, the backend raises the same type."""
+    """Result dtype (and shape) as CPU; where CPU raises, the backend raises the same type.
+
+    A backend that refuses a call with a 0-dim CPU tensor among device operands is judged on
+    the same call with that operand on the device (its verdict stands for the example, and a
+    pass notes ``cpu_operand_refused``): ATen's generated device check refuses CPU operands
+    except in the TensorIterator ops that opt out, so accepting one is not a promotion rule."""
     __tracebackhide__ = True
+    from opdb.outcomes import CPU_OPERAND_REFUSED, ERROR_RAISES, ERROR_TYPE
+
     expected, cpu_exc = ctx.run_cpu_or_error(call)
+    try:
+        _promotion_on_backend(ctx, call, expected, cpu_exc)
+    except CheckFailure as refused:
+        if not call.on_cpu or refused.category not in (ERROR_RAISES, ERROR_TYPE):
+            raise
+        on_device = replace(call, on_cpu=frozenset())
+        try:
+            _promotion_on_backend(ctx, on_device, expected, cpu_exc)
+        except CheckFailure as exc:
+            exc.call = exc.call or on_device
+            raise
+        ctx.note_info(CPU_OPERAND_REFUSED, refused.message)
+
+
+def _promotion_on_backend(ctx: Context, call: Call, expected: Any,
+                          cpu_exc: BaseException | None) -> None:
+    __tracebackhide__ = True
     if cpu_exc is not None:
         ctx.expect_same_error(call, cpu_exc)
         return

@@ -47,6 +47,8 @@ from opdb.outcomes import (
     ERROR_RAISES,
     ERROR_TYPE,
     METADATA_ONLY,
+    error_type_owed,
+    is_cpu_specific,
     is_dtype_gap,
     is_internal_assert,
 )
@@ -314,27 +316,30 @@ class Context:
             raise CpuRejected(refusal) from None
 
     def expect_same_error(self, call: Call, cpu_exc: BaseException) -> None:
-        """CPU raised: the backend must raise the same exception type (else ``error_type``);
-        returning a result is ``error_accepts`` (missing validation), unless CPU's refusal is only
-        its own missing dtype kernel: then the example is not counted and the verdict notes it
-        (``cpu_dtype_gap``, informational). A failed internal assertion on CPU
-        (:func:`~opdb.outcomes.is_internal_assert`) is CPU's bug: whatever the backend does
-        there is not counted."""
+        """CPU raised: the backend must raise the same exception type (else ``error_type``)
+        where that type is owed (:func:`~opdb.outcomes.error_type_owed`: not for a CPU refusal
+        that specifies nothing for other backends, nor a backend refusing for lack of its dtype
+        kernel); returning a result is ``error_accepts`` (missing validation), unless CPU's
+        refusal is only its own missing dtype kernel: then the example is not counted and the
+        verdict notes it (``cpu_dtype_gap``, informational). A failed internal assertion on CPU
+        (:func:`~opdb.outcomes.is_internal_assert`) is CPU's bug, and a limitation CPU names as
+        its own (:func:`~opdb.outcomes.is_cpu_specific`: "not supported on CPU") binds no other
+        backend: a backend computing there is not counted."""
         __tracebackhide__ = True
         self.inflight.call(call, self.repro_fn, side=self.backend.device)
         try:
             call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
             self._unsupported(exc, call)
-            if type(exc) is not type(cpu_exc) and not is_internal_assert(str(cpu_exc)):
+            if type(exc) is not type(cpu_exc) and error_type_owed(str(cpu_exc), str(exc)):
                 raise CheckFailure(
                     ERROR_TYPE, f"raised {error_line(exc)}, but should raise "
                     f"{type(cpu_exc).__name__} as CPU does ({error_line(cpu_exc)}) "
                     f"[{call.describe()}]") from None
             return
         self._mark(backend_ok=True)
-        if is_internal_assert(str(cpu_exc)):  # CPU's own bug: its refusal specifies nothing
-            raise CpuRejected(cpu_exc)
+        if is_internal_assert(str(cpu_exc)) or is_cpu_specific(str(cpu_exc)):
+            raise CpuRejected(cpu_exc)  # CPU's own bug or limitation: it specifies nothing
         if is_dtype_gap(str(cpu_exc)):
             self.cpu_dtype_gaps[error_line(cpu_exc)] += 1
             raise CpuRejected(cpu_exc)

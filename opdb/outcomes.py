@@ -53,6 +53,13 @@ CPU_UNSTABLE = "cpu_unstable"
 #: device, dtype, shape, aliasing, errors); values were not compared.
 METADATA_ONLY = "metadata_only"
 
+#: Informational category of a ``pass`` (promotion check): the backend refused a call that had a
+#: 0-dim CPU tensor among device operands, and the same call with that operand on the device
+#: agreed with CPU. ATen's generated device check refuses CPU operands except in the
+#: TensorIterator ops that opt out (``add``, ``mul``, ...; CUDA refuses them in ``logaddexp2``,
+#: ``gcd``, ``clamp_min.Tensor``): a matter of placement, not of type promotion.
+CPU_OPERAND_REFUSED = "cpu_operand_refused"
+
 # -- the autograd check's own kinds of disagreement (gradients, not forward values) ------------
 #: A gradient's values differ from CPU's beyond tolerance (a wrong backward kernel).
 GRAD_VALUE = "grad_value"
@@ -230,6 +237,8 @@ INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
     STRIDES_INFORMATIONAL: "result strides differ from CPU's where CPU promises none "
                            "(informational)",
     METADATA_ONLY: "shape-only backend (meta): agreed on metadata, values not compared",
+    CPU_OPERAND_REFUSED: "the backend refuses a 0-dim CPU tensor operand and agrees with it on "
+                         "the device (informational)",
 })
 
 #: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).
@@ -258,6 +267,18 @@ def is_dtype_gap(message: str) -> bool:
     return m is not None and m.group(1) in _SCALAR_TYPES
 
 
+#: CPU's error names CPU as what it lacks: "not supported on CPU", "not implemented on the CPU",
+#: "mixed dtype (CPU)", "nansum on CPU does not support complex inputs".
+_CPU_SPECIFIC = re.compile(r"\bon (?:the )?CPU\b|\(CPU\)")
+
+
+def is_cpu_specific(message: str) -> bool:
+    """Whether CPU's refusal is a limitation of its own kernel that names CPU
+    (``softmax with half to float conversion is not supported on CPU``, ``mixed dtype (CPU):
+    expect parameter to have scalar type of Float``): no other backend owes it."""
+    return _CPU_SPECIFIC.search(message) is not None
+
+
 _INTERNAL_ASSERT = re.compile(r"\bINTERNAL ASSERT FAILED\b")
 
 
@@ -267,3 +288,15 @@ def is_internal_assert(message: str) -> bool:
     not a refusal its contract specifies (ldexp.out of bfloat16 and uint8 into float32, an
     _fft_c2c.out whose signal sizes disagree)."""
     return _INTERNAL_ASSERT.search(message) is not None
+
+
+def error_type_owed(cpu_message: str, backend_message: str) -> bool:
+    """Whether a backend that refuses a call CPU refuses owes CPU's exception type. Not when
+    CPU's refusal specifies nothing for other backends (a failed internal assertion, its own
+    missing dtype kernel, a limitation it names as CPU's), nor when the backend refuses for lack
+    of its dtype kernel (ATen's wording; whether it should have one is the ``dtypes`` check's
+    question, asked where CPU computes): an input invalid for several reasons at once is
+    refused by whichever check a kernel makes first, and only a refusal for the same single
+    reason has one right type."""
+    return not (is_internal_assert(cpu_message) or is_dtype_gap(cpu_message)
+                or is_cpu_specific(cpu_message) or is_dtype_gap(backend_message))

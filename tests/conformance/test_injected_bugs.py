@@ -135,6 +135,147 @@ def test_dtype_gap_recognises_only_dtype_refusals():
     assert not is_dtype_gap("output with shape [1] doesn't match the broadcast shape [2]")
     assert not is_dtype_gap('"foo" not implemented for \'Sparse\'')
 
+
+# ------------------------------------------------- refusals whose exception type is not owed
+
+
+def _run_overridden(overload: str, check: str, fn, *, hints=None, max_examples: int = 30):
+    """``overload::check`` on the reference backend with ``fn`` as its kernel (restored after)."""
+    import kernels
+    import opdb
+    from conformance.backends import resolve
+    from conformance.checks import CHECKS
+    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.repro import snippet
+    from conformance.strategies import OpSignature
+    from opdb.opdata import load_hints, load_tolerances
+
+    backend = resolve("mlu", without=())
+    kernels.install(overrides={overload: fn})
+    try:
+        return run_check(Item(OpSignature.of(opdb.load()[overload]), CHECKS[check]), backend,
+                         settings=EngineSettings(max_examples=max_examples, seed=0,
+                                                 database=None),
+                         hints=hints or load_hints().for_op(overload),
+                         tolerance_fn=load_tolerances(),
+                         repro_fn=lambda call: snippet(call, backend))
+    finally:
+        kernels.install()
+
+
+def test_cpu_dtype_gap_refused_otherwise_is_not_an_error_type_fail(reference):
+    """CPU refuses bool threshold only for lack of its kernel (NotImplementedError); a backend
+    that refuses it by another check first (TypeError) owes CPU's type no more than it owes
+    CPU's gap: a pass. The same backend raising where CPU computes still fails."""
+    import torch
+
+    from kernels.registry import kernel
+
+    ref = kernel("threshold")
+
+    def threshold(self, threshold, value):
+        if self.dtype == torch.bool:
+            raise TypeError("threshold: value must be a number of self's kind")
+        return ref(self, threshold, value)
+
+    v = _run_overridden("threshold", "promotion", threshold)
+    assert v.verdict == "pass" and v.examples > 0, v.message
+
+    def threshold_no_int8(self, threshold, value):
+        if self.dtype in (torch.bool, torch.int8):
+            raise TypeError("threshold: value must be a number of self's kind")
+        return ref(self, threshold, value)
+
+    v = _run_overridden("threshold", "promotion", threshold_no_int8)
+    assert v.verdict == "fail", v.message
+    assert "error_raises" in {f.category for f in v.failures}, [f.message for f in v.failures]
+
+
+def test_backend_dtype_gap_where_cpu_refuses_otherwise_is_not_an_error_type_fail(reference):
+    """sub of two bool tensors: CPU refuses with a RuntimeError (use ``^``); a backend without a
+    bool kernel refuses with ATen's dtype-gap NotImplementedError: both refuse, and the type is
+    not owed. Another exception type with another reason still fails (buggy_errtype above)."""
+    import torch
+
+    from kernels.registry import kernel
+
+    ref = kernel("sub.Tensor")
+
+    def sub(self, other, *, alpha=1):
+        if isinstance(other, torch.Tensor) and self.dtype == other.dtype == torch.bool:
+            raise NotImplementedError("\"sub_mlu\" not implemented for 'Bool'")
+        return ref(self, other, alpha=alpha)
+
+    v = _run_overridden("sub.Tensor", "promotion", sub, max_examples=20)
+    assert v.verdict == "pass" and v.examples > 0, v.message
+
+
+def test_cpu_specific_refusal_binds_no_other_backend(reference):
+    """CPU refuses _log_softmax(float16, half_to_float=True) "on CPU" (CUDA computes it, in
+    float32): a backend that computes it is not failed ``error_accepts``; one that refuses with
+    another type is not failed ``error_type``."""
+    import torch
+
+    from kernels.registry import kernel
+    from opdb.opdata import ArgHint, OpHints, load_hints
+    from opdb.outcomes import is_cpu_specific
+
+    assert is_cpu_specific("softmax with half to float conversion is not supported on CPU")
+    assert is_cpu_specific("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    assert is_cpu_specific("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    assert not is_cpu_specific("Expected all tensors to be on the same device, but found at "
+                               "least two devices, mlu:0 and cpu!")
+    assert not is_cpu_specific("expected scalar type Float but found Half")
+    ref = kernel("_log_softmax")
+    hints = load_hints().for_op("_log_softmax")
+    half = OpHints(args={**hints.args, "self": ArgHint(dtypes=("float16",)),
+                         "half_to_float": ArgHint(choices=(True, False))})
+
+    def computes(self, dim, half_to_float):
+        if half_to_float and self.dtype == torch.float16:
+            return torch.log_softmax(self.cpu().float(), dim).to(self.device)
+        return ref(self, dim, half_to_float)
+
+    def refuses(self, dim, half_to_float):
+        if half_to_float and self.dtype == torch.float16:
+            raise NotImplementedError("half_to_float is not supported")
+        return ref(self, dim, half_to_float)
+
+    for fn in (computes, refuses):
+        v = _run_overridden("_log_softmax", "promotion", fn, hints=half)
+        assert v.verdict == "pass" and v.examples > 0, (fn.__name__, v.message)
+
+
+def test_refused_cpu_operand_is_judged_on_the_device(reference):
+    """A backend whose mul refuses a 0-dim CPU tensor operand (ATen's device check, as CUDA's
+    logaddexp2 or gcd do) is judged on the same call with the operand on its device: a pass
+    that notes ``cpu_operand_refused``; a wrong result dtype there still fails ``dtype``."""
+    import torch
+
+    from kernels.registry import kernel
+    from opdb.outcomes import CPU_OPERAND_REFUSED
+
+    ref = kernel("mul.Tensor")
+
+    def refuses_cpu(self, other):
+        if isinstance(other, torch.Tensor) and other.device.type == "cpu":
+            raise RuntimeError("Expected all tensors to be on the same device, but got other "
+                               "is on cpu, different from other tensors on mlu:0")
+        return ref(self, other)
+
+    v = _run_overridden("mul.Tensor", "promotion", refuses_cpu)
+    assert v.verdict == "pass", v.message
+    assert v.category == CPU_OPERAND_REFUSED and "same device" in v.message, v.message
+
+    def refuses_cpu_narrows(self, other):
+        out = refuses_cpu(self, other)
+        return out.to(torch.int32) if out.dtype == torch.int64 else out
+
+    v = _run_overridden("mul.Tensor", "promotion", refuses_cpu_narrows)
+    assert v.verdict == "fail", v.message
+    assert "dtype" in {f.category for f in v.failures}, [f.message for f in v.failures]
+
+
 # --------------------------------------------------------------------------- distinct failures
 
 
