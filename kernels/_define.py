@@ -170,7 +170,9 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
            empty_any_dtype: bool | Callable[..., bool] = False, autogen_out: bool = False,
            arrays: bool = False,
            outs_unchecked: Callable[..., bool] | None = None,
-           silent_resize: bool = False) -> Callable[[Impl], Impl]:
+           silent_resize: bool = False,
+           result_like: int | None = None,
+           out_first: Callable[..., None] | None = None) -> Callable[[Impl], Impl]:
     """Register ``impl`` as ``functional`` and (if given) as the ``out=`` overload ``out``.
 
     ``impl`` receives the overload's arguments as the dispatcher passes them: positional ones
@@ -198,6 +200,12 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
     (batch norm of an empty input in eval mode), so any ``out`` dtype is accepted.
     ``silent_resize``: CPU resizes a wrong-sized ``out`` with a plain ``resize_``/``resize_as_``
     (no deprecation warning for a non-empty one).
+    ``result_like``: the functional is ATen's ``out=`` kernel writing into a tensor like the
+    argument at this position (``zeros_like(self)``: ``mse_loss_backward``, ``huber_loss``): its
+    result has that argument's dtype, and a result type that does not cast to it safely is
+    refused as ``out=`` refuses it.
+    ``out_first(*args)``: checks CPU's ``out=`` kernel makes before the impl's (it sizes its outs
+    from the input first: batch norm of a 0-dim input is an ``IndexError`` there).
     """
     gate_name = kernel_name or functional.split(".")[0]
     defaults = _positional_defaults(functional) if arrays else ()
@@ -219,9 +227,10 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
             if empty_any_dtype and dtypes is not None and _empty_refused(
                     args, dtype_args, dtypes,
                     empty_any_dtype if callable(empty_any_dtype) else None):
+                result = _as_float32(call, args, kwargs, dtype_args)  # the impl's checks first
                 if out is not None:
                     _check_out(args, dtype_args, out, exact=not castable_out)
-                return _as_float32(call, args, kwargs, dtype_args)
+                return result
             pending: Exception | None = None
             with np.errstate(all="ignore"):
                 try:
@@ -244,7 +253,11 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
             return outs_unchecked is not None and bool(outs_unchecked(*args))
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
-            return _wrap(run(args, kwargs))
+            if result_like is None:
+                return _wrap(run(args, kwargs))
+            like = args[result_like]
+            buf = torch.empty(0, dtype=like.dtype, device=like.device)
+            return _store([buf], run(args, kwargs, buf), exact=False, silent_resize=True)
 
         target = getattr(impl, "func", impl)  # a functools.partial names its function
         name = getattr(target, "__name__", functional.replace(".", "_"))
@@ -256,6 +269,8 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
 
             def out_kernel(*args: Any, **kwargs: Any) -> Any:
                 outs = [kwargs.pop(n) for n in names]
+                if out_first is not None:
+                    out_first(*args)
                 return _store(outs, run(args, kwargs, outs[0]), exact=not castable_out,
                               check=not unchecked(args), silent_resize=silent_resize)
 

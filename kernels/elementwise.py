@@ -201,7 +201,8 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
     ``kw``, ``compute`` (computation dtype) and ``result`` (result dtype); its value is cast to the
     result dtype. ``validate(compute, result, *args, **kw)`` may raise CPU's errors first.
     ``out_same_dtype``: ``out=`` must have exactly the result dtype (ATen's plain unary ops);
-    ``"noncomplex"``: only for non-complex inputs (``abs``). ``scalar_opmath``: Python-number
+    ``"noncomplex"``: only for non-complex inputs (``abs``); ``"tensor_weight"``: only when the
+    last operand is a tensor of at least one dimension (``lerp``: a 0-dim weight promotes). ``scalar_opmath``: Python-number
     operands keep the computation precision instead of being rounded to a float16/bfloat16
     common dtype first (``lerp``'s weight). ``raw_scalars``: Python-number operands reach ``fn``
     unconverted (``pow``'s exponent is used as a double). ``scalars(result, *operands)``: CPU's
@@ -232,7 +233,9 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
                 if (out_same_dtype and out.dtype != result and not (
                         out_same_dtype == "noncomplex" and operands[0].dtype.is_complex)
                         and not (out_same_dtype == "scalar_args" and any(
-                            isinstance(o, torch.Tensor) for o in operands[1:]))):
+                            isinstance(o, torch.Tensor) for o in operands[1:]))
+                        and not (out_same_dtype == "tensor_weight" and not (
+                            isinstance(operands[-1], torch.Tensor) and operands[-1].dim()))):
                     raise RuntimeError(
                         f"Found dtype {scalar_type_name(out.dtype)} but expected "
                         f"{scalar_type_name(result)}"
@@ -1099,10 +1102,16 @@ def _lerp_check(compute: torch.dtype, result: torch.dtype, a: Any, b: Any, w: An
         raise RuntimeError(
             f"expected dtype {a.dtype} for `end` but got dtype {b.dtype}".replace("torch.", "")
         )
-    if isinstance(w, torch.Tensor) and w.dtype != a.dtype:
+    if isinstance(w, torch.Tensor) and w.dim() > 0 and w.dtype != a.dtype:
         raise RuntimeError(
             f"expected dtype {a.dtype} for `weight` but got dtype {w.dtype}".replace("torch.", "")
         )
+    if isinstance(w, torch.Tensor):
+        # ATen's meta: a 0-dim weight promotes with self and end (int64 self, float32 0-dim
+        # weight: float32; out= then takes any dtype the result casts to), another weight
+        # must have self's dtype and out= must have it too; the dispatch is on the common dtype
+        refuse("lerp_kernel_tensor", "bool", "integral", torch.complex32)(compute, result, a, b, w)
+        return
     if not isinstance(w, torch.Tensor) and not (a.dtype.is_floating_point or a.dtype.is_complex):
         # a Scalar weight does not promote: ATen dispatches on self's dtype (after the shape
         # and out= cast checks, as for every refusal)
@@ -1135,7 +1144,7 @@ def _opmath_scalars(result: torch.dtype, *operands: Any, **kw: Any) -> None:
 
 
 register_family("lerp", _lerp, Kind.DEFAULT, validate=_lerp_check, scalar_opmath=True,
-                scalars=_opmath_scalars, prepare=_lerp_operands)
+                scalars=_opmath_scalars, prepare=_lerp_operands, out_same_dtype="tensor_weight")
 
 
 def _addcmul(s: Any, t1: Any, t2: Any, *, compute: torch.dtype, result: torch.dtype,

@@ -344,7 +344,15 @@ def linalg_cross_out(self: torch.Tensor, other: torch.Tensor, *, dim: int = -1,
             f"linalg.cross: inputs dimension {dim} must have length 3. Got "
             f"{self.shape[d]} and {other.shape[d]}"
         )
-    dt = torch.promote_types(self.dtype, other.dtype)
-    a, b = to_numpy(self).astype(NP_DTYPE[dt]), to_numpy(other).astype(NP_DTYPE[dt])
+    # ATen's meta gives the result self's dtype (out= must have it), its kernel dispatches on
+    # self's dtype, then reads other as that dtype: no promotion
+    check_out_exact(out, self.dtype)
+    check_dtype("cross", self.dtype, refused=BOOL)
+    if self.dtype != other.dtype:
+        raise RuntimeError(
+            f"expected scalar type {scalar_type_name(self.dtype)} but found "
+            f"{scalar_type_name(other.dtype)}"
+        )
     with quiet():
-        return write_out(out, np.cross(a, b, axis=d), dt, exact=True)
+        return write_out(out, np.cross(to_numpy(self), to_numpy(other), axis=d), self.dtype,
+                         exact=True)

@@ -160,21 +160,16 @@ def mse_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1) -> np
 
 @define("mse_loss_backward", "mse_loss_backward.grad_input", ("grad_input",),
         dtypes=REAL, kernel_name="mse_backward_cpu_out",
-        dtype_args=(0, 1, 2), castable_out=True)
+        dtype_args=(0, 1, 2), castable_out=True, result_like=1)
 def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                       reduction: int) -> np.ndarray:
     x, t, g, np_dtype = _triple(grad_output, self, target)
     norm = (2.0 / x.size if x.size else np.nan) if reduction == 1 else 2.0
     scale = c_cast(norm, np_dtype).astype(x.dtype)  # ATen: value.to<scalar_t>()
+    # computed in the promoted dtype; the functional writes it into grad_input =
+    # zeros_like(self) (``result_like``: bfloat16 grad, float16 self: float16)
     with np.errstate(all="ignore"):
-        value = (scale * (x - t) * g).astype(np_dtype)
-    # the functional writes into grad_input = zeros_like(self): self's dtype, computed in the
-    # promoted one (bfloat16 grad, float16 self: float16). Where that cast is unsafe CPU's
-    # functional refuses and its out= overload casts into grad_input: left to the out= path
-    # (this impl serves both and cannot tell them apart)
-    if torch.can_cast(promote(self, target, grad_output), self.dtype):
-        value = value.astype(NP_DTYPE[self.dtype])
-    return value
+        return (scale * (x - t) * g).astype(np_dtype)
 
 
 @define("smooth_l1_loss", "smooth_l1_loss.out",
@@ -210,7 +205,7 @@ def smooth_l1_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, targe
 
 @define("huber_loss", "huber_loss.out",
         dtypes=FLOATING, kernel_name="huber_cpu",
-        dtype_args=(0, 1), castable_out=True)
+        dtype_args=(0, 1), castable_out=True, result_like=0)
 def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
                delta: float = 1.0) -> np.ndarray:
     if delta <= 0:

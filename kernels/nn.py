@@ -367,6 +367,9 @@ def conv_transpose_backward(
 # normalization
 
 
+_BN_STATS = "running_mean and running_var must either both be None or neither be None"
+
+
 def batch_norm(
     x: np.ndarray,
     weight: np.ndarray | None,
@@ -384,15 +387,17 @@ def batch_norm(
     and the saved statistics are empty, as on CPU.
     """
     dtype = x.dtype
+    one_stat = (running_mean is None) != (running_var is None)
+    if one_stat and not training:  # ATen's first check in eval mode (training: after dim 1)
+        raise ValueError(_BN_STATS)
     if x.ndim == 0:
         raise RuntimeError("batch_norm: expected an input with at least one dimension")
     if x.ndim == 1:  # ATen: channels are dim 1
         if not training and x.size == 0:
             return x.copy(), x.copy(), x.copy()
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
-    if (running_mean is None) != (running_var is None):  # after the channel dim, any dtype
-        raise ValueError("running_mean and running_var must either both be None or neither be "
-                         "None")
+    if one_stat:
+        raise ValueError(_BN_STATS)
     if not training and x.size == 0:  # ATen returns before looking at the statistics
         empty = np.empty((0,), dtype=dtype)
         return x.copy(), empty, empty.copy()

@@ -93,7 +93,7 @@ def _leaky_relu(x: Arr, slope: Any) -> Arr:
 
 
 def _leaky_relu_bwd(g: Arr, x: Arr, slope: Any, self_is_result: bool) -> Arr:
-    if self_is_result and slope < 0:
+    if self_is_result and not slope >= 0:  # ATen: TORCH_CHECK(slope >= 0): NaN refused too
         raise RuntimeError(
             "In-place leakyReLu backward calculation is triggered with a negative slope which is "
             "not supported. This is caused by calling in-place forward function with a negative "
@@ -232,7 +232,11 @@ def _make(act: Activation) -> None:
             check_result_fits(promoted, self.dtype)
             dtype = NP_DTYPE[self.dtype]
         rest = real_scalars(rest, promoted)
-        return bwd_fn(opmath(g), opmath(x), *rest).astype(dtype, copy=False)
+        # TensorIterator casts both to the common dtype first (an int8 self of a bfloat16 grad
+        # is read as bfloat16): a Python-number scalar then meets floats, never int8
+        common = NP_DTYPE[promoted]
+        return bwd_fn(opmath(g.astype(common, copy=False)), opmath(x.astype(common, copy=False)),
+                      *rest).astype(dtype, copy=False)
 
     backward_arrays.__name__ = act.name + "_backward"
     names = act.backward_names or (f"{act.name}_backward", f"{act.name}_backward.grad_input")

@@ -85,7 +85,8 @@ def convolution_backward(grad_output: torch.Tensor, input: torch.Tensor, weight:
 @define("_native_batch_norm_legit.no_stats", "_native_batch_norm_legit.no_stats_out",
         dtypes=FLOATING, kernel_name="batch_norm", arrays=True,
         outs_unchecked=lambda input, weight, bias, training, *rest: _bn_eval_of_nothing(
-            input, weight, bias, None, None, training))
+            input, weight, bias, None, None, training),
+        out_first=lambda input, weight, bias, training, *rest: _bn_out_sizes(input, training))
 def native_batch_norm_legit_no_stats(input: np.ndarray, weight: np.ndarray | None,
                                      bias: np.ndarray | None, training: bool, momentum: float,
                                      eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -134,6 +135,10 @@ def native_group_norm(input: torch.Tensor, weight: torch.Tensor | None,
             f"Expected number of channels in input to be divisible by num_groups, but got input "
             f"of shape {list(input.shape)} and num_groups={group}"
         )
+    if input.numel() != N * C * HxW:  # GroupNormKernelImpl's first check
+        raise RuntimeError("Expected X.numel() == N * C * HxW to be true, but got false.  (Could "
+                           "this error message be improved?  If so, please report an "
+                           "enhancement request to PyTorch.)")
     return nn.group_norm(to_numpy(input), arr(weight), arr(bias), N, C, HxW, group, eps)
 
 
@@ -192,15 +197,33 @@ def _bn_eval_of_nothing(input: Any, weight: Any, bias: Any, running_mean: Any, r
     before any kernel reads them, so their dtypes are never checked."""
     return not training and input.numel() == 0
 
+def _bn_out_sizes(input: torch.Tensor, training: bool) -> None:
+    """batch_norm_cpu_out sizes its outs from ``input.size(1)`` (training) or ``input.size(0)``
+    before any argument check: a 0-dim input is torch's IndexError there."""
+    if input.dim() == 0:
+        raise IndexError(f"Dimension specified as {int(bool(training))} but tensor has no "
+                         f"dimensions")
+
+
+def _bn_out_first(input: torch.Tensor, weight: Any, bias: Any, running_mean: Any,
+                  running_var: Any, training: bool, *rest: Any) -> None:
+    """batch_norm_cpu_out: the running statistics given together (in training too, where the
+    functional first reads the channel dimension), then its outs' sizes."""
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be "
+                         "None")
+    _bn_out_sizes(input, training)
+
+
 #: (functional, out=) overloads -> (define's options, function of kernels.nn taking the schema's
 #: arguments in order, tensors as arrays)
 NN_ROWS: dict[tuple[str, str], tuple[dict[str, Any], Callable[..., Any]]] = {
     ("native_batch_norm", "native_batch_norm.out"):
-        (dict(dtypes=FLOATING, kernel_name="batch_norm", outs_unchecked=_bn_eval_of_nothing),
-         nn.batch_norm),
+        (dict(dtypes=FLOATING, kernel_name="batch_norm", outs_unchecked=_bn_eval_of_nothing,
+              out_first=_bn_out_first), nn.batch_norm),
     ("_native_batch_norm_legit", "_native_batch_norm_legit.out"):
-        (dict(dtypes=FLOATING, kernel_name="batch_norm", outs_unchecked=_bn_eval_of_nothing),
-         nn.batch_norm),
+        (dict(dtypes=FLOATING, kernel_name="batch_norm", outs_unchecked=_bn_eval_of_nothing,
+              out_first=_bn_out_first), nn.batch_norm),
     ("native_batch_norm_backward", "native_batch_norm_backward.out"):
         (dict(dtypes=FLOATING, kernel_name="batch_norm_backward_cpu", autogen_out=True),
          nn.batch_norm_backward),

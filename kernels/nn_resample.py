@@ -111,12 +111,31 @@ def _check_sizes(output_size: Sequence[int], input_size: Sequence[int]) -> None:
         raise RuntimeError(f"It is expected input_size equals to 4, but got size {len(input_size)}")
 
 
+def _check_backward(grad_output: torch.Tensor, output_size: Sequence[int],
+                    input_size: Sequence[int]) -> None:
+    """ATen's upsample_*2d_backward meta: upsample_2d_common_check, then grad_output's rank and
+    its shape against the forward's output, before out= and the dtype dispatch."""
+    _check_sizes(output_size, input_size)
+    (oh, ow), (ih, iw) = output_size, input_size[2:]
+    if not (ih > 0 and iw > 0 and oh > 0 and ow > 0):
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"(H: {ih}, W: {iw}) output (H: {oh}, W: {ow})")
+    if grad_output.dim() != 4:
+        raise RuntimeError(f"Expected grad_output to be a tensor of dimension 4 but got: "
+                           f"dimension {grad_output.dim()}")
+    full = (input_size[0], input_size[1], oh, ow)
+    for i, (want, got) in enumerate(zip(full, grad_output.shape, strict=True)):
+        if want != got:
+            raise RuntimeError(f"Expected grad_output to have the same shape as output; "
+                               f"output.size({i}) = {want} but got grad_output.size({i}) = {got}")
+
+
 @define("upsample_nearest2d_backward", "upsample_nearest2d_backward.grad_input",
         ("grad_input",), dtypes=FLOATING)
 def upsample_nearest2d_backward(grad_output: torch.Tensor, output_size: list[int],
                                 input_size: list[int], scales_h: float | None = None,
                                 scales_w: float | None = None) -> np.ndarray:
-    _check_sizes(output_size, input_size)
+    _check_backward(grad_output, output_size, input_size)
     g = to_numpy(grad_output)
     gf = opmath(g)
     taps = [[(_nearest_index(input_size[2], output_size[0], scales_h), None, None)],
@@ -145,7 +164,7 @@ def upsample_bilinear2d_backward(grad_output: torch.Tensor, output_size: list[in
                                  input_size: list[int], align_corners: bool,
                                  scales_h: float | None = None, scales_w: float | None = None
                                  ) -> np.ndarray:
-    _check_sizes(output_size, input_size)
+    _check_backward(grad_output, output_size, input_size)
     g = to_numpy(grad_output)
     gf = opmath(g)
     taps = [_linear_taps(input_size[2], output_size[0], align_corners, scales_h, gf.dtype),
@@ -216,6 +235,10 @@ def _make_pad(mode: str, torch_name: str, dims: int) -> None:
         """ATen's order: ranks, grad_output's padded sizes (width first); an empty
         grad_output returns zeros like ``self`` before the dtype dispatch (on ``self``'s
         dtype, which the result has), which reads grad_output as that type."""
+        if mode == "reflect" and dims == 3 and self.dim() <= 3:  # its meta's first check
+            raise RuntimeError("Expected input.dim() > 3 to be true, but got false.  (Could this "
+                               "error message be improved?  If so, please report an enhancement "
+                               "request to PyTorch.)")
         if self.dim() not in (dims + 1, dims + 2):
             raise IndexError(
                 f"Dimension out of range (expected to be in range of [{-max(self.dim(), 1)}, "

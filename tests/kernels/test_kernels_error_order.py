@@ -326,6 +326,54 @@ CASES: dict[str, Callable[[str], Any]] = {
         z(1, 1)(d), z(0)(d)),
     "laguerre_polynomial_l.out empty": lambda d: A.special_laguerre_polynomial_l(
         z(1, 1, 1)(d), z(0, 0)(d), out=z(0)(d)),
+    # promotion check findings of 2026-11-30 (issue 9): result dtypes and refusals as CPU's
+    "huber_loss in self's dtype": lambda d: A.huber_loss(
+        t(1.0)(d), t(2.5, dtype=torch.float64)(d), 0, 1.0),
+    "mse_loss_backward into a bool self": lambda d: A.mse_loss_backward(
+        t(1.0, dtype=torch.float64, shape=())(d), z(dtype=torch.bool)(d), z(dtype=torch.bool)(d),
+        0),
+    "linalg_cross of mixed dtypes, empty": lambda d: A.linalg_cross(
+        z(0, 3, dtype=torch.float64)(d), z(0, 3, dtype=torch.uint8)(d)),
+    "linalg_cross.out bool into float32": lambda d: A.linalg_cross(
+        z(3, dtype=torch.bool)(d), z(3, dtype=torch.bool)(d), out=z(0)(d)),
+    "lerp of int64 with a float16 0-dim weight": lambda d: A.lerp(
+        t(1, dtype=L, shape=())(d), t(3, dtype=L, shape=())(d),
+        t(0.25, dtype=torch.float16, shape=())(d)),
+    "lerp.Tensor_out complex128 0-dim weight": lambda d: A.lerp(
+        t(1, dtype=torch.complex64)(d), t(3, dtype=torch.complex64)(d),
+        t(0.25, dtype=torch.complex128, shape=())(d), out=z(0, dtype=torch.complex64)(d)),
+    "lerp.Tensor_out float16 weight of float16 into float32": lambda d: A.lerp(
+        t(1, dtype=torch.float16)(d), t(3, dtype=torch.float16)(d),
+        t(0.25, dtype=torch.float16)(d), out=z(0)(d)),
+    "leaky_relu_backward int16 grad, slope beyond int16": lambda d: A.leaky_relu_backward(
+        t(1, dtype=torch.int16, shape=())(d), t(-1.0, dtype=torch.float16, shape=())(d),
+        2147483648, False),
+    "leaky_relu_backward NaN slope of an in-place result": lambda d: A.leaky_relu_backward(
+        t(1.0)(d), t(1.0)(d), float("nan"), True),
+    "softplus_backward int8 self, beta beyond int8": lambda d: A.softplus_backward(
+        t(1.0, dtype=torch.bfloat16, shape=())(d), t(1, dtype=torch.int8, shape=())(d), 128,
+        True),
+    "native_group_norm numel != N * C * HxW": lambda d: A.native_group_norm(
+        z(dtype=torch.bfloat16)(d), None, None, 1, 0, 0, 1, 0.0625),
+    "_native_batch_norm_legit.out of a 0-dim input": lambda d: A._native_batch_norm_legit(
+        z()(d), None, None, z()(d), t(1.0, shape=())(d), True, 0.1, 1e-5, out=z(0)(d),
+        save_mean=z(0)(d), save_invstd=z(0)(d)),
+    "native_batch_norm eval, one running stat, 1-d input": lambda d: A.native_batch_norm(
+        z(2)(d), None, None, None, z(2)(d), False, 0.1, 1e-5),
+    "native_batch_norm.out training, one running stat, 1-d input": lambda d:
+        A.native_batch_norm(z(2)(d), None, None, z(2)(d), None, True, 0.1, 1e-5, out=z(0)(d),
+                            save_mean=z(0)(d), save_invstd=z(0)(d)),
+    "upsample_nearest2d_backward of a 1-d grad": lambda d: A.upsample_nearest2d_backward(
+        z(0)(d), [1, 1], [0, 0, 1, 1]),
+    "upsample_bilinear2d_backward output size 0": lambda d: A.upsample_bilinear2d_backward(
+        z(1, 1, 0, 2)(d), [0, 2], [1, 1, 1, 1], False),
+    "upsample_nearest2d_backward grad of another shape": lambda d: A.upsample_nearest2d_backward(
+        z(1, 1, 3, 2)(d), [2, 2], [1, 1, 1, 1]),
+    "replication_pad3d_backward.grad_input rank before out dtype": lambda d:
+        A.replication_pad3d_backward(z(0, dtype=torch.int8)(d), z(0, dtype=torch.bool)(d),
+                                     [0] * 6, grad_input=z(0, dtype=L)(d)),
+    "reflection_pad3d_backward of a 3-d self": lambda d: A.reflection_pad3d_backward(
+        z(1, 1, 1)(d), z(1, 1, 1)(d), [0] * 6),
 }
 
 
