@@ -279,14 +279,16 @@ def is_cpu_specific(message: str) -> bool:
     return _CPU_SPECIFIC.search(message) is not None
 
 
-_INTERNAL_ASSERT = re.compile(r"\bINTERNAL ASSERT FAILED\b")
+_INTERNAL_ASSERT = re.compile(r"\bINTERNAL ASSERT FAILED\b|"
+                              r"SmallVector unable to grow\. Requested capacity \(18446744073709551615\)")
 
 
 def is_internal_assert(message: str) -> bool:
     """Whether an error is a failed internal assertion (``TORCH_INTERNAL_ASSERT``: "... INTERNAL
-    ASSERT FAILED at ..., please report a bug to PyTorch"): a bug in the kernel that raised it,
-    not a refusal its contract specifies (ldexp.out of bfloat16 and uint8 into float32, an
-    _fft_c2c.out whose signal sizes disagree)."""
+    ASSERT FAILED at ..., please report a bug to PyTorch") or an internal size computed as -1
+    (c10's SmallVector asked for capacity 2**64 - 1: batch norm of a 0-dim input): a bug in the
+    kernel that raised it, not a refusal its contract specifies (ldexp.out of bfloat16 and uint8
+    into float32, an _fft_c2c.out whose signal sizes disagree)."""
     return _INTERNAL_ASSERT.search(message) is not None
 
 

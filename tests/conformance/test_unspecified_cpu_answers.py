@@ -150,3 +150,17 @@ def test_complex64_pow_is_compared_within_cpus_own_rounding():
     compare_outputs(ctx, call, expected, exact.to("mlu"), values=True)
     with pytest.raises(CheckFailure):
         compare_outputs(ctx, call, expected, (exact * 1.001).to("mlu"), values=True)
+
+
+def test_cpu_internal_size_overflow_binds_no_backend():
+    """_native_batch_norm_legit.no_stats of a 0-dim input: CPU computes a size of -1 and c10's
+    SmallVector refuses capacity 2**64 - 1 (a ValueError); mlu refuses with its RuntimeError:
+    the exception type is not owed."""
+    assert not is_internal_assert("SmallVector unable to grow. Requested capacity (5) is larger "
+                                  "than maximum value for size type")
+    call = _call("_native_batch_norm_legit.no_stats", input=torch.tensor(1.0), weight=None,
+                 bias=None, training=True, momentum=0.1, eps=1e-5)
+    ctx = _ctx(call)
+    _, cpu_exc = ctx.run_cpu_or_error(call)
+    assert isinstance(cpu_exc, ValueError) and is_internal_assert(str(cpu_exc)), cpu_exc
+    ctx.expect_same_error(call, cpu_exc)  # mlu's RuntimeError: not an error_type failure
