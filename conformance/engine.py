@@ -508,6 +508,12 @@ MAX_DISTINCT = 8
 #: A check with an identity (Check.identity) redraws a repeated call at most this many times
 #: per example asked for, then checks repeats (an op with few distinct calls).
 REPEAT_FACTOR = 2
+#: Examples Hypothesis' shrinker may run on a failure an expected-failure entry already matches
+#: (its fingerprint, or the whole item): its first passes (trivial spans, deleting choices)
+#: make most of a repro's reduction; the rest of a full shrink (hundreds of examples, and 200
+#: more without progress before it gives up) was the largest cost of a default run, spent on
+#: known bugs. A new failure is shrunk in full. A count, not a time: same seed, same repro.
+EXPECTED_SHRINK_CALLS = 60
 
 
 class _Distinct(CheckFailure):
@@ -603,6 +609,55 @@ def _no_local_constants() -> None:
         providers._get_local_constants = lambda: empty
 
 
+#: The shrink budget of the item searching now (set around its Hypothesis run):
+#: ``(interesting example) -> shrinker calls allowed, or None for no limit``.
+_SHRINK_BUDGET: Callable[[Any], int | None] | None = None
+_SHRINK_BUDGET_ON = False  # _budgeted_shrinks ran in this process
+
+
+def _budgeted_shrinks() -> None:
+    """Let :data:`_SHRINK_BUDGET` bound how many examples Hypothesis' shrinker runs per failure.
+
+    Hypothesis has no setting for it (only a process-wide 5-minute limit for all failures
+    together), so the runner's ``new_shrinker`` is wrapped: a shrinker whose target has a budget
+    stops (Hypothesis' own ``StopShrinking``, what ends a shrink that stalls) once it has run
+    that many examples, keeping the smallest failing example found so far. Should a Hypothesis
+    release move these, every failure is shrunk in full (slower, never wrong).
+    """
+    global _SHRINK_BUDGET_ON
+    if _SHRINK_BUDGET_ON:
+        return
+    _SHRINK_BUDGET_ON = True
+    try:
+        from hypothesis.internal.conjecture import engine as hengine
+        from hypothesis.internal.conjecture import shrinker as hshrinker
+    except ImportError:  # pragma: no cover
+        return
+    runner = getattr(hengine, "ConjectureRunner", None)
+    stop = getattr(hshrinker, "StopShrinking", None)
+    original = getattr(runner, "new_shrinker", None)
+    if runner is None or stop is None or original is None:  # pragma: no cover
+        return
+
+    def new_shrinker(self: Any, initial: Any, *args: Any, **kwargs: Any) -> Any:
+        shrinker = original(self, initial, *args, **kwargs)
+        budget = _SHRINK_BUDGET(initial) if _SHRINK_BUDGET is not None else None
+        check = getattr(shrinker, "check_calls", None)
+        if budget is None or check is None:
+            return shrinker
+        start = self.call_count
+
+        def check_calls() -> None:
+            check()
+            if self.call_count - start >= budget:
+                raise stop
+
+        shrinker.check_calls = check_calls
+        return shrinker
+
+    runner.new_shrinker = new_shrinker
+
+
 def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: OpHints,
               tolerance_fn: ToleranceFn, repro_fn: Callable[[Call], str],
               inflight: Inflight | None = None,
@@ -615,6 +670,7 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     from hypothesis.errors import Flaky, Unsatisfiable
 
     _no_local_constants()
+    _budgeted_shrinks()
 
     inflight = inflight or Inflight(None)
     t0 = time.perf_counter()
@@ -779,8 +835,27 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                        repro=first.repro, ctx=ctx, failures=tuple(records),
                        reason=first.expected)
 
+    def shrink_budget(example: Any) -> int | None:
+        """:data:`EXPECTED_SHRINK_CALLS` for a failure every entry it stands for is expected
+        for (the fingerprints past MAX_DISTINCT share one class), else None (shrunk in full)."""
+        origin = getattr(example, "interesting_origin", None)
+        cls = getattr(origin, "exc_type", None)
+        if not (isinstance(cls, type) and issubclass(cls, _Distinct)):
+            return None
+        key = getattr(cls, "key", None)
+        keys = [key] if key is not None else [k for k in found if k not in classes]
+        failures = [found[k][1] for k in keys if k in found]
+        if failures and all(expectation(f.category, f.message) for f in failures):
+            return EXPECTED_SHRINK_CALLS
+        return None
+
+    global _SHRINK_BUDGET
     try:
-        test()
+        _SHRINK_BUDGET = shrink_budget
+        try:
+            test()
+        finally:
+            _SHRINK_BUDGET = None
     except Abort as stop:
         if found and stop.category != DEVICE_LOST:  # a missing kernel or the budget hit while
             # shrinking (a lost device is said even then: the process must end)

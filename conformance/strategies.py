@@ -36,6 +36,7 @@ from hypothesis.extra import numpy as hnp
 from conformance.values import (
     Fill,
     cached_integers,
+    cached_sampled,
     draw_fill,
     python_scalars,
     refill_dtype,
@@ -358,7 +359,7 @@ def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int
                 dims.append(d)
             else:
                 if d not in sizes:
-                    sizes[d] = draw(st.integers(1, max_side), label=f"size {d}")
+                    sizes[d] = draw(cached_integers(1, max_side), label=f"size {d}")
                 dims.append(sizes[d])
         out[a.name] = tuple(dims)
     return out
@@ -478,7 +479,7 @@ def _scalar(draw: Any, plan: _Plan, sig: OpSignature, name: str, hint: ArgHint) 
 def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignature) -> Any:
     """One non-tensor argument (or ``_OMIT``)."""
     if hint.choices is not None:
-        return draw(st.sampled_from(hint.choices), label=spec.name)
+        return draw(cached_sampled(hint.choices), label=spec.name)
     base = spec.base
     if base in _DEFAULTED:
         if base == "Device":  # results go where the call runs (linspace.Tensor_Tensor, to, ...)
@@ -492,18 +493,18 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSignatur
     if base == "ScalarType":
         if plan.target is not None:
             return torch_dtype(plan.target)
-        if spec.optional and draw(st.integers(0, 2), label=f"{spec.name} given?") != 0:
+        if spec.optional and draw(cached_integers(0, 2), label=f"{spec.name} given?") != 0:
             return None
-        return torch_dtype(draw(st.sampled_from(DTYPE_NAMES), label=spec.name))
+        return torch_dtype(draw(cached_sampled(DTYPE_NAMES), label=spec.name))
     if base in ("int", "SymInt"):
         if spec.is_list:
             return _int_list(draw, spec, hint, plan, sig)
         if spec.name == "dim" or spec.name.endswith("_dim") or spec.name in ("dim0", "dim1"):
             r = max(_rank(plan, sig), 1)
-            return draw(st.integers(-r, r - 1), label=spec.name)
+            return draw(cached_integers(-r, r - 1), label=spec.name)
         lo = int(hint.min) if hint.min is not None else 0
         hi = int(hint.max) if hint.max is not None else 3
-        return draw(st.integers(lo, hi), label=spec.name)
+        return draw(cached_integers(lo, hi), label=spec.name)
     if base == "bool":
         if spec.is_list:
             n = spec.list_size or 2
@@ -545,12 +546,12 @@ def _tensor_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSig
         return plan.python[spec.name]
     if spec.optional and spec.name not in plan.shapes:
         return None
-    if spec.optional and draw(st.integers(0, 2), label=f"{spec.name} is None?") == 0:
+    if spec.optional and draw(cached_integers(0, 2), label=f"{spec.name} is None?") == 0:
         return None
     shape = plan.shapes.get(spec.name, _first_shape(plan, sig))
     dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
     if hint.dtypes:
-        dtype = draw(st.sampled_from(hint.dtypes), label=f"{spec.name} dtype")
+        dtype = draw(cached_sampled(hint.dtypes), label=f"{spec.name} dtype")
     return _draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe,
                         bounds=_bounds(hint), extremes=hint.extremes, label=spec.name,
                         plan=plan, slot=(spec.name, None), pinned=bool(hint.dtypes))
@@ -566,11 +567,11 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
     if spec.elem_optional:  # Tensor?[] indices: 1..rank index tensors as the hint describes
         if not hint.dtypes:
             raise NoStrategy(f"argument '{spec.type} {spec.name}' needs a hint")
-        n = draw(st.integers(1, max(1, len(_first_shape(plan, sig)))), label=f"len({spec.name})")
+        n = draw(cached_integers(1, max(1, len(_first_shape(plan, sig)))), label=f"len({spec.name})")
         out: list[Any] = []
         for i in range(n):
-            dt = draw(st.sampled_from(hint.dtypes), label=f"{spec.name}[{i}] dtype")
-            length = draw(st.integers(0, 3), label=f"{spec.name}[{i}] length")
+            dt = draw(cached_sampled(hint.dtypes), label=f"{spec.name}[{i}] dtype")
+            length = draw(cached_integers(0, 3), label=f"{spec.name}[{i}] length")
             out.append(_draw_tensor(draw, dt, (length,), specials=False, safe=False,
                                     bounds=_bounds(hint), extremes=hint.extremes,
                                     label=f"{spec.name}[{i}]", plan=plan, slot=(spec.name, i),
@@ -579,7 +580,7 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
     shape = _first_shape(plan, sig) if plan.shapes else draw(
         hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
     dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
-    n = draw(st.integers(1, 3), label=f"len({spec.name})")
+    n = draw(cached_integers(1, 3), label=f"len({spec.name})")
     return [_draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe, bounds=None,
                          extremes=hint.extremes, label=f"{spec.name}[{i}]", plan=plan,
                          slot=(spec.name, i)) for i in range(n)]
@@ -589,7 +590,7 @@ def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan) -> Any:
     first = next(iter(plan.dtypes.values()), "float32")
     # mostly the operands' dtype (what most ops return); sometimes another, which CPU may refuse
     pool = hint.dtypes or (first, first, first, "float32", "int64", "bool")
-    dt = draw(st.sampled_from(tuple(pool)), label=f"{spec.name} dtype")
+    dt = draw(cached_sampled(tuple(pool)), label=f"{spec.name} dtype")
     return torch.empty(0, dtype=torch_dtype(dt))
 
 
@@ -635,7 +636,7 @@ def _along(hint: ArgHint, drawn: dict[str, Any]) -> ArgHint:
 def _tensor_arg_dtypes(draw: Any, sig: OpSignature, hints: OpHints, pool: Sequence[str]
                        ) -> dict[str, str]:
     """One dtype for every tensor argument (mixing is the promotion check's job)."""
-    shared = draw(st.sampled_from(tuple(pool)), label="dtype")
+    shared = draw(cached_sampled(tuple(pool)), label="dtype")
     return {a.name: shared for a in (*sig.tensor_args, *tensor_lists(sig))}
 
 
@@ -730,14 +731,14 @@ def broadcast_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     shapes = _shapes(draw, sig, hints, mode="broadcast")
     notes = []
     names = [a.name for a in sig.tensor_args if not a.optional]
-    if len(names) >= 2 and draw(st.integers(0, 4), label="non-broadcastable?") == 0:
+    if len(names) >= 2 and draw(cached_integers(0, 4), label="non-broadcastable?") == 0:
         # make the first two operands disagree in one trailing dimension (neither is 1)
         a, b = names[0], names[1]
         sa, sb = list(shapes[a]) or [2], list(shapes[b]) or [3]
         sa[-1], sb[-1] = 2, 3
         shapes[a], shapes[b] = tuple(sa), tuple(sb)
         notes.append("non-broadcastable")
-    dtype = draw(st.sampled_from(("float32", "int64", "bool", "float64")), label="dtype")
+    dtype = draw(cached_sampled(("float32", "int64", "bool", "float64")), label="dtype")
     plan = _Plan(shapes=shapes, dtypes={a.name: dtype for a in sig.tensor_args}, notes=notes)
     return _assemble(draw, sig, hints, plan)
 
@@ -777,18 +778,18 @@ def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     kinds: dict[str, str] = {}
     lead: str | None = None  # the first operand's dtype (a tensor's, or a scalar's kind)
     for i, spec in enumerate(operands):
-        dt = draw(st.sampled_from(DTYPE_NAMES), label=f"{spec.name} dtype")
+        dt = draw(cached_sampled(DTYPE_NAMES), label=f"{spec.name} dtype")
         if spec.base == "Scalar":
             kind = "python"
-            dt = draw(st.sampled_from(("bool", "int64", "float64", "complex128")),
+            dt = draw(cached_sampled(("bool", "int64", "float64", "complex128")),
                       label=f"{spec.name} scalar kind")
         elif i == 0 or len(operands) == 1:
-            kind = draw(st.sampled_from(("tensor", "tensor", "zerodim")), label=f"{spec.name} form")
+            kind = draw(cached_sampled(("tensor", "tensor", "zerodim")), label=f"{spec.name} form")
         else:
-            kind = draw(st.sampled_from(OPERAND_KINDS), label=f"{spec.name} form")
+            kind = draw(cached_sampled(OPERAND_KINDS), label=f"{spec.name} form")
         if lead is not None and kind != "tensor" \
                 and draw(cached_integers(0, 1), label=f"{spec.name} related?"):
-            dt = draw(st.sampled_from(_related(lead, kind)), label=f"{spec.name} related dtype")
+            dt = draw(cached_sampled(_related(lead, kind)), label=f"{spec.name} related dtype")
         lead = dt if lead is None else lead
         kinds[spec.name] = kind
         if kind == "python":

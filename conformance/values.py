@@ -287,6 +287,22 @@ def cached_integers(lo: int, hi: int) -> st.SearchStrategy[int]:
     return st.integers(lo, hi)
 
 
+@functools.lru_cache(maxsize=1024)
+def _cached_sampled(elements: tuple[Any, ...]) -> st.SearchStrategy[Any]:
+    return st.sampled_from(elements)
+
+
+def cached_sampled(elements: Sequence[Any]) -> st.SearchStrategy[Any]:
+    """``st.sampled_from(elements)``, one object per (hashable) tuple of elements, as
+    :func:`cached_integers`: a fresh strategy per draw is validated and its properties computed
+    again each time (a few percent of a default run)."""
+    key = tuple(elements)
+    try:
+        return _cached_sampled(key)
+    except TypeError:  # unhashable elements (a list among a hint's choices)
+        return st.sampled_from(key)
+
+
 def draw_fill(draw: Any, name: str, shape: Sequence[int], *, adversarial: bool = True,
               bounds: tuple[float, float] | None = None, extremes: bool = True,
               label: str = "") -> Fill:

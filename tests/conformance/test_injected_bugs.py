@@ -442,3 +442,45 @@ def test_bench_mutants_refuses_unknown_names(capsys):
 
     assert bench_mutants.main(["--only", "no_such_mutant", "--no-opinfo"]) == 2
     assert "unknown mutant" in capsys.readouterr().err
+
+
+def _tensor_sizes(message: str) -> list[int]:
+    """Element counts of the tensors in a failure message's trailing call."""
+    import math
+    import re
+
+    call = message.rsplit("[add.Tensor(", 1)[1]
+    return [math.prod(int(d) for d in dims.split(",") if d.strip())
+            for dims in re.findall(r"\w+\[([\d, ]*)\]", call)]
+
+
+def test_a_known_failure_is_shrunk_within_a_budget_and_stays_small(reference, monkeypatch):
+    """A failure an entry already expects gets EXPECTED_SHRINK_CALLS shrinker examples (a new one
+    is shrunk in full): its repro is still a small call, and a tighter budget runs fewer
+    examples than a full shrink."""
+    from conformance import engine
+
+    full = _run_two_bugs()
+    known = _run_two_bugs(expected=lambda c, m: "known")
+    assert known.verdict == "fail" and known.expected == "known"
+    assert {f.key for f in known.failures} == {f.key for f in full.failures}
+    for f in known.failures:
+        assert f.repro and max(_tensor_sizes(f.message), default=0) <= 8, f.message
+    monkeypatch.setattr(engine, "EXPECTED_SHRINK_CALLS", 3)
+    tight = _run_two_bugs(expected=lambda c, m: "known")
+    assert tight.verdict == "fail" and tight.expected == "known"
+    assert tight.examples < full.examples, (tight.examples, full.examples)
+    assert all(f.repro for f in tight.failures)
+
+
+def test_a_new_failure_next_to_a_known_one_is_shrunk_in_full(reference, monkeypatch):
+    from conformance import engine
+
+    def only_dtype(category, message):
+        return "known" if category == "dtype" else None
+
+    free = {f.category: f for f in _run_two_bugs(expected=only_dtype).failures}
+    monkeypatch.setattr(engine, "EXPECTED_SHRINK_CALLS", 1)
+    tight = {f.category: f for f in _run_two_bugs(expected=only_dtype).failures}
+    assert tight["value"].expected is None
+    assert tight["value"].message == free["value"].message  # the new one: the same full shrink
