@@ -370,6 +370,26 @@ def conv_transpose_backward(
 _BN_STATS = "running_mean and running_var must either both be None or neither be None"
 
 
+def _bn_parameter_dtypes(x: np.ndarray, *params: np.ndarray | None) -> np.dtype:
+    """CPU's batch norm reads its parameters (weight, bias, running stats) in the input's type
+    unless the first one given has another dtype (is_mixed_type: a float16/bfloat16 input with
+    float32 parameters, whose other refusals CPU words as its own, "mixed dtype (CPU)"; the
+    saved statistics then have the parameters' dtype). Returns the saved statistics' dtype."""
+    given = [p for p in params if p is not None]
+    if given and given[0].dtype != x.dtype:
+        return given[0].dtype
+    if not given:
+        return x.dtype
+    for p in given:
+        if p.dtype != x.dtype:
+            from kernels._semantics import scalar_type_name
+            from kernels._tensor import TORCH_DTYPE
+
+            raise RuntimeError(f"expected scalar type {scalar_type_name(TORCH_DTYPE[x.dtype])} "
+                               f"but found {scalar_type_name(TORCH_DTYPE[p.dtype])}")
+    return x.dtype
+
+
 def batch_norm(
     x: np.ndarray,
     weight: np.ndarray | None,
@@ -405,6 +425,7 @@ def batch_norm(
         raise RuntimeError(
             f"input tensor must have at least one element, but got input_sizes = {list(x.shape)}"
         )
+    stat = _bn_parameter_dtypes(x, weight, bias, running_mean, running_var)
     xf = opmath(x)
     c = x.shape[1]
     axes = (0, *range(2, x.ndim))
@@ -423,14 +444,14 @@ def batch_norm(
             unbiased = var * (count / (count - 1)) if count > 1 else var * np.inf
             running_var *= 1 - momentum
             running_var += (momentum * unbiased).astype(running_var.dtype)
-        save_mean, save_invstd = mean.astype(dtype), invstd.astype(dtype)
+        save_mean, save_invstd = mean.astype(stat), invstd.astype(stat)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
         mean = opmath(running_mean)
         invstd = 1.0 / np.sqrt(opmath(running_var) + eps)
         centered = xf - mean.reshape(bshape)
-        save_mean = save_invstd = np.empty((0,), dtype=dtype)
+        save_mean = save_invstd = np.empty((0,), dtype=stat)
     scale = invstd if weight is None else invstd * opmath(weight)
     out = centered
     out *= scale.astype(out.dtype, copy=False).reshape(bshape)

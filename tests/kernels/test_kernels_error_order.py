@@ -363,6 +363,12 @@ CASES: dict[str, Callable[[str], Any]] = {
     "native_batch_norm.out training, one running stat, 1-d input": lambda d:
         A.native_batch_norm(z(2)(d), None, None, z(2)(d), None, True, 0.1, 1e-5, out=z(0)(d),
                             save_mean=z(0)(d), save_invstd=z(0)(d)),
+    "batch norm reads a float16 running_var of a float32 input as float32": lambda d:
+        A._native_batch_norm_legit_no_training(ar(3, 2, 2)(d), None, None, z(2)(d),
+                                               z(2, dtype=torch.float16)(d), 0.1, 1e-5),
+    "batch norm of float16 with float32 statistics saves float32": lambda d:
+        A._native_batch_norm_legit(ar(3, 2, 2, dtype=torch.float16)(d), None, None, z(2)(d),
+                                   t(1.0, 1.0)(d), True, 0.1, 1e-5),
     "upsample_nearest2d_backward of a 1-d grad": lambda d: A.upsample_nearest2d_backward(
         z(0)(d), [1, 1], [0, 0, 1, 1]),
     "upsample_bilinear2d_backward output size 0": lambda d: A.upsample_bilinear2d_backward(
