@@ -452,6 +452,11 @@ class Context:
     def tolerance(self, overload: str, dtype: torch.dtype) -> tuple[float | None, float | None]:
         return self.tolerance_fn(overload, dtype)
 
+    def scale_ulps(self, overload: str, dtype: torch.dtype) -> int:
+        """The tolerance data's ``scale_ulps`` (0 for a plain ``(rtol, atol)`` function)."""
+        fn = getattr(self.tolerance_fn, "scale_ulps", None)
+        return int(fn(overload, dtype)) if fn is not None else 0
+
     # -- tallies --------------------------------------------------------------------------
     def _begin(self, call: Call) -> None:
         self._current = (call.tensor_dtypes, [False, False])

@@ -30,16 +30,6 @@ FLOATING: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
 COMPLEX: tuple[str, ...] = ("complex64", "complex128")
 #: Floating dtypes that CPU computes in float32 ("opmath") and rounds back.
 LOW_PRECISION: tuple[str, ...] = ("float16", "bfloat16")
-#: Ulps of a float16/bfloat16 result, at the magnitude of the call's largest finite input (or of
-#: the expected element, if larger), that a tolerance-compared result may differ by beyond
-#: torch.testing's default rtol/atol. CPU computes these dtypes in float32 and rounds once; a
-#: backend that keeps intermediates in the result dtype (cuDNN's half convolution, native half
-#: normalization, ``alpha * other`` rounded before the sum) rounds each intermediate to about half
-#: an ulp *at that intermediate's magnitude*, which cancellation (``x - mean``, log_softmax near 0,
-#: a product minus a bias) leaves in a far smaller result: CUDA's float16 convolution and
-#: batch_norm differ from CPU by 2-256 ulps of the result, 0.5-2 ulps of the largest input. Not for
-#: exact or correctly rounded classes (``opdb/data/exactness.yaml``), which keep their own ulps.
-LOW_PRECISION_SCALE_ULPS = 4
 
 #: Category of each dtype: ``bool``, ``integral``, ``floating`` or ``complex``.
 CATEGORY_OF: dict[str, str] = {

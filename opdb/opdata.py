@@ -117,20 +117,27 @@ class Hints:
 
 @dataclass(frozen=True)
 class Tolerance:
-    """One override: these overloads (and dtypes; ``None`` = all) compare with ``rtol``/``atol``."""
+    """One override: these overloads (and dtypes; ``None`` = all) compare with ``rtol``/``atol``
+    and/or may differ by ``scale_ulps`` ulps of the result dtype at the magnitude of the inputs
+    feeding each element (``None``: the entry does not say)."""
 
     names: frozenset[str]
     dtypes: tuple[str, ...] | None
-    rtol: float
-    atol: float
+    rtol: float | None
+    atol: float | None
     reason: str
     file: str
     line: int | None
+    scale_ulps: int | None = None
+
+    def covers(self, overload: str, dname: str) -> bool:
+        return overload in self.names and (self.dtypes is None or dname in self.dtypes)
 
 
 @dataclass(frozen=True)
 class Tolerances:
-    """Overrides in file order; the first entry naming (overload, dtype) applies."""
+    """Overrides in file order: the first entry naming (overload, dtype) with ``rtol``/``atol``
+    gives them, the first with ``scale_ulps`` gives that."""
 
     entries: tuple[Tolerance, ...] = ()
 
@@ -138,9 +145,18 @@ class Tolerances:
                  ) -> tuple[float | None, float | None]:
         dname = dtype_name(dtype)
         for t in self.entries:
-            if overload in t.names and (t.dtypes is None or dname in t.dtypes):
+            if t.rtol is not None and t.covers(overload, dname):
                 return t.rtol, t.atol
         return None, None
+
+    def scale_ulps(self, overload: str, dtype: torch.dtype | str) -> int:
+        """Ulps of ``dtype`` at the inputs' magnitude a tolerance-compared result may differ by
+        beyond rtol/atol (0 where no entry says)."""
+        dname = dtype_name(dtype)
+        for t in self.entries:
+            if t.scale_ulps is not None and t.covers(overload, dname):
+                return t.scale_ulps
+        return 0
 
 
 # --------------------------------------------------------------------------- reading
@@ -407,7 +423,7 @@ def _argument_names(ov: Any) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- tolerances
 
-_TOL_KEYS = {"names", "dtypes", "rtol", "atol", "reason"}
+_TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "reason"}
 
 
 def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
@@ -428,13 +444,17 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
             raise InputError("each tolerance entry must be a mapping", file=file)
         take(entry, _TOL_KEYS, file, "tolerance entry")
         line = entry.get(LINE)
-        if "rtol" not in entry or "atol" not in entry:
-            raise InputError("a tolerance entry needs both 'rtol' and 'atol'", file=file,
-                             line=line)
+        if ("rtol" in entry) != ("atol" in entry) or not (
+                "rtol" in entry or "scale_ulps" in entry):
+            raise InputError("a tolerance entry needs both 'rtol' and 'atol', or 'scale_ulps'",
+                             file=file, line=line)
         for key in ("rtol", "atol"):
-            value = entry[key]
+            value = entry.get(key, 0)
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
                 raise InputError(f"'{key}' must be a non-negative number", file=file, line=line)
+        ulps = entry.get("scale_ulps")
+        if ulps is not None and (not isinstance(ulps, int) or isinstance(ulps, bool) or ulps < 0):
+            raise InputError("'scale_ulps' must be a non-negative integer", file=file, line=line)
         if not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
             raise InputError("a tolerance entry needs a 'reason'", file=file, line=line)
         dtypes = entry.get("dtypes")
@@ -452,8 +472,10 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
             continue
         entries.append(Tolerance(names=frozenset(names),
                                  dtypes=tuple(dtypes) if dtypes else None,
-                                 rtol=float(entry["rtol"]), atol=float(entry["atol"]),
-                                 reason=entry["reason"].strip(), file=file, line=line))
+                                 rtol=float(entry["rtol"]) if "rtol" in entry else None,
+                                 atol=float(entry["atol"]) if "atol" in entry else None,
+                                 reason=entry["reason"].strip(), file=file, line=line,
+                                 scale_ulps=ulps))
     return Tolerances(tuple(entries))
 
 

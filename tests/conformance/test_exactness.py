@@ -13,6 +13,7 @@ from conformance.checks import _mismatches, comparison_for
 from conformance.strategies import Call, OpSignature
 from opdb import exactness
 from opdb.errors import InputError
+from opdb.opdata import load_tolerances
 
 
 def sig_of(name: str) -> OpSignature:
@@ -23,7 +24,8 @@ def call(name: str, **values) -> Call:
     return Call(sig=sig_of(name), values=tuple(values.items()))
 
 
-CTX = SimpleNamespace(tolerance=lambda name, dtype: (None, None))
+CTX = SimpleNamespace(tolerance=lambda name, dtype: (None, None),
+                      scale_ulps=load_tolerances().scale_ulps)
 
 
 def how(c: Call, result: torch.Tensor):
@@ -230,3 +232,23 @@ def test_scale_is_per_element_for_elementwise_inputs_and_per_list_element_for_fo
     assert_values(fc, huge + 16, huge, position=(1, 2))
     with pytest.raises(CheckFailure):
         assert_values(fc, small + 0.125, small, position=(0, 2))
+
+
+def test_sums_of_many_terms_may_differ_by_ulps_at_their_inputs_scale():
+    """An FFT element that cancels (int16 inputs near 32767) differs between FFT libraries by a
+    few ulps of the inputs' magnitude (tolerances.yaml scale_ulps); float32 ops without such an
+    entry keep torch.testing's tolerances, and a wrong transform still fails."""
+    from conformance.checks import CheckFailure
+
+    x = torch.tensor([32767, 6, -32768], dtype=torch.int16).reshape(3, 1, 1)
+    c = call("fft_ihfft2", self=x, s=None, dim=[0], norm=None)
+    cpu = torch.fft.ihfft2(x, dim=[0])
+    other = cpu + torch.tensor([3.2e-4, 0.0]).reshape(2, 1, 1)  # pocketfft in float64, rounded
+    assert not torch.allclose(other, cpu)
+    assert_values(c, other, cpu)
+    with pytest.raises(CheckFailure):
+        assert_values(c, cpu * 1.01, cpu)
+    y = torch.tensor([32767.0, 6.0, -32768.0])
+    ca = call("add.Tensor", self=y, other=y, alpha=1.5)  # no scale_ulps for float32
+    with pytest.raises(CheckFailure):
+        assert_values(ca, torch.add(y, y, alpha=1.5) + 4e-3, torch.add(y, y, alpha=1.5))

@@ -134,6 +134,8 @@ def test_globs_name_families(tmp_path, db):
     ("- names: ['special_bessel*']\n  dtypes: [float65]\n  rtol: 0\n  atol: 0\n  reason: r\n",
      r"unknown dtype 'float65'", 1),
     ("- names: [add.Tensor]\n  rtol: -1\n  atol: 0\n  reason: r\n", r"'rtol' must be", 1),
+    ("- names: [add.Tensor]\n  scale_ulps: 1.5\n  reason: r\n", r"'scale_ulps' must be", 1),
+    ("- names: [add.Tensor]\n  reason: r\n", r"or 'scale_ulps'", 1),
 ])
 def test_tolerance_errors_name_file_and_line(tmp_path, db, text, message, line):
     path = _write(tmp_path, text)
@@ -190,3 +192,13 @@ def test_ties_hint_errors_name_file_and_line(tmp_path, db, text, message):
     with pytest.raises(InputError, match=message) as info:
         load_hints(path, db=db)
     assert info.value.file == str(path) and info.value.line in (2, 3)  # the entry or `ties:`
+
+
+def test_scale_ulps_and_tolerances_come_from_their_own_first_entries(tmp_path, db):
+    path = _write(tmp_path, "- names: [add.Tensor]\n  rtol: 0.1\n  atol: 0\n  reason: r\n"
+                            "- names: ['*']\n  dtypes: [float16]\n  scale_ulps: 4\n  reason: r\n")
+    tol = load_tolerances(path, db=db)
+    assert tol("add.Tensor", torch.float16) == (0.1, 0.0)
+    assert tol.scale_ulps("add.Tensor", torch.float16) == 4
+    assert tol.scale_ulps("add.Tensor", torch.float32) == 0
+    assert tol("sub.Tensor", torch.float16) == (None, None)
