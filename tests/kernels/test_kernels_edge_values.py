@@ -356,3 +356,14 @@ def test_softmax_backward_half_to_float_only_for_half(input_dtype: torch.dtype, 
 def test_unique_dim_orders_bfloat16_by_value() -> None:
     _same(lambda x: torch.ops.aten.unique_dim(x, 0, False, True, True),
           _t([4.5, 1.5, -2.0, 4.5], torch.bfloat16))
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float16, torch.float32, torch.complex64], ids=str)
+@pytest.mark.parametrize("ord", [0, -1, 0.5, 2, inf])
+def test_foreach_powsum_takes_the_modulus_as_cpus_kernel(dtype: Any, ord: Any) -> None:
+    # ATen's composite (what a backend without the kernel gets) drops the imaginary part
+    xs = [_t([complex(2.5, 2.0), complex(3, -1e5), 0j], torch.complex64),
+          _t([complex(nan, -1.8e19), complex(2.5, 2.0)], torch.complex128),
+          _t([1.5, -2.25], torch.float16), _t([[0.5, -3.0], [1e-3, 7.0]], torch.float32)]
+    _same(lambda *ts: torch.ops.aten._foreach_powsum.Scalar(list(ts), ord, dtype=dtype), *xs,
+          exact=False)
