@@ -457,6 +457,11 @@ class Context:
         fn = getattr(self.tolerance_fn, "scale_ulps", None)
         return int(fn(overload, dtype)) if fn is not None else 0
 
+    def nonfinite_unspecified(self, overload: str, dtype: torch.dtype) -> bool:
+        """The tolerance data's ``nonfinite: unspecified`` (False for a plain function)."""
+        fn = getattr(self.tolerance_fn, "nonfinite_unspecified", None)
+        return bool(fn(overload, dtype)) if fn is not None else False
+
     # -- tallies --------------------------------------------------------------------------
     def _begin(self, call: Call) -> None:
         self._current = (call.tensor_dtypes, [False, False])

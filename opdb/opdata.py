@@ -129,6 +129,9 @@ class Tolerance:
     file: str
     line: int | None
     scale_ulps: int | None = None
+    #: ``True``: where CPU's element is not finite (inf or NaN, either part of a complex one),
+    #: any non-finite element of the backend's agrees with it (``nonfinite: unspecified``)
+    nonfinite_unspecified: bool = False
 
     def covers(self, overload: str, dname: str) -> bool:
         return overload in self.names and (self.dtypes is None or dname in self.dtypes)
@@ -157,6 +160,11 @@ class Tolerances:
             if t.scale_ulps is not None and t.covers(overload, dname):
                 return t.scale_ulps
         return 0
+
+    def nonfinite_unspecified(self, overload: str, dtype: torch.dtype | str) -> bool:
+        """Whether some entry naming (overload, dtype) says ``nonfinite: unspecified``."""
+        dname = dtype_name(dtype)
+        return any(t.nonfinite_unspecified and t.covers(overload, dname) for t in self.entries)
 
 
 # --------------------------------------------------------------------------- reading
@@ -423,7 +431,7 @@ def _argument_names(ov: Any) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- tolerances
 
-_TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "reason"}
+_TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "nonfinite", "reason"}
 
 
 def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
@@ -445,9 +453,11 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
         take(entry, _TOL_KEYS, file, "tolerance entry")
         line = entry.get(LINE)
         if ("rtol" in entry) != ("atol" in entry) or not (
-                "rtol" in entry or "scale_ulps" in entry):
-            raise InputError("a tolerance entry needs both 'rtol' and 'atol', or 'scale_ulps'",
-                             file=file, line=line)
+                "rtol" in entry or "scale_ulps" in entry or "nonfinite" in entry):
+            raise InputError("a tolerance entry needs both 'rtol' and 'atol', or 'scale_ulps' "
+                             "or 'nonfinite'", file=file, line=line)
+        if entry.get("nonfinite", "unspecified") != "unspecified":
+            raise InputError("'nonfinite' must be 'unspecified'", file=file, line=line)
         for key in ("rtol", "atol"):
             value = entry.get(key, 0)
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
@@ -475,7 +485,8 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
                                  rtol=float(entry["rtol"]) if "rtol" in entry else None,
                                  atol=float(entry["atol"]) if "atol" in entry else None,
                                  reason=entry["reason"].strip(), file=file, line=line,
-                                 scale_ulps=ulps))
+                                 scale_ulps=ulps,
+                                 nonfinite_unspecified="nonfinite" in entry))
     return Tolerances(tuple(entries))
 
 

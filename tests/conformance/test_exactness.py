@@ -25,7 +25,8 @@ def call(name: str, **values) -> Call:
 
 
 CTX = SimpleNamespace(tolerance=lambda name, dtype: (None, None),
-                      scale_ulps=load_tolerances().scale_ulps)
+                      scale_ulps=load_tolerances().scale_ulps,
+                      nonfinite_unspecified=load_tolerances().nonfinite_unspecified)
 
 
 def how(c: Call, result: torch.Tensor):
@@ -252,3 +253,36 @@ def test_sums_of_many_terms_may_differ_by_ulps_at_their_inputs_scale():
     ca = call("add.Tensor", self=y, other=y, alpha=1.5)  # no scale_ulps for float32
     with pytest.raises(CheckFailure):
         assert_values(ca, torch.add(y, y, alpha=1.5) + 4e-3, torch.add(y, y, alpha=1.5))
+
+
+def test_which_nonfinite_value_an_fft_gives_is_not_compared():
+    """An FFT meeting inf gives inf or NaN by its plan (tolerances.yaml `nonfinite:
+    unspecified`); a finite value against CPU's inf still fails, and so does NaN against inf
+    for an op without the entry."""
+    from conformance.checks import CheckFailure
+
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([-6.638373272801211e+225, inf, 9.443991355239666e+36, 1e-290],
+                     dtype=torch.float64)
+    c = call("fft_hfftn", self=x, s=None, dim=None)
+    cpu = torch.fft.hfftn(x)
+    assert bool(cpu.isinf().all())
+    assert_values(c, torch.cat([cpu[:-1], torch.tensor([nan], dtype=torch.float64)]), cpu)
+    with pytest.raises(CheckFailure):
+        assert_values(c, torch.cat([cpu[:-1], torch.tensor([1.0], dtype=torch.float64)]), cpu)
+    y = torch.tensor([inf, 1.0], dtype=torch.float64)
+    ca = call("exp", self=y)
+    with pytest.raises(CheckFailure):
+        assert_values(ca, torch.tensor([nan, 2.718281828459045], dtype=torch.float64),
+                      torch.exp(y))
+
+
+def test_a_finite_value_never_matches_an_infinity_at_the_inputs_scale():
+    """rtol * inf allowed anything: a float16 result of 1.0 where CPU's is inf passed."""
+    from conformance.checks import CheckFailure
+
+    h = torch.float16
+    x = torch.tensor([12.0, 1.0], dtype=h)
+    c = call("exp", self=x)
+    with pytest.raises(CheckFailure):
+        assert_values(c, torch.tensor([1.0, 2.71875], dtype=h), torch.exp(x))

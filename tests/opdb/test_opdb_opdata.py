@@ -136,6 +136,7 @@ def test_globs_name_families(tmp_path, db):
     ("- names: [add.Tensor]\n  rtol: -1\n  atol: 0\n  reason: r\n", r"'rtol' must be", 1),
     ("- names: [add.Tensor]\n  scale_ulps: 1.5\n  reason: r\n", r"'scale_ulps' must be", 1),
     ("- names: [add.Tensor]\n  reason: r\n", r"or 'scale_ulps'", 1),
+    ("- names: [add.Tensor]\n  nonfinite: any\n  reason: r\n", r"'nonfinite' must be", 1),
 ])
 def test_tolerance_errors_name_file_and_line(tmp_path, db, text, message, line):
     path = _write(tmp_path, text)
