@@ -341,8 +341,8 @@ class _Plan:
     target: str | None = None  # every ScalarType argument pinned to this dtype (dtype pairs)
 
 
-def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int
-                     ) -> dict[str, tuple[int, ...]]:
+def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int,
+                     large_first: bool = False) -> dict[str, tuple[int, ...]]:
     """Shapes of tensor arguments, and values of ``int[]`` arguments (``normalized_shape``),
     from the hints' symbolic shapes: one drawn size per letter, shared by the overload's args."""
     sizes: dict[str, int] = {}
@@ -359,30 +359,39 @@ def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int
                 dims.append(d)
             else:
                 if d not in sizes:
-                    sizes[d] = draw(cached_integers(1, max_side), label=f"size {d}")
+                    sizes[d] = _side(draw, 1, max_side, large_first, f"size {d}")
                 dims.append(sizes[d])
         out[a.name] = tuple(dims)
     return out
 
 
-def _shape(draw: Any, *, max_dims: int, min_side: int, max_side: int, label: str
-           ) -> tuple[int, ...]:
+def _side(draw: Any, lo: int, hi: int, large_first: bool, label: str) -> int:
+    """An integer in ``[lo, hi]`` that shrinks toward ``lo``, or (``large_first``) ``hi``."""
+    k = draw(cached_integers(lo, hi), label=label)
+    return hi - (k - lo) if large_first else k
+
+
+def _shape(draw: Any, *, max_dims: int, min_side: int, max_side: int, label: str,
+           large_first: bool = False) -> tuple[int, ...]:
     """One shape of rank 0..max_dims (shrinks toward rank 0, then small sides). Drawn with
     cached integer strategies: :func:`hypothesis.extra.numpy.array_shapes` costs ~4x more per
-    example, and shapes are drawn for every example."""
-    rank = draw(cached_integers(0, max_dims), label=f"{label} rank")
-    return tuple(draw(cached_integers(min_side, max_side), label=f"{label} side")
+    example, and shapes are drawn for every example. ``large_first``: the other way round
+    (Hypothesis' first and simplest examples are then the largest shapes): for a check that
+    does not shrink, where Hypothesis' early draws are otherwise mostly one element or none."""
+    rank = _side(draw, 0, max_dims, large_first, f"{label} rank")
+    return tuple(_side(draw, min_side, max_side, large_first, f"{label} side")
                  for _ in range(rank))
 
 
 def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, max_side: int,
-                          square: bool = False) -> list[tuple[int, ...]]:
+                          square: bool = False, large_first: bool = False
+                          ) -> list[tuple[int, ...]]:
     """``n`` mutually broadcastable shapes: a base shape; each operand drops some leading dims
     and has some of the others 1 (what :func:`hypothesis.extra.numpy.mutually_broadcastable_shapes`
     draws, at a fraction of its cost per example). ``square``: half the time every side of the
     base is equal (the broadcast check)."""
     base = _shape(draw, max_dims=max_dims, min_side=min_side, max_side=max_side,
-                  label="broadcast base")
+                  label="broadcast base", large_first=large_first)
     if square and len(base) > 1 and draw(cached_integers(0, 1), label="broadcast base square?"):
         # every side equal: an operand of lower rank aligned against the wrong dimensions
         # (left instead of right) still fits, and computes wrong values instead of raising
@@ -395,11 +404,13 @@ def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, ma
     return out
 
 
-def _shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str) -> dict[str, tuple[int, ...]]:
-    """Shapes for the tensor arguments (list elements use the first tensor's shape)."""
+def _shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
+            large_first: bool = False) -> dict[str, tuple[int, ...]]:
+    """Shapes for the tensor arguments (list elements use the first tensor's shape);
+    ``large_first``: see :func:`_shape`."""
     names = [a.name for a in sig.tensor_args]
     max_side = hints.max_side or (3 if mode == "broadcast" else 4)
-    fixed = _symbolic_shapes(draw, sig, hints, max_side)
+    fixed = _symbolic_shapes(draw, sig, hints, max_side, large_first)
     if not names:
         return fixed
     free = [n for n in names if n not in fixed]
@@ -409,13 +420,15 @@ def _shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str) -> dict[s
         max_dims = 4 if mode == "broadcast" else 3
         bshapes = _broadcastable_shapes(draw, len(free), max_dims=max_dims,
                                         min_side=0 if mode == "broadcast" else 1,
-                                        max_side=max_side, square=mode == "broadcast")
+                                        max_side=max_side, square=mode == "broadcast",
+                                        large_first=large_first)
         shapes = dict(zip(free, bshapes, strict=True))
         if mode == "forward" and draw(cached_integers(0, 9), label="size-0 dim?") == 0:
             # now and then a size-0 dimension, shared by every operand
             shapes = {k: s[:-1] + (0,) if s and s[-1] != 1 else s for k, s in shapes.items()}
     else:
-        one = _shape(draw, max_dims=3, min_side=0, max_side=max_side, label="shape")
+        one = _shape(draw, max_dims=3, min_side=0, max_side=max_side, label="shape",
+                     large_first=large_first)
         shapes = dict.fromkeys(free, one)
     shapes.update(fixed)
     return shapes
@@ -605,7 +618,9 @@ def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
             v = _tensor_list(draw, spec, hint, plan, sig) if not (spec.optional and draw(
                 st.integers(0, 3), label=f"{spec.name} is None?") == 0) else None
         elif spec.base == "Tensor":
-            v = _tensor_arg(draw, spec, _along(hint, dict(values)), plan, sig)
+            drawn = dict(values)
+            _shape_along(plan, spec.name, hint, drawn)
+            v = _tensor_arg(draw, spec, _along(hint, drawn), plan, sig)
         else:
             v = _value(draw, spec, hint, plan, sig)
         if v is _OMIT:
@@ -617,11 +632,28 @@ def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
                 notes=tuple(plan.notes), fills=tuple(plan.fills))
 
 
+def _shape_along(plan: _Plan, name: str, hint: ArgHint, drawn: dict[str, Any]) -> None:
+    """A tensor holding one slice of ``self`` per element of an index (hint ``along: dim``,
+    ``length_of: index``: index_add's, index_copy's source) gets ``self``'s drawn shape with
+    its size along the drawn ``dim`` set to the index's length; drawn with ``self``'s shape,
+    it fit only when the index happened to be as long as ``self`` along ``dim``."""
+    if hint.along is None or hint.length_of is None:
+        return
+    self_, dim, index = drawn.get("self"), drawn.get(hint.along), drawn.get(hint.length_of)
+    if not (isinstance(self_, torch.Tensor) and isinstance(dim, int)
+            and isinstance(index, torch.Tensor)):
+        return
+    shape = list(self_.shape)
+    if shape:
+        shape[dim % len(shape)] = index.shape[0] if index.dim() else 1
+    plan.shapes[name] = tuple(shape)
+
+
 def _along(hint: ArgHint, drawn: dict[str, Any]) -> ArgHint:
     """An index tensor's hint (``along: dim``) with its values bounded by ``self``'s size
     along the drawn ``dim``: every position valid, negative ones included (``[-n, n)``) unless
     the hint's ``min`` says otherwise; size 0 leaves the hint as it is (CPU rejects)."""
-    if hint.along is None:
+    if hint.along is None or hint.length_of is not None:
         return hint
     self_, dim = drawn.get("self"), drawn.get(hint.along)
     if not isinstance(self_, torch.Tensor) or not isinstance(dim, int):
@@ -649,13 +681,15 @@ def tensor_lists(sig: OpSignature) -> tuple[ArgSpec, ...]:
 
 @st.composite
 def forward_calls(draw: Any, sig: OpSignature, hints: OpHints, dtype: str | None = None,
-                  target: str | None = None) -> Call:
+                  target: str | None = None, large_first: bool = False) -> Call:
     """Calls for the ``forward`` check; ``dtype`` pins the tensor arguments' shared dtype
-    (arguments whose dtypes the hints fix keep those), ``target`` every ScalarType argument."""
-    shapes = _shapes(draw, sig, hints, mode="forward")
+    (arguments whose dtypes the hints fix keep those), ``target`` every ScalarType argument;
+    ``large_first``: shapes drawn largest first (:func:`_shape`)."""
+    shapes = _shapes(draw, sig, hints, mode="forward", large_first=large_first)
     dtypes = _tensor_arg_dtypes(draw, sig, hints, (dtype,) if dtype else DTYPE_NAMES)
     plan = _Plan(shapes=shapes, dtypes=dtypes, specials=True, target=target)
     return _assemble(draw, sig, hints, plan)
+
 
 
 @dataclass(frozen=True)
@@ -673,20 +707,36 @@ class DtypeSweep:
         return "; ".join(c.describe() for _, c in self.calls)
 
 
+#: The refills a sweep's calls are checked with (:meth:`Call.refill`, dtype kept), one per call
+#: chosen by its seed: plain values, refill 2's forced NaN, refill 5's forced +inf
+#: (:data:`~conformance.values.FORCED_HEADLINE`). Drawn at random, a NaN or an infinity
+#: reaches a given dtype's tensor in about one call in seven, and three sweeps are drawn at the
+#: default depth: ``sort``'s NaN order or ``nan_to_num``'s float64 infinity went unseen.
+SWEEP_REFILLS: tuple[int, ...] = (1, 2, 5)
+
+
+def _sweep_refill(call: Call) -> int:
+    seed = call.fills[0][2].seed if call.fills else 0
+    return SWEEP_REFILLS[seed % len(SWEEP_REFILLS)]
+
+
 def dtype_sweeps(sig: OpSignature, hints: OpHints) -> st.SearchStrategy[DtypeSweep]:
     """Sweeps for the ``dtypes`` check: the forward strategy once per dtype, dtype pinned; for a
     conversion with a ``ScalarType`` argument (``dtype_pairs`` in ``opdb/data/exactness.yaml``)
-    once per (dtype, target) pair of the twelve."""
+    once per (dtype, target) pair of the twelve. The check does not shrink, so shapes are drawn
+    largest first: Hypothesis' first examples are its simplest, and at three sweeps over half of
+    the calls had one element or none (one rounding of a conversion per pair)."""
     if _dtype_pairs(sig):  # one call drawn per dtype, refilled for each of the twelve targets
         return st.builds(lambda *cs: DtypeSweep(tuple(
             (d, _retarget(c.refill(j, move=False), t)) for d, c in zip(DTYPE_NAMES, cs, strict=True)
             for j, t in enumerate(DTYPE_NAMES))),
-            *(forward_calls(sig, hints, dtype=d, target=d) for d in DTYPE_NAMES))
+            *(forward_calls(sig, hints, dtype=d, target=d, large_first=True)
+              for d in DTYPE_NAMES))
     # values from each call's seeded refill: the check does not shrink, and Hypothesis' first
     # examples are its simplest (profile ``small``, no specials) at every dtype
     return st.builds(lambda *cs: DtypeSweep(tuple(
-        (d, c.refill(1, move=False)) for d, c in zip(DTYPE_NAMES, cs, strict=True))),
-        *(forward_calls(sig, hints, dtype=d) for d in DTYPE_NAMES))
+        (d, c.refill(_sweep_refill(c), move=False)) for d, c in zip(DTYPE_NAMES, cs, strict=True))),
+        *(forward_calls(sig, hints, dtype=d, large_first=True) for d in DTYPE_NAMES))
 
 
 def _retarget(call: Call, target: str) -> Call:

@@ -1012,6 +1012,13 @@ def bucketize_tensor(self: torch.Tensor, boundaries: torch.Tensor, *, out_int32:
     return from_numpy(r, torch.int32 if out_int32 else torch.int64)
 
 
+def _isin_dtype(dtype: torch.dtype) -> Any:
+    """The NumPy dtype isin compares in: bfloat16 as float32 (exact), since np.isin sorts its
+    operands for longer inputs and NumPy orders ml_dtypes' bfloat16 by its bits (a NaN among
+    the test elements then hid a 0)."""
+    return NP_DTYPE[torch.float32 if dtype == torch.bfloat16 else dtype]
+
+
 @register("isin.Tensor_Tensor_out")
 def isin_tt_out(elements: torch.Tensor, test_elements: torch.Tensor, *,
                 assume_unique: bool = False, invert: bool = False, out: torch.Tensor
@@ -1021,7 +1028,7 @@ def isin_tt_out(elements: torch.Tensor, test_elements: torch.Tensor, *,
             raise RuntimeError(
                 f"Unsupported input type encountered for isin(): {scalar_type_name(t.dtype)}"
             )
-    common = NP_DTYPE[torch.promote_types(elements.dtype, test_elements.dtype)]
+    common = _isin_dtype(torch.promote_types(elements.dtype, test_elements.dtype))
     r = np.isin(to_numpy(elements).astype(common), to_numpy(test_elements).astype(common),
                 invert=invert)
     return write_out(out, r, torch.bool, exact=True)
@@ -1037,7 +1044,7 @@ def isin_ts_out(elements: torch.Tensor, test_element: Any, *, assume_unique: boo
         if dtype == torch.bool or dtype.is_complex:
             raise RuntimeError(
                 f"Unsupported input type encountered for isin(): {scalar_type_name(dtype)}")
-    common = NP_DTYPE[torch.result_type(elements, test_element)]
+    common = _isin_dtype(torch.result_type(elements, test_element))
     with quiet():
         r = np.isin(to_numpy(elements).astype(common), np.asarray([test_element]).astype(common),
                     invert=invert)
@@ -1047,7 +1054,7 @@ def isin_ts_out(elements: torch.Tensor, test_element: Any, *, assume_unique: boo
 @register("isin.Scalar_Tensor_out")
 def isin_st_out(element: Any, test_elements: torch.Tensor, *, assume_unique: bool = False,
                 invert: bool = False, out: torch.Tensor) -> torch.Tensor:
-    common = NP_DTYPE[torch.result_type(element, test_elements)]
+    common = _isin_dtype(torch.result_type(element, test_elements))
     r = np.isin(np.asarray(element).astype(common), to_numpy(test_elements).astype(common),
                 invert=invert)
     return write_out(out, r, torch.bool, exact=True)

@@ -61,6 +61,9 @@ class ArgHint:
     device: str | None = None  # "cpu": a tensor argument that stays on CPU (as on CUDA)
     extremes: bool = True  # False: no dtype extremes (iinfo/finfo min/max, inf) in this argument
     along: str | None = None  # an index tensor: positions into self along this int argument
+    #: with ``along``: not positions but one slice of ``self`` per position of the named index
+    #: tensor (index_add's source): self's shape, its size along ``dim`` that tensor's length
+    length_of: str | None = None
 
 
 _NO_ARGS: Mapping[str, ArgHint] = MappingProxyType({})
@@ -254,7 +257,7 @@ def _database(db: OpDB | None) -> OpDB:
 # --------------------------------------------------------------------------- hints
 
 _ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes",
-             "along"}
+             "along", "length_of"}
 _OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties", "cpu_crashes"}
 _TIE_KEYS = {"output", "unless"}
 
@@ -321,6 +324,11 @@ def _arg_hint(raw: Any, file: str, line: int | None) -> ArgHint:
             raise InputError("'along' must name an int argument (the dim self is indexed along)",
                              file=file, line=line)
         kw["along"] = raw["along"]
+    if "length_of" in raw:
+        if not isinstance(raw["length_of"], str) or "along" not in raw:
+            raise InputError("'length_of' must name a tensor argument, beside 'along' (a slice "
+                             "of self along that dim per element of it)", file=file, line=line)
+        kw["length_of"] = raw["length_of"]
     for d in kw.get("dtypes", ()):
         if d not in DTYPE_NAMES:
             raise InputError(f"unknown dtype {d!r} (known: {', '.join(DTYPE_NAMES)})",

@@ -31,11 +31,10 @@ def test_kernel_refusing_int16_fails_listing_int16():
     assert v.repro and "import buggy_no_int16" in v.repro and "torch.int16" in v.repro
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known miss (issue 9): with Hypothesis' draws independent of loaded modules' constants, "
-    "exp's three float64 sweeps at this depth hold values whose float32 results stay within "
-    "float64's tolerance; it was caught only when constants from the test modules were drawn"))
 def test_kernel_computing_float64_in_float32_is_caught_at_float64():
+    """Caught since the sweeps draw shapes largest first (strategies.dtype_sweeps): before, exp's
+    three float64 calls at this depth held one element or none, whose float32 results stayed
+    within float64's tolerance (a strict xfail here until then)."""
     v = _run(_buggy("buggy_f64_as_f32"), "exp", "dtypes", max_examples=DEPTH)
     assert v.verdict == "fail", v.message
     assert v.category == "value", v.message
@@ -151,3 +150,69 @@ def test_verdict_does_not_depend_on_modules_loaded_before(tmp_path, monkeypatch)
     second = _run(backend, "exp", "dtypes", max_examples=DEPTH)
     assert (first.examples, first.message, first.dtype_support) == \
         (second.examples, second.message, second.dtype_support)
+
+
+def _sweeps(overload: str, n: int = 3, seed: int = 0) -> list:
+    """The first ``n`` sweeps the dtypes check draws for ``overload`` (as at the default depth)."""
+    from hypothesis import given, settings
+    from hypothesis import seed as hseed
+
+    import opdb
+    from conformance.strategies import OpSignature, dtype_sweeps
+    from opdb.opdata import load_hints
+
+    sig = OpSignature.of(opdb.load()[overload])
+    got: list = []
+
+    @hseed(seed)
+    @settings(max_examples=n, database=None)
+    @given(dtype_sweeps(sig, load_hints().for_op(overload)))
+    def collect(sweep):
+        got.append(sweep)
+
+    collect()
+    return got
+
+
+def test_sweeps_hold_several_elements_and_forced_specials():
+    """The check does not shrink: its shapes are drawn largest first (Hypothesis' first examples
+    are its simplest: over half of the calls had one element or none), and each call is checked
+    with a plain, a forced-NaN or a forced-+inf refill (strategies.SWEEP_REFILLS)."""
+    import math
+
+    calls = [c for seed in range(4) for s in _sweeps("nan_to_num", seed=seed) for _, c in s.calls]
+    selves = [dict(c.values)["self"] for c in calls]
+    several = sum(t.numel() >= 2 for t in selves)
+    assert several >= 0.6 * len(selves), f"{several} of {len(selves)} calls hold 2+ elements"
+    floating = [t for t in selves if t.is_floating_point() and t.numel() >= 2]
+    assert any(bool(t.isnan().any()) for t in floating)
+    assert any(bool((t == math.inf).any()) for t in floating)
+
+
+def _sort_nan_first(self, *, stable=None, dim=-1, descending=False):
+    """sort.stable placing NaN first (ascending) instead of last."""
+    import torch
+
+    from kernels.registry import kernel
+
+    values, indices = kernel("sort.stable")(self, stable=stable, dim=dim, descending=descending)
+    if not self.is_floating_point() or descending or self.dim() == 0:
+        return values, indices
+    v, i = values.cpu(), indices.cpu()
+    order = torch.sort((~v.isnan()).to(torch.int8), dim=dim, stable=True).indices
+    return v.gather(dim, order).to(self.device), i.gather(dim, order).to(self.device)
+
+
+def test_nan_order_of_sort_is_caught_at_the_default_depth():
+    import kernels
+    from conformance.backends import resolve
+
+    kernels.install(overrides={"sort.stable": _sort_nan_first})
+    backend = resolve("mlu", without=())
+    kernels.install(overrides={"sort.stable": _sort_nan_first})
+    v = _run(backend, "sort.stable", "dtypes", max_examples=DEPTH)
+    assert v.verdict == "fail", v.message
+    assert v.category == "value" and "nan" in v.message, v.message
+    kernels.install(without=())
+    ref = _run(resolve("mlu", without=()), "sort.stable", "dtypes", max_examples=DEPTH)
+    assert ref.verdict == "pass", ref.message

@@ -22,6 +22,11 @@ BUGS = {
     "buggy_accepts": [("sub.Tensor", "promotion", "error_accepts")],
     "buggy_errtype": [("sub.Tensor", "promotion", "error_type")],
     "buggy_zerosize": [("neg", "forward", "shape")],
+    # a float64 -> float32 conversion rounding toward zero: the dtypes check's pair sweep
+    "buggy_to_truncate": [("_to_copy", "dtypes", "value")],
+    # an out= kernel reading its out's old contents when the out already fits: the forward
+    # check's pre-sized out refill (checks.SIZED_OUT_REFILL)
+    "buggy_out_reads_out": [("clamp.out", "forward", "value")],
     # backward kernels (the autograd check): sign error, upstream gradient ignored, swapped
     "buggy_grad_sign": [("tanh", "autograd", "grad_value")],
     "buggy_grad_ones": [("relu", "autograd", "grad_value")],

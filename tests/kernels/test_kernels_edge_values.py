@@ -367,3 +367,12 @@ def test_foreach_powsum_takes_the_modulus_as_cpus_kernel(dtype: Any, ord: Any) -
           _t([1.5, -2.25], torch.float16), _t([[0.5, -3.0], [1e-3, 7.0]], torch.float32)]
     _same(lambda *ts: torch.ops.aten._foreach_powsum.Scalar(list(ts), ord, dtype=dtype), *xs,
           exact=False)
+
+
+def test_isin_of_bfloat16_with_a_nan_among_the_test_elements() -> None:
+    """np.isin sorts longer inputs, and NumPy orders ml_dtypes' bfloat16 by its bits: a NaN
+    among the test elements hid a 0 (the dtypes check's larger sweeps found it)."""
+    test = _t([nan, 0.0, 1.0, -0.0, inf] * 4, torch.bfloat16)
+    _same(lambda t: torch.isin(0, t), test)
+    _same(lambda t: torch.isin(t, t), test)
+    _same(lambda t: torch.isin(t, 1.0), test)
