@@ -179,9 +179,10 @@ def _int_index(index: torch.Tensor, op: str) -> np.ndarray:
 
 
 def _index_func_checks(func: str, self: torch.Tensor, index: torch.Tensor,
-                       source: torch.Tensor) -> None:
+                       source: torch.Tensor, dim: int = 0) -> None:
     """ATen's ``index_func_meta_impl`` (index_add, index_reduce), in its order, before any
-    bound check: the index is a vector of int32/int64, ``source`` has ``self``'s dtype."""
+    bound check: the index is a vector of int32/int64, ``source`` has ``self``'s dtype, a
+    0-dim ``source`` takes one index (``source.size(dim)`` of a 0-dim tensor otherwise)."""
     if index.dim() > 1:
         raise IndexError(
             f"{func}_(): Index is supposed to be a vector, but got dim: {index.dim()} with type: "
@@ -193,12 +194,27 @@ def _index_func_checks(func: str, self: torch.Tensor, index: torch.Tensor,
         raise RuntimeError(
             f"{func}_(): self ({scalar_type_name(self.dtype)}) and source "
             f"({scalar_type_name(source.dtype)}) must have the same scalar type")
+    if source.dim() == 0 and index.numel() != 1:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
 
 
 def _check_bounds(idx: np.ndarray, size: int, op: str) -> None:
     if idx.size and (idx.max() >= size or idx.min() < -size):
         bad = int(idx.max()) if idx.max() >= size else int(idx.min())
         raise IndexError(f"index {bad} is out of bounds for dimension with size {size}")
+
+
+def _restrided_empty(x: np.ndarray, d: int, idx: np.ndarray) -> bool:
+    """Whether ``x`` is empty, so index_copy/index_fill write nothing (``True``: return it as
+    it is). ATen views ``self`` restrided over the index (size ``len(index)``, stride 0 along
+    ``d``) and checks positions per element written: none, unless that view has elements,
+    which an empty storage cannot hold (its setStorage RuntimeError)."""
+    if not x.ndim or x.size:
+        return False
+    sizes = [idx.size if k == d else n for k, n in enumerate(x.shape)]
+    if math.prod(sizes):
+        raise RuntimeError(f"setStorage: sizes {sizes} are out of bounds for storage of size 0")
+    return True
 
 
 def _index_select(self: torch.Tensor, dim: int, index: torch.Tensor,
@@ -411,10 +427,15 @@ def _index_axis(x: np.ndarray, d: int, idx: np.ndarray) -> tuple[Any, ...]:
 @register("index_add.out")
 def index_add_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *,
                   alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
-    _index_func_checks("index_add", self, index, source)
+    _index_func_checks("index_add", self, index, source, dim)
+    if out.dtype != self.dtype:  # the meta function's out= check
+        raise RuntimeError(f"Expected out tensor to have dtype {cpp_type_name(self.dtype)}, "
+                           f"but got {cpp_type_name(out.dtype)} instead")
     base = np.array(to_numpy(self), copy=True)
     d = wrap_dim(dim, base.ndim)
     idx = _int_index(index, "index_add").reshape(-1)
+    if base.ndim > 1 and base.size == 0:  # ATen returns before its per-position bound checks
+        return write_out(out, base, self.dtype)
     _check_bounds(idx, base.shape[d] if base.ndim else 1, "index_add")
     src = to_numpy(source)
     if alpha != 1:
@@ -438,6 +459,8 @@ def index_copy_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: to
     base = np.array(to_numpy(self), copy=True)
     d = wrap_dim(dim, base.ndim)
     idx = _int_index(index, "index_copy").reshape(-1)
+    if _restrided_empty(base, d, idx):
+        return write_out(out, base, self.dtype)
     _check_bounds(idx, base.shape[d] if base.ndim else 1, "index_copy")
     src = to_numpy(source)
     if base.ndim == 0:
@@ -461,6 +484,8 @@ def _index_fill(self: torch.Tensor, dim: int, index: torch.Tensor, value: Any) -
     with quiet():  # the value is converted before any bound check
         v = np.asarray(checked_scalar(value, self.dtype)).astype(x.dtype)
     idx = _int_index(index, "index_fill").reshape(-1)
+    if _restrided_empty(x, d, idx):
+        return self
     _check_bounds(idx, x.shape[d] if x.ndim else 1, "index_fill")
     if x.ndim == 0:
         if idx.size:
@@ -1122,11 +1147,19 @@ def index_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: 
             f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
             f"{reduce}."
         )
-    _index_func_checks("index_reduce", self, index, source)
+    _index_func_checks("index_reduce", self, index, source, dim)
     if out.dtype != self.dtype:  # the meta function's out= check, before the dtype dispatch
         raise RuntimeError(f"Expected out tensor to have dtype {cpp_type_name(self.dtype)}, "
                            f"but got {cpp_type_name(out.dtype)} instead")
-    check_dtype("index_func_", self.dtype, refused=BOOL | COMPLEX)  # before any bound check
+    # CPU's dtype dispatch, before any bound check: without self, one initialising kernel for
+    # real non-bool dtypes; with it, amax/amin compare (no complex), mean divides (no bool)
+    if not include_self:
+        check_dtype("index_reduce_func_exclude_input_init", self.dtype, refused=BOOL | COMPLEX)
+    elif reduce in ("amax", "amin"):
+        check_dtype("maximum_cpu" if reduce == "amax" else "minimum_cpu", self.dtype,
+                    refused=COMPLEX)
+    elif reduce == "mean":
+        check_dtype("div_floor_cpu", self.dtype, refused=BOOL)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
     idx = _int_index(index, "index_reduce").reshape(-1)

@@ -46,6 +46,55 @@ def test_index_tensors_are_positions_along_dim(data):
                 assert index.dim() == 1
 
 
+@FAST
+@given(st.data())
+def test_index_sources_hold_one_slice_of_self_per_position(data):
+    """index_add's, index_copy's and index_reduce's source (``along: dim``, ``length_of:
+    index``): self's shape with its size along dim the index's length, so CPU accepts the call
+    (drawn with self's shape, it fit only when the index happened to be as long: index_add.out
+    got one valid example in ten)."""
+    for name in ("index_add.out", "index_copy", "index_reduce"):
+        v = dict(_draw(data, name).values)
+        self_, dim, index, source = v["self"], v["dim"], v["index"], v["source"]
+        want = list(self_.shape)
+        if want:
+            want[dim % len(want)] = index.shape[0]
+        assert list(source.shape) == want, (name, self_.shape, dim, index.shape, source.shape)
+
+
+def test_index_add_out_forward_finds_valid_examples():
+    """At the default depth the forward check of index_add.out checks many examples, and catches
+    an alpha ignored (benchmarks/mutants.py index_add_alpha)."""
+    import kernels
+    from conformance.backends import resolve
+    from conformance.checks import CHECKS
+    from conformance.engine import EngineSettings, Item, run_check
+    from opdb.opdata import load_tolerances
+
+    def no_alpha(self, dim, index, source, *, alpha=1, out):
+        from kernels.registry import kernel
+
+        return kernel("index_add.out")(self, dim, index, source, out=out)
+
+    backend = resolve("mlu", without=())
+
+    def run():
+        return run_check(Item(_sig("index_add.out"), CHECKS["forward"]), backend,
+                         settings=EngineSettings(max_examples=10, seed=0, database=None),
+                         hints=HINTS.for_op("index_add.out"), tolerance_fn=load_tolerances(),
+                         repro_fn=lambda call: "")
+
+    kernels.install(without=())
+    try:
+        ok = run()
+        assert ok.verdict == "pass" and ok.examples >= 40, (ok.verdict, ok.examples, ok.message)
+        kernels.install(overrides={"index_add.out": no_alpha})
+        bad = run()
+        assert bad.verdict == "fail" and bad.category == "value", bad.message
+    finally:
+        kernels.install(without=())
+
+
 def test_index_lists_reach_negative_positions():
     sig = _sig("index.Tensor")
     seen: list[int] = []

@@ -376,3 +376,62 @@ def test_isin_of_bfloat16_with_a_nan_among_the_test_elements() -> None:
     _same(lambda t: torch.isin(0, t), test)
     _same(lambda t: torch.isin(t, t), test)
     _same(lambda t: torch.isin(t, 1.0), test)
+
+
+def _outcome(fn: Callable[[], torch.Tensor]) -> Any:
+    """A call's result on CPU (values) or the type of the exception it raised."""
+    try:
+        return fn().cpu()
+    except Exception as exc:  # noqa: BLE001 - the exception type is the outcome compared
+        return type(exc)
+
+
+@pytest.mark.parametrize("shape,dim,index", [((0, 0), 0, [3]), ((2, 0), 0, [3]), ((0, 1), 0, [3]),
+                                             ((1, 0), 1, [3]), ((0,), 0, [0]), ((0,), 0, [])],
+                         ids=str)
+def test_index_ops_on_empty_self_check_positions_as_cpu(shape: Any, dim: int, index: Any) -> None:
+    """ATen checks positions per element written: on an empty self nothing is checked (index_add
+    of more than one dim; index_copy and index_fill unless their restrided view has elements)."""
+    idx = _t(index, torch.int64)
+    src_shape = [len(index) if k == dim else n for k, n in enumerate(shape)]
+    for fn in (lambda s, i, src: torch.index_add(s, dim, i, src),
+               lambda s, i, src: torch.index_copy(s, dim, i, src),
+               lambda s, i, src: s.index_fill(dim, i, 1.0)):
+        def on(device: str, fn: Any = fn) -> Any:
+            return _outcome(lambda: fn(torch.zeros(shape, device=device), idx.to(device),
+                                       torch.ones(src_shape, device=device)))
+        expected, actual = on("cpu"), on("mlu")
+        if isinstance(expected, type):
+            assert actual is expected, (shape, dim, index, expected, actual)
+        else:
+            assert isinstance(actual, torch.Tensor) and torch.equal(actual, expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.complex64, torch.float32], ids=str)
+def test_index_reduce_takes_cpus_dtypes_per_reduction(dtype: torch.dtype) -> None:
+    s, src = _t([[1, 2], [3, 0]], dtype), _t([[2, 1], [1, 1], [0, 3]], dtype)
+    idx = _t([0, 1, 0], torch.int64)
+    for reduce in ("prod", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            def on(device: str, reduce: str = reduce, include_self: bool = include_self) -> Any:
+                return _outcome(lambda: torch.index_reduce(
+                    s.to(device), 0, idx.to(device), src.to(device), reduce,
+                    include_self=include_self))
+            expected, actual = on("cpu"), on("mlu")
+            if isinstance(expected, type):
+                assert actual is expected, (reduce, include_self, expected, actual)
+            else:
+                assert isinstance(actual, torch.Tensor) and torch.equal(actual, expected)
+
+
+def test_index_add_of_a_0_dim_source_takes_one_index() -> None:
+    for k in (0, 1, 2):
+        def on(device: str, k: int = k) -> Any:
+            out = torch.empty(0, device=device)
+            return _outcome(lambda: torch.ops.aten.index_add.out(
+                torch.tensor(1.0, device=device), 0, torch.zeros(k, dtype=torch.int64,
+                                                                 device=device),
+                torch.tensor(2.0, device=device), out=out))
+        expected, actual = on("cpu"), on("mlu")
+        assert (actual is expected) if isinstance(expected, type) else torch.equal(actual,
+                                                                                   expected)
