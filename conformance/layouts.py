@@ -1,9 +1,11 @@
 """The ``noncontiguous`` check: the ``forward`` inputs again as non-contiguous views.
 
 Backend kernels are often right only for contiguous input: they read the storage as if it were
-laid out row-major from offset 0. This check draws a ``forward`` call, then lays one tensor
-argument (or, sometimes, every tensor argument) out as one of :data:`LAYOUTS` — a view with the
-same shape whose values are the drawn ones (``expanded``: replicated along one dimension):
+laid out row-major from offset 0. This check draws calls as the ``forward`` check does (its
+strategy, recorded calls included) and checks each in every layout of :data:`LAYOUTS` that fits
+it (:func:`layout_variants`: all the tensor arguments a layout fits laid out that way, and one
+argument alone) — a view with the same shape whose values are the drawn ones (``expanded``:
+replicated along one dimension):
 
 * ``offset``        a contiguous view at a storage offset into a larger buffer
 * ``transposed``    the last two dims swapped back of a contiguous tensor of the transposed shape
@@ -29,32 +31,20 @@ non-overlapping. A stride difference there is a ``strides`` failure; elsewhere i
 
 from __future__ import annotations
 
-import functools
 import math
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
-from hypothesis import assume
-from hypothesis import strategies as st
 from torch._prims_common import check_significant_strides
 from torch.utils._pytree import tree_flatten
 
 from conformance.repro import _SHOW, _op_call, _value, bringup_lines, tensor_literal
-from conformance.strategies import (
-    Call,
-    OpSignature,
-    _assemble,
-    _Plan,
-    _symbolic_shapes,
-    _tensor_arg_dtypes,
-)
-from conformance.values import cached_integers
+from conformance.strategies import Call, OpSignature
 from conformance.verdicts import CheckFailure, CpuRejected
-from opdb.dtypes import DTYPE_NAMES
-from opdb.opdata import OpHints
 from opdb.outcomes import STRIDES, STRIDES_INFORMATIONAL
 
 if TYPE_CHECKING:
@@ -146,8 +136,8 @@ def _offset_base(t: torch.Tensor) -> torch.Tensor:
     return torch.cat([_poison(t, (OFFSET,)), t.reshape(-1)])
 
 
-#: The layouts. Hypothesis shrinks toward the first; ``offset`` (the only one that fits a 0-dim
-#: or one-element tensor) comes last, so that it is not drawn for every shape the others fit.
+#: The layouts, in the order a call's variants are listed (:func:`layout_variants`); ``offset``
+#: is the only one that fits a 0-dim or one-element tensor.
 LAYOUTS: dict[str, Layout] = {lay.name: lay for lay in (
     Layout("transposed", lambda s: len(s) >= 2 and s[-1] > 1 and s[-2] > 1,
            lambda t: _fresh(t.transpose(-2, -1)),
@@ -255,56 +245,43 @@ def _candidates(call: Call) -> list[tuple[str, list[str]]]:
     return found
 
 
-#: Ranks and sides in the order Hypothesis shrinks toward: a 2-d tensor of side 2 is the
-#: simplest one every layout but channels_last changes (forward draws rank 0 and side 0/1 first).
-_RANKS = st.sampled_from((2, 3, 1, 0))
+def _rotation(call: Call) -> int:
+    """A number that is a function of the call alone (its description and its fills' seeds, or
+    for a recorded call without fills its first tensor's leading bytes): which variant of a
+    drawn call comes first. Hypothesis replays and shrinks a failing call, so the order must not
+    depend on anything else (an example counter would make replays flaky)."""
+    key = f"{call.describe()}|{[f.seed for _, _, f in call.fills]}".encode()
+    if not call.fills:
+        first = next((t for _, v in call.values for t in _tensors_of(v) if t.numel()), None)
+        try:
+            key += repr(first.detach().reshape(-1)[:16].tolist()).encode()  # type: ignore[union-attr]
+        except (AttributeError, RuntimeError, TypeError):  # no tensor, or one nothing reads
+            pass
+    return zlib.crc32(key)
 
 
-@functools.lru_cache(maxsize=16)
-def _sides(max_side: int) -> st.SearchStrategy[int]:
-    return st.sampled_from(tuple(dict.fromkeys(s for s in (2, 3, 1, *range(4, max_side + 1))
-                                               if s <= max_side)))
-
-
-def _shapes(draw: Any, sig: OpSignature, hints: OpHints) -> dict[str, Shape]:
-    """Shapes as ``forward`` draws them (one for all tensors; mutually broadcastable ones for a
-    pointwise op), but drawn toward what the layouts change: rank 2 and sides 2 first, no
-    size-0 dimension (``forward`` covers those; a view of nothing has nothing to misread)."""
-    max_side = hints.max_side or 4
-    fixed = _symbolic_shapes(draw, sig, hints, max_side)
-    free = [a.name for a in sig.tensor_args if a.name not in fixed]
-    sides = _sides(max_side)
-    base = tuple(draw(sides, label="side") for _ in range(draw(_RANKS, label="rank")))
-    shapes: dict[str, Shape] = {}
-    if sig.is_pointwise and len(free) > 1:  # as strategies._broadcastable_shapes
-        for i, name in enumerate(free):
-            drop = draw(cached_integers(0, len(base)), label=f"operand {i} dropped dims")
-            shapes[name] = tuple(1 if draw(cached_integers(0, 3), label=f"operand {i} dim is "
-                                           f"1?") == 3 else side for side in base[drop:])
-    else:
-        shapes = dict.fromkeys(free, base)
-    shapes.update(fixed)
-    return shapes
-
-
-@st.composite
-def noncontiguous_calls(draw: Any, sig: OpSignature, hints: OpHints) -> LayoutCall:
-    """A ``forward``-like call (its dtypes and adversarial values; shapes from :func:`_shapes`)
-    with one tensor argument (or, sometimes, every tensor argument the layout fits) laid out
-    non-contiguously."""
-    dtypes = _tensor_arg_dtypes(draw, sig, hints, DTYPE_NAMES)
-    call = _assemble(draw, sig, hints, _Plan(shapes=_shapes(draw, sig, hints), dtypes=dtypes,
-                                             specials=True))
+def layout_variants(call: Call) -> list[LayoutCall]:
+    """The views one drawn ``forward`` call is checked in, chosen rather than drawn: for each
+    layout of :data:`LAYOUTS` that fits some tensor argument, every argument it fits laid out
+    that way (a kernel that mishandles the layout on any operand); with two or more tensor
+    arguments, also one of them alone in one of its layouts, the others contiguous (a kernel
+    that takes the fast path when ``self`` is contiguous and reads ``other`` as if it were).
+    The list is rotated by the call (:func:`_rotation`), so that across an item's calls each
+    variant comes first in some (the check stops at a call's first failing variant; another
+    layout's distinct failure shows on another call). Empty when no argument can be laid out."""
     candidates = _candidates(call)
-    assume(candidates)  # every tensor argument drawn None (optional ones)
-    name, fitting = draw(st.sampled_from(candidates), label="laid-out argument")
-    kind = draw(st.sampled_from(fitting), label="layout")
-    notes = call.notes + ("noncontiguous",)
-    layouts: tuple[tuple[str, str], ...] = ((name, kind),)
-    if len(candidates) > 1 and draw(st.booleans(), label="every tensor?"):
-        layouts = tuple((n, kind) for n, f in candidates if kind in f)
-    return LayoutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=notes,
-                      layouts=layouts)
+    if not candidates:
+        return []
+    every = [tuple((name, kind) for name, fitting in candidates if kind in fitting)
+             for kind in LAYOUTS if any(kind in fitting for _, fitting in candidates)]
+    h = _rotation(call)
+    if len(candidates) > 1:
+        name, fitting = candidates[h % len(candidates)]
+        alone = ((name, fitting[(h // len(candidates)) % len(fitting)]),)
+        if alone not in every:
+            every.append(alone)
+    r = h % len(every)
+    return [with_layouts(call, layouts) for layouts in every[r:] + every[:r]]
 
 
 # --------------------------------------------------------------------------- the check
@@ -393,11 +370,14 @@ def refill_views(call: Call) -> Call:
 
 def verify(ctx: Context, call: Call, *, strides: bool = True) -> None:
     """Values, dtype and shape as CPU's for the same non-contiguous views; strides where CPU's
-    are a contract (``strides=False``: values only, as the forward check's view refill)."""
+    are a contract (``strides=False``: values only, as the forward check's view refill). A
+    plain drawn call is checked in each of its layout variants (:func:`verify_variants`)."""
     __tracebackhide__ = True
     from conformance.checks import compare_outputs
 
-    assert isinstance(call, LayoutCall), "the noncontiguous check draws LayoutCalls"
+    if not isinstance(call, LayoutCall):
+        verify_variants(ctx, call)
+        return
     seeded = "nondeterministic_seeded" in call.sig.tags
     expected = ctx.run_cpu(call)
     samples = [expected, *ctx.cpu_samples(call, 7)] if seeded else None
@@ -414,6 +394,33 @@ def verify(ctx: Context, call: Call, *, strides: bool = True) -> None:
         raise CheckFailure(exc.category, f"with {call.layout_text}, {exc.message}") from None
     if strides:
         compare_strides(ctx, call, expected, actual)
+
+
+def verify_variants(ctx: Context, call: Call) -> None:
+    """One example of the ``noncontiguous`` check: a drawn ``forward`` call checked in every
+    variant of :func:`layout_variants`, the first with the drawn values, the ``j``-th with
+    refill ``j`` of them (other values, same dtypes). CPU refusing the first variant refuses
+    the example (as a forward call CPU refuses); a later variant CPU refuses, or one whose
+    failure is not the layout's, is passed over. The first failing variant ends the example
+    (the failure names that variant's call)."""
+    __tracebackhide__ = True
+    from conformance.verdicts import error_line
+
+    variants = layout_variants(call)
+    if not variants:  # every tensor argument None or an empty list
+        none = ValueError("no tensor argument to lay out")
+        ctx.cpu_errors[error_line(none)] += 1
+        raise CpuRejected(none)
+    for j, variant in enumerate(variants):
+        laid = with_layouts(call.refill(j, move=False), variant.layouts) if j else variant
+        try:
+            verify(ctx, laid)
+        except CpuRejected:
+            if not j:
+                raise
+        except CheckFailure as exc:
+            exc.call = exc.call or laid
+            raise
 
 
 def _not_the_layout(ctx: Context, call: LayoutCall, actual: Any, seeded: bool) -> str | None:
@@ -516,6 +523,7 @@ _SHOW_STRIDES = _with_strides(_SHOW)
 
 
 def with_layouts(call: Call, layouts: tuple[tuple[str, str], ...]) -> LayoutCall:
-    """``call`` with the given arguments laid out (tests, and callers that pick a layout)."""
-    return LayoutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu,
-                      notes=(*call.notes, "noncontiguous"), layouts=layouts)
+    """``call`` with the given arguments laid out (its values, fills and source kept)."""
+    notes = call.notes if "noncontiguous" in call.notes else (*call.notes, "noncontiguous")
+    return LayoutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=notes,
+                      fills=call.fills, source=call.source, layouts=layouts)

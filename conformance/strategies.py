@@ -58,7 +58,7 @@ from opdb.dtypes import (
 from opdb.model import Argument, Overload, arguments_of, family_of, kind_of, split_name
 from opdb.opdata import ArgHint, OpHints
 
-MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes", "inplace", "noncontiguous", "out")
+MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes", "inplace", "out")
 
 # Base types the strategies can draw; anything else is drawn only as its default / None.
 _DRAWABLE = {"Tensor", "int", "SymInt", "float", "bool", "Scalar", "ScalarType", "str"}
@@ -882,10 +882,6 @@ def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[A
         from conformance.variants_inplace import inplace_calls
 
         return inplace_calls(sig, hints)
-    if mode == "noncontiguous":  # the forward calls again, with non-contiguous views
-        from conformance.layouts import noncontiguous_calls
-
-        return noncontiguous_calls(sig, hints)
     if mode == "out":  # the out check's own strategy (conformance/variants_out.py)
         from conformance.variants_out import out_calls
 

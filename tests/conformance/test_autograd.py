@@ -262,3 +262,22 @@ def test_no_derivative_on_cpu_is_said_not_drawn_for():
     v = _run(_mlu(), "silu_backward", "autograd", max_examples=5)
     assert (v.verdict, v.category) == ("skip", "cpu_unsupported"), v.message
     assert "implements no derivative" in v.message and "silu_backward" in v.message
+
+
+def test_a_nested_result_gets_a_nested_upstream_gradient():
+    """A nested output has no single shape: its upstream gradient is nested alike, one drawn
+    gradient per component (it was a harness_error: ``NestedTensorImpl doesn't support sizes``),
+    and CPU against itself differentiates _nested_tensor_from_tensor_list."""
+    import torch
+
+    from conformance.backends import resolve
+    from conformance.checks import upstream_grads
+
+    parts = [torch.randn(2, 3, requires_grad=True), torch.randn(1, 3, requires_grad=True)]
+    out = torch.ops.aten._nested_tensor_from_tensor_list(parts)
+    (up,) = upstream_grads([out])
+    assert up.is_nested and [tuple(c.shape) for c in up.unbind()] == [(2, 3), (1, 3)]
+    grads = torch.autograd.grad([out], parts, [up])
+    assert [torch.equal(g, u) for g, u in zip(grads, up.unbind(), strict=True)] == [True, True]
+    v = _run(resolve("cpu"), "_nested_tensor_from_tensor_list", "autograd", max_examples=5)
+    assert v.verdict == "pass" and v.examples > 0, v.message

@@ -68,22 +68,67 @@ def test_a_layout_that_does_not_fit_leaves_the_tensor_contiguous(reference):
 
 
 def test_written_arguments_are_never_expanded():
-    from hypothesis import given, settings
-
-    from conformance.layouts import noncontiguous_calls
-    from opdb.opdata import load_hints
+    from conformance.layouts import layout_variants
 
     sig = _sig("add_.Tensor")
-    seen = []
-
-    @settings(max_examples=60, database=None)
-    @given(noncontiguous_calls(sig, load_hints().for_op(sig.name)))
-    def draw(call: LayoutCall) -> None:
-        seen.extend(call.layouts)
-
-    draw()
-    assert ("self", "expanded") not in seen
+    seen = set()
+    for shape in ((2, 3), (3,), (2, 1, 4)):
+        call = Call(sig, (("self", torch.ones(shape)), ("other", torch.ones(shape))))
+        for v in layout_variants(call):
+            seen.update(v.layouts)
+    assert ("self", "expanded") not in seen and ("other", "expanded") in seen
     assert {k for _, k in seen} >= {"transposed", "strided", "offset"}
+
+
+def test_each_call_is_checked_in_every_layout_that_fits_it():
+    """The variants are chosen, not drawn: each layout that fits some argument lays out every
+    argument it fits, and with two tensor arguments one of them is also laid out alone; the
+    order is a function of the call, so a replayed call is checked in the same order."""
+    from conformance.layouts import layout_variants
+
+    sig = _sig("mul.Tensor")
+    call = Call(sig, (("self", torch.ones(1, 3, 2, 4)), ("other", torch.ones(4))))
+    variants = layout_variants(call)
+    layouts = [v.layouts for v in variants]
+    every = {(("self", "transposed"),), (("self", "channels_last"),),
+             (("self", "strided"), ("other", "strided")),
+             (("self", "expanded"), ("other", "expanded")),
+             (("self", "offset"), ("other", "offset"))}
+    assert every <= set(layouts) and len(layouts) == len(set(layouts))
+    assert any(len(lay) == 1 and lay not in every for lay in layouts)  # one argument alone
+    assert layouts == [v.layouts for v in layout_variants(call)]  # same call, same order
+    firsts = {layout_variants(Call(sig, (("self", torch.ones(2, i + 2)),
+                                         ("other", torch.ones(2, i + 2)))))[0].layouts
+              for i in range(12)}
+    assert len(firsts) > 1  # rotated by the call: another call may start elsewhere
+    scalar = Call(_sig("neg"), (("self", torch.tensor(1.0)),))
+    assert [v.layouts for v in layout_variants(scalar)] == [(("self", "offset"),)]
+
+
+def test_one_drawn_call_checks_several_layouts(reference):
+    """An example is one drawn forward call checked in its variants in order, up to the first
+    that fails, which the failure names (its repro and fingerprint are that variant's)."""
+    from conformance.layouts import layout_variants, verify_variants
+
+    backend = _buggy("buggy_contiguous")
+    sig = _sig("mul.Tensor")
+    call = Call(sig, (("self", torch.arange(6.0).reshape(2, 3)),
+                      ("other", torch.arange(6.0).reshape(2, 3) + 1)))
+    ctx = _context(backend, sig)
+    with pytest.raises(Exception) as info:
+        verify_variants(ctx, call)
+    assert info.value.category == "value" and info.value.call is not None
+    assert info.value.call.layouts == layout_variants(call)[0].layouts
+
+
+def _context(backend, sig):
+    from conformance.engine import Context, Inflight
+    from conformance.repro import snippet
+    from opdb.opdata import load_hints, load_tolerances
+
+    return Context(backend=backend, sig=sig, hints=load_hints().for_op(sig.name),
+                   tolerance_fn=load_tolerances(), inflight=Inflight(None),
+                   repro_fn=lambda call: snippet(call, backend))
 
 
 def test_stride_contracts():
@@ -214,7 +259,7 @@ def test_registered_and_described():
     from conformance.checks import CHECKS
     from opdb import outcomes
 
-    assert CHECKS["noncontiguous"].mode == "noncontiguous"
+    assert CHECKS["noncontiguous"].mode == "forward"  # forward's calls, laid out
     assert outcomes.severity("strides") < outcomes.severity("value")
     assert "strides_informational" in outcomes.INFO_CATEGORIES
     assert LayoutCall.__mro__[1] is Call
