@@ -1,10 +1,11 @@
 """The ``out`` check: what an ``out=`` overload does with the tensors it is given, against CPU.
 
-Every example draws the op's inputs as the ``forward`` check does (plain values) and one *form*
-in which the ``out=`` tensors are given (:data:`FORMS`). The shapes come from CPU's own answer
-to the call with empty outs (the probe); the out tensors of the form are then built alike on
-CPU and on the backend (:func:`make_outs`), the call runs on both, and the backend must do what
-CPU does:
+Every example draws the op's inputs as the ``forward`` check does (plain values) and judges
+them in every *form* in which the ``out=`` tensors can be given (:data:`FORMS`, listed per call
+by :func:`forms_for`: both resize directions, a dtype CPU refuses and one it casts into). The
+shapes come from CPU's own answer to the call with empty outs (the probe, run once per call);
+the out tensors of each form are then built alike on CPU and on the backend
+(:func:`make_outs`), the call runs on both, and the backend must do what CPU does:
 
 * ``fresh`` / ``sized`` — empty outs, or outs of the right shape holding a fill value: the
   result is written into them (``out_not_written``) and the very same objects are returned
@@ -31,6 +32,7 @@ import os
 import sys
 import tempfile
 import warnings
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -41,7 +43,7 @@ from hypothesis import strategies as st
 
 from conformance.strategies import Call, OpSignature
 from conformance.verdicts import Abort, CheckFailure, CpuRejected, error_line, missing_op_from
-from opdb.dtypes import DTYPE_NAMES, dtype_name, torch_dtype
+from opdb.dtypes import CATEGORIES, DTYPE_NAMES, category, dtype_name, torch_dtype
 from opdb.outcomes import (
     ERROR_ACCEPTS,
     ERROR_RAISES,
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     from conformance.backends import Backend
     from conformance.engine import Context
 
-#: The forms an example gives its out= tensors in (Hypothesis shrinks toward the first).
+#: The forms a call gives its out= tensors in (``fresh`` is judged first).
 FORMS: tuple[str, ...] = ("fresh", "sized", "resize", "dtype", "device", "view")
 
 #: What a disagreement in each form is filed under (a plain wrong value or shape in ``fresh``/
@@ -116,23 +118,61 @@ def out_applies(sig: OpSignature) -> str | None:
 
 
 @st.composite
-def out_calls(draw: Any, sig: OpSignature, hints: Any) -> OutCall:
+def out_calls(draw: Any, sig: OpSignature, hints: Any) -> Call:
     """Calls for the ``out`` check: inputs as ``forward`` draws them (plain values: the values
-    are the forward check's business) and the form of the out= tensors."""
+    are the forward check's business); each is judged in every form (:func:`forms_for`)."""
     from conformance.strategies import _assemble, _Plan, _shapes, _tensor_arg_dtypes
 
     shapes = _shapes(draw, sig, hints, mode="forward")
     dtypes = _tensor_arg_dtypes(draw, sig, hints, DTYPE_NAMES)
-    call = _assemble(draw, sig, hints, _Plan(shapes=shapes, dtypes=dtypes))
-    kind = draw(st.sampled_from(FORMS), label="out form")
-    form = OutForm(kind)
-    if kind == "dtype":
-        form = OutForm(kind, dtype=draw(st.sampled_from(DTYPE_NAMES), label="out dtype"),
-                       index=draw(st.integers(0, 3), label="which out"))
-    elif kind == "resize":
-        form = OutForm(kind, grow=draw(st.booleans(), label="out too small?"))
+    return _assemble(draw, sig, hints, _Plan(shapes=shapes, dtypes=dtypes))
+
+
+def _rotation(call: Call) -> int:
+    """A function of the call alone (Hypothesis replays a failing call: its forms must come
+    back in the same order, with the same picks)."""
+    return zlib.crc32(call.describe().encode() + repr(
+        [v.reshape(-1)[:8].tolist() for _, v in call.values
+         if isinstance(v, torch.Tensor) and v.layout == torch.strided]).encode())
+
+
+def alt_dtypes(dtype: str, h: int) -> list[str]:
+    """Other dtypes for an out of ``dtype`` in the ``dtype`` form: one of a lower category
+    (a result CPU will not cast into it: float into an integral out), one of the same or a
+    higher category (one it casts into); each picked among its candidates by ``h``."""
+    rank = CATEGORIES.index(category(dtype))
+    lower = [d for d in DTYPE_NAMES if CATEGORIES.index(category(d)) < rank]
+    higher = [d for d in DTYPE_NAMES if d != dtype and CATEGORIES.index(category(d)) >= rank]
+    return [pick[h % len(pick)] for pick in (lower, higher) if pick]
+
+
+#: Forms one drawn call is judged in: ``fresh`` and three of the seven others, by turns.
+FORMS_PER_CALL = 4
+
+
+def forms_for(call: Call, dtypes: list[torch.dtype]) -> list[OutForm]:
+    """The forms one drawn call is judged in, chosen rather than drawn: ``fresh`` first (its
+    failure is the forward check's kind, and CPU's answer is the probe's), then
+    :data:`FORMS_PER_CALL` - 1 of ``sized``, ``resize`` too small and too large, ``dtype`` with
+    a lower-category and a same-or-higher-category dtype (on one out, by turns), ``device`` and
+    ``view``, where the call's rotation starts (so an item's calls take their turns through
+    them, and a call that stops at its first failing form leaves the others to other calls).
+    ``dtypes``: the outs' dtypes."""
+    h = _rotation(call)
+    index = h % len(dtypes) if dtypes else 0
+    alts = alt_dtypes(dtype_name(dtypes[index]), h) if dtypes else []
+    rest = [OutForm("sized"), OutForm("resize", grow=True), OutForm("resize", grow=False),
+            *(OutForm("dtype", dtype=d, index=index) for d in alts),
+            OutForm("device"), OutForm("view")]
+    r = h % len(rest)
+    return [OutForm("fresh"), *(rest[r:] + rest[:r])[:FORMS_PER_CALL - 1]]
+
+
+def with_form(call: Call, form: OutForm) -> OutCall:
+    """``call`` given its out= tensors in ``form``."""
+    notes = tuple(n for n in call.notes if not n.startswith("out form:"))
     return OutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu,
-                   notes=(*call.notes, f"out form: {kind}"), form=form)
+                   notes=(*notes, f"out form: {form.kind}"), source=call.source, form=form)
 
 
 # --------------------------------------------------------------------------- building outs
@@ -321,14 +361,42 @@ def _run_side(ctx: Context, call: Call, side: _Side, device: str, *, cpu: bool) 
 
 
 def verify_out(ctx: Context, call: Call) -> None:
-    """The backend does with the out= tensors what CPU does (module docstring)."""
+    """The backend does with the out= tensors what CPU does (module docstring): a drawn call
+    in every form of :func:`forms_for` (an :class:`OutCall` in its own form only). CPU's probe
+    with empty outs refusing the call refuses the example; a form CPU refuses otherwise is
+    passed over; the first failing form ends the example (the failure names that form's call)."""
     __tracebackhide__ = True
-    form = call.form if isinstance(call, OutCall) else OutForm()
+    probe, shapes = _fresh_probe(ctx, call)
+    dtypes = [o.dtype for o in probe.outs]
+    if isinstance(call, OutCall):
+        _verify_form(ctx, call, probe, shapes, dtypes, fresh_ok=None)
+        return
+    fresh_ok: bool | None = None
+    for form in forms_for(call, dtypes):
+        one = with_form(call, form)
+        if form.kind == "device" and effective_kind(one, ctx.backend) != "device":
+            continue  # a CPU backend, or no input on the device: it would be `sized` again
+        try:
+            _verify_form(ctx, one, probe, shapes, dtypes, fresh_ok=fresh_ok)
+        except CpuRejected:
+            continue
+        except CheckFailure as exc:
+            exc.call = exc.call or one
+            raise
+        if form.kind == "fresh":
+            fresh_ok = True
+
+
+def _verify_form(ctx: Context, call: OutCall, probe: _Side, shapes: list[tuple[int, ...]],
+                 dtypes: list[torch.dtype], *, fresh_ok: bool | None) -> None:
+    """Judge ``call``'s own form against CPU's ``probe`` (CPU with empty outs). ``fresh_ok``:
+    the same inputs with empty outs agreed already (a failure is then the form's), or ``None``
+    (not known: asked on a failure)."""
+    __tracebackhide__ = True
+    form = call.form
     kind = effective_kind(call, ctx.backend)
     if kind != form.kind:
         form = OutForm(kind)
-    probe, shapes = _fresh_probe(ctx, call)
-    dtypes = [o.dtype for o in probe.outs]
     if kind == "fresh":
         cpu = probe
     else:
@@ -340,7 +408,7 @@ def verify_out(ctx: Context, call: Call) -> None:
     try:
         _judge(ctx, call, kind, form, probe, cpu, dev)
     except CheckFailure:
-        if kind != "fresh":
+        if kind != "fresh" and not fresh_ok:
             plain = _fresh_failure(ctx, call, probe, shapes, dtypes)
             if plain is not None:  # not the form's doing: it fails with empty outs too
                 raise plain from None

@@ -177,3 +177,30 @@ def test_warnings_seen_reads_python_and_cpp_warnings():
         torch.ops.aten.add.out(torch.ones(2), torch.ones(2), out=torch.zeros(3))  # TORCH_WARN
     assert any("from python" in w for w in seen)
     assert any("was resized since it had shape" in w for w in seen), seen
+
+
+def test_each_call_is_judged_in_chosen_forms_that_take_turns():
+    """A drawn call is judged in ``fresh`` and three more forms, chosen by the call (the same
+    call, the same forms: a replay is judged alike); over calls every form takes its turn,
+    and the dtype form offers a dtype CPU will not cast into and one it casts into."""
+    import opdb
+    from conformance.strategies import Call, OpSignature
+    from conformance.variants_out import FORMS, alt_dtypes, forms_for
+
+    assert alt_dtypes("float32", 0)[0] in ("bool", "uint8", "int8", "int16", "int32", "int64")
+    assert alt_dtypes("float32", 0)[1] in ("float16", "bfloat16", "float64", "complex64",
+                                          "complex128")
+    assert alt_dtypes("bool", 3) == [alt_dtypes("bool", 3)[0]] != ["bool"]  # none lower
+    sig = OpSignature.of(opdb.load()["add.out"])
+    seen = set()
+    for n in range(2, 14):
+        call = Call(sig, (("self", torch.ones(n)), ("other", torch.ones(n)),
+                          ("out", torch.empty(0))))
+        forms = forms_for(call, [torch.float32])
+        assert forms == forms_for(call, [torch.float32])
+        assert forms[0].kind == "fresh" and len(forms) == 4 and len(set(forms)) == 4
+        seen |= {(f.kind, f.grow, f.dtype is not None and f.dtype.startswith(("float", "c")))
+                 for f in forms}
+    assert {k for k, _, _ in seen} == set(FORMS)
+    assert ("resize", True, False) in seen and ("resize", False, False) in seen
+    assert ("dtype", False, True) in seen and ("dtype", False, False) in seen
