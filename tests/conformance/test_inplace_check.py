@@ -148,9 +148,16 @@ def test_variants_are_drawn_and_broadcast_ones_are_refused_by_cpu():
     sig = OpSignature.of(opdb.load()["add_.Tensor"])
     seen: set[str] = set()
 
-    @settings(max_examples=60, database=None, deadline=None)
+    @settings(max_examples=20, database=None, deadline=None)
     @given(calls(sig, load_hints().for_op(sig.name), mode="inplace"))
-    def body(call):
+    def body(drawn):
+        assert variant_of(drawn) == ("plain", None)
+        kinds = [variant_of(c) for c in drawn.variants]
+        assert len(kinds) == len(set(kinds)) and ("dtype" in {k for k, _ in kinds})
+        for call in (drawn, *drawn.variants):
+            check(call)
+
+    def check(call):
         variant, detail = variant_of(call)
         seen.add(variant)
         if variant == "broadcast":
