@@ -200,13 +200,21 @@ def test_autograd_is_judged_on_metadata_with_the_about_to_run_marker(tmp_path):
     assert v.repro and "relu" in v.repro
 
 
-@pytest.mark.parametrize("name", ["mul.out", "cat.out", "sin.out"])
+@pytest.mark.parametrize("name", ["mul.out", "add.out", "sin.out"])
 def test_out_check_is_judged_on_metadata(name):
     """The out check on meta: its outs cannot be read back (their initial state, whether they
     were written, a view's other elements), so returned objects, resizing, dtype refusals and
     the outs' metadata are judged: a metadata_only pass (every example was a harness_error)."""
     v = run(name, "out", resolve("meta"), k=12)
     assert (v.verdict, v.category) == ("pass", METADATA_ONLY), v.message
+
+
+def test_out_check_on_meta_finds_cats_refusal_of_another_type():
+    """The out check tries a lower-category out dtype on every call: meta's cat.out refuses
+    int8 into a bool out with a RuntimeError where CPU raises TypeError (a real difference of
+    torch's meta kernel, judged on metadata)."""
+    v = run("cat.out", "out", resolve("meta"), k=12)
+    assert v.verdict == "fail" and "out_dtype" in {f.category for f in v.failures}, v.message
 
 
 def test_out_check_on_meta_catches_a_fresh_result():
