@@ -295,3 +295,34 @@ def test_comparison_is_as_loose_as_the_least_precise_floating_input():
     assert _loosest(frozenset({"float32"}), torch.float32) is None  # torch's default for float32
     assert _loosest(frozenset({"float16"}), torch.int64) is None  # integers: exact
     assert _loosest(frozenset({"float64"}), torch.float16) is None
+
+
+def test_an_item_whose_every_draw_fails_argument_binding_stops_early():
+    """CPU refusing every call with one schema-binding error (the strategy's argument types,
+    not its values): the search stops after BINDING_REJECTS refusals, still no_valid_inputs."""
+    import opdb
+    from conformance.backends import resolve
+    from conformance.checks import CHECKS
+    from conformance.engine import BINDING_REJECTS, EngineSettings, Item, _binding_only, run_check
+    from conformance.repro import snippet
+    from conformance.strategies import OpSignature
+    from opdb.opdata import load_hints, load_tolerances
+
+    backend = resolve("mlu", without=())
+    name = "lstm_mps_backward.out"
+    v = run_check(Item(OpSignature.of(opdb.load()[name]), CHECKS["dtypes"]), backend,
+                  settings=EngineSettings(seed=0, database=None, corpus="off"),
+                  hints=load_hints().for_op(name), tolerance_fn=load_tolerances(),
+                  repro_fn=lambda call: snippet(call, backend))
+    assert (v.verdict, v.category) == ("skip", "no_valid_inputs"), v.message
+    assert "Expected a value of type" in v.message
+    total = int(v.message.split("rejected all ")[1].split()[0])
+    assert BINDING_REJECTS <= total < BINDING_REJECTS + 12  # one sweep past the limit at most
+    from collections import Counter
+
+    line = ("RuntimeError: aten::x() Expected a value of type 'List[Tensor]' for argument "
+            "'out1' but instead found type 'Tensor'.")
+    assert _binding_only(Counter({line: BINDING_REJECTS}))
+    assert not _binding_only(Counter({line: BINDING_REJECTS - 1}))
+    assert not _binding_only(Counter({line: BINDING_REJECTS, "ValueError: other": 1}))
+    assert not _binding_only(Counter({"RuntimeError: expected scalar type Float": 500}))
