@@ -1152,9 +1152,12 @@ def index_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: 
         raise RuntimeError(f"Expected out tensor to have dtype {cpp_type_name(self.dtype)}, "
                            f"but got {cpp_type_name(out.dtype)} instead")
     # CPU's dtype dispatch, before any bound check: without self, one initialising kernel for
-    # real non-bool dtypes; with it, amax/amin compare (no complex), mean divides (no bool)
+    # real non-bool dtypes; with it, one kernel for such dtypes when self has at most one dim,
+    # else slice-wise ops: amax/amin compare (no complex), mean divides (no bool)
     if not include_self:
         check_dtype("index_reduce_func_exclude_input_init", self.dtype, refused=BOOL | COMPLEX)
+    elif self.dim() <= 1:
+        check_dtype("index_func_", self.dtype, refused=BOOL | COMPLEX)
     elif reduce in ("amax", "amin"):
         check_dtype("maximum_cpu" if reduce == "amax" else "minimum_cpu", self.dtype,
                     refused=COMPLEX)
