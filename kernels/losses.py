@@ -167,9 +167,19 @@ def mse_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: tor
     norm = (2.0 / x.size if x.size else np.nan) if reduction == 1 else 2.0
     scale = c_cast(norm, np_dtype).astype(x.dtype)  # ATen: value.to<scalar_t>()
     # computed in the promoted dtype; the functional writes it into grad_input =
-    # zeros_like(self) (``result_like``: bfloat16 grad, float16 self: float16)
+    # zeros_like(self) (``result_like``: bfloat16 grad, float16 self: float16).
+    # ATen's lambda is ``scalar_val * (self - target) * grad`` on scalar_t: for a half type
+    # each of the three operations rounds to it (c10::Half/BFloat16 operators and
+    # Vectorized<Half> return the half type), so 2 * 65504 overflows to inf and
+    # times a zero grad gives NaN; integers compute in int and are truncated once.
+    if np_dtype.kind not in "biu":  # float16, bfloat16 (ml_dtypes: kind "V"), float32/64
+        def step(a: np.ndarray) -> np.ndarray:
+            return a.astype(np_dtype).astype(x.dtype)
+    else:
+        def step(a: np.ndarray) -> np.ndarray:
+            return a
     with np.errstate(all="ignore"):
-        return (scale * (x - t) * g).astype(np_dtype)
+        return step(step(scale * step(x - t)) * g).astype(np_dtype)
 
 
 @define("smooth_l1_loss", "smooth_l1_loss.out",

@@ -435,3 +435,14 @@ def test_index_add_of_a_0_dim_source_takes_one_index() -> None:
         expected, actual = on("cpu"), on("mlu")
         assert (actual is expected) if isinstance(expected, type) else torch.equal(actual,
                                                                                    expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
+def test_mse_loss_backward_rounds_each_step_in_a_half_type(dtype: torch.dtype) -> None:
+    # 2 * (max - 0) overflows float16 to inf before the zero grad makes it NaN (issue 9)
+    big = torch.finfo(dtype).max
+    x = _t([big, big, -big, 3.0, 1e-3] * 4, dtype)
+    t = _t([0.0, -big, 0.0, 0.1, 7.0] * 4, dtype)
+    g = _t([0.0, 1.0, 0.5, 3.3, -2.1] * 4, dtype)
+    for reduction in (0, 1, 2):
+        _same(torch.ops.aten.mse_loss_backward, g, x, t, reduction)
