@@ -1063,10 +1063,14 @@ def isin_tt_out(elements: torch.Tensor, test_elements: torch.Tensor, *,
 def isin_ts_out(elements: torch.Tensor, test_element: Any, *, assume_unique: bool = False,
                 invert: bool = False, out: torch.Tensor) -> torch.Tensor:
     # ATen: isin of the Scalar wrapped into a tensor (bool, int64, double or complex128),
-    # compared in the dtype they promote to (an int Scalar beside uint8 wraps: 281 is 25)
-    wrapped = torch.tensor(test_element).dtype
-    for dtype in (elements.dtype, wrapped):
-        if dtype == torch.bool or dtype.is_complex:
+    # compared in the dtype they promote to (an int Scalar beside uint8 wraps: 281 is 25).
+    # An int in [2**63, 2**64) is c10's uint64 Scalar, integral too: it wraps into the
+    # integer dtype (2**63 is int64's -2**63) and keeps its value in a floating one, which
+    # NumPy's uint64 array below does (torch.tensor(2**63) would overflow int64)
+    kind = (torch.bool if isinstance(test_element, bool)
+            else torch.complex128 if isinstance(test_element, complex) else None)
+    for dtype in (elements.dtype, kind):
+        if dtype is not None and (dtype == torch.bool or dtype.is_complex):
             raise RuntimeError(
                 f"Unsupported input type encountered for isin(): {scalar_type_name(dtype)}")
     common = _isin_dtype(torch.result_type(elements, test_element))

@@ -446,3 +446,13 @@ def test_mse_loss_backward_rounds_each_step_in_a_half_type(dtype: torch.dtype) -
     g = _t([0.0, 1.0, 0.5, 3.3, -2.1] * 4, dtype)
     for reduction in (0, 1, 2):
         _same(torch.ops.aten.mse_loss_backward, g, x, t, reduction)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int32, torch.int64, torch.float32], ids=str)
+def test_isin_takes_a_uint64_scalar(dtype: torch.dtype) -> None:
+    # an int in [2**63, 2**64) is c10's uint64 Scalar: it wraps into an integer dtype (issue 9)
+    el = torch.tensor([-(2**63), -1, 0, 3, 255, 2**63 - 1]).to(dtype)
+    for value in (2**63, 2**63 + 3, 2**64 - 1):
+        for invert in (False, True):
+            _same(lambda e, v=value, i=invert: torch.ops.aten.isin.Tensor_Scalar_out(
+                e, v, invert=i, out=torch.empty(0, dtype=torch.bool, device=e.device)), el)
