@@ -261,11 +261,18 @@ wrap = from_numpy
 
 def alias(base: torch.Tensor, size: Sequence[int], stride: Sequence[int],
           storage_offset: int | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """A new mlu tensor that views ``base``'s storage with the given geometry (a real view)."""
+    """A new mlu tensor that views ``base``'s storage with the given geometry (a real view).
+
+    Like ATen's views (made with ``base``'s key set), it keeps ``base``'s lazy conjugate and
+    negative bits: a transpose of a ``conj()`` view is still a conjugate view (``mH``)."""
     v = _create((0,), base.dtype if dtype is None else dtype)
     off = base.storage_offset() if storage_offset is None else int(storage_offset)
     _set_meta(_META, v, base.untyped_storage(), off, [int(s) for s in size],
               [int(s) for s in stride])
+    if base.is_conj() and v.is_complex():
+        torch._C._set_conj(v, True)
+    if base.is_neg():
+        torch._C._set_neg(v, True)
     return v
 
 

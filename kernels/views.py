@@ -83,6 +83,12 @@ def as_strided(self: torch.Tensor, size: list[int], stride: list[int],
 
 @register("view_as_real")
 def view_as_real(self: torch.Tensor) -> torch.Tensor:
+    if self.is_conj():  # CPU's check: the bytes are not the conjugated values
+        raise RuntimeError(
+            "view_as_real doesn't work on unresolved conjugated tensors.  To resolve the "
+            "conjugate tensor so you can view it as real, use self.resolve_conj(); however, be "
+            "warned that the resulting tensor will NOT alias the original."
+        )
     m = torch.view_as_real(_meta(self))
     off = cast(int, self.storage_offset() * 2 + m.storage_offset())
     return alias(self, m.shape, m.stride(), off, m.dtype)
