@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from kernels._semantics import opmath, scalar_type_name
-from kernels._tensor import DEVICE, NP_DTYPE, from_numpy, to_numpy
+from kernels._tensor import DEVICE, from_numpy, to_numpy
+from kernels.reductions import powsum
 from kernels.registry import register
 
 __all__: list[str] = []
@@ -378,36 +378,11 @@ def _foreach_zero_(self: list[torch.Tensor]) -> None:
 @register("_foreach_powsum.Scalar")
 def _foreach_powsum(self: list[torch.Tensor], ord: Any = 2, dtype: torch.dtype | None = None
                     ) -> list[torch.Tensor]:
-    """CPU's ``powsum_cpu``: per tensor, sum(|x| ** ord) in ``dtype`` (its real part type;
-    default: the tensor's real dtype, int64 for integral ones, which the kernel refuses unless
-    empty); a complex input is converted part by part (a part beyond float16 is inf) before
-    |x|. ATen's CompositeExplicitAutograd fallback (what a backend without this kernel gets)
-    converts it to the real dtype: it loses its imaginary part."""
+    """CPU's ``foreach_tensor_powsum_slow``: ``linalg__powsum`` (:func:`reductions.powsum`) of
+    each tensor over all its dims."""
     if not self:
         raise RuntimeError("Tensor list must have at least one tensor.")
-    out = []
-    with np.errstate(all="ignore"):
-        for t in self:
-            if dtype is not None:
-                res = dtype.to_real() if dtype.is_complex else dtype
-            elif t.is_complex():
-                res = t.dtype.to_real()
-            else:
-                res = t.dtype if t.is_floating_point() else torch.int64
-            if t.numel() == 0:
-                out.append(from_numpy(np.zeros((), NP_DTYPE[res]), res))
-                continue
-            if not res.is_floating_point:
-                raise NotImplementedError(
-                    f'"powsum_cpu" not implemented for \'{scalar_type_name(res)}\'')
-            x, npd = to_numpy(t), NP_DTYPE[res]
-            if t.is_complex():
-                a = np.hypot(opmath(x.real.astype(npd)), opmath(x.imag.astype(npd))).astype(npd)
-            else:
-                a = np.abs(opmath(x)).astype(npd)
-            total = np.sum(np.power(opmath(a), opmath(np.asarray(ord, a.dtype))))
-            out.append(from_numpy(np.asarray(total).astype(NP_DTYPE[res]), res))
-    return out
+    return [powsum(t, ord, dtype=dtype) for t in self]
 
 
 # --------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from kernels._semantics import (
     checked_scalar,
     cpp_type_name,
     emit,
+    opmath,
     quiet,
     scalar_type_name,
     write_out,
@@ -582,6 +583,44 @@ def _vector_norm(self: torch.Tensor, ord: Any, dim: Any, keepdim: bool,
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 
+def powsum(self: torch.Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
+           dtype: torch.dtype | None = None) -> torch.Tensor:
+    """CPU's ``powsum_cpu`` (``linalg__powsum``; ``_foreach_powsum`` calls it per tensor):
+    sum(|x| ** ord) over ``dim`` in ``dtype``'s real type (default: the input's real dtype, int64
+    for an integral one, which the kernel refuses unless the input is empty). A complex input
+    is converted to the complex counterpart of that type part by part (a part beyond float16 is
+    inf) before |x|, except where nothing is reduced (as many results as elements: one element,
+    size-1 dims): there CPU's reduction only casts to ``dtype``, so a real one gives
+    |real part| ** ord (and an integral one is refused as for a real input). ATen's
+    CompositeExplicitAutograd fallback (what a backend without this kernel gets) converts a
+    complex input to the real dtype first: it loses the imaginary part everywhere."""
+    x = to_numpy(self)
+    axes = reduce_axes(dim, x.ndim)
+    shape = np.sum(np.zeros(x.shape, np.int8), axis=axes).shape
+    # nothing reduced: CPU casts to `dtype` as given (a real one drops the imaginary part)
+    cast_only = math.prod(shape) == x.size
+    if dtype is not None:
+        res = dtype.to_real() if dtype.is_complex else dtype
+        if self.is_complex() and not (dtype.is_complex or dtype.is_floating_point or cast_only):
+            raise RuntimeError(f"Unknown Complex ScalarType for {scalar_type_name(dtype)}")
+    elif self.is_complex():
+        res = self.dtype.to_real()
+    else:
+        res = self.dtype if self.is_floating_point() else torch.int64
+    npd = NP_DTYPE[res]
+    if x.size == 0:
+        return from_numpy(_keep(np.zeros(shape, npd), x, axes, keepdim), res)
+    if not res.is_floating_point:
+        raise NotImplementedError(f'"powsum_cpu" not implemented for \'{scalar_type_name(res)}\'')
+    with quiet():
+        if self.is_complex() and not (cast_only and dtype is not None and not dtype.is_complex):
+            a = np.hypot(opmath(x.real.astype(npd)), opmath(x.imag.astype(npd))).astype(npd)
+        else:
+            a = np.abs(opmath((x.real if self.is_complex() else x).astype(npd))).astype(npd)
+        total = np.sum(np.power(opmath(a), opmath(np.asarray(ord, npd))), axis=axes)
+    return from_numpy(_keep(np.asarray(total).astype(npd), x, axes, keepdim), res)
+
+
 
 
 
@@ -1008,6 +1047,7 @@ register_rows({
     ("var.correction", "var.correction_out"): partial(_var_std, op="var"),
     ("std.correction", "std.correction_out"): partial(_var_std, op="std"),
     ("linalg_vector_norm", "linalg_vector_norm.out"): _vector_norm,
+    "linalg__powsum": powsum,
     ("norm.out", "norm.dtype_out"): _norm,
     ("any", "any.all_out", "any.dim", "any.out"): partial(_anyall, fn=np.any),
     ("any.dims", "any.dims_out"): partial(_anyall, fn=np.any, no_dims_is_identity=True),

@@ -369,6 +369,60 @@ def test_foreach_powsum_takes_the_modulus_as_cpus_kernel(dtype: Any, ord: Any) -
           exact=False)
 
 
+@pytest.mark.parametrize("dtype", [None, torch.float16, torch.float32, torch.float64,
+                                   torch.complex128], ids=str)
+@pytest.mark.parametrize("shape,dim", [((3,), None), ((2, 3), [1]), ((3, 1), [1]), ((), None),
+                                       ((1, 1), [0, 1])], ids=str)
+def test_linalg_powsum_of_complex_as_cpus_kernel(dtype: Any, shape: Any, dim: Any) -> None:
+    """mlu had no linalg__powsum: ATen's composite casts a complex input to a real dtype= first
+    (complex128[2], ord=-1, dtype=float32: 1.5, CPU 0.54). CPU takes the modulus where it
+    reduces, and only casts where nothing is reduced (one element, size-1 dims)."""
+    values = torch.tensor([complex(-1, 3), complex(2, 4), complex(0.5, -1e5), 2.5j, -3, 1e-3j],
+                          dtype=torch.complex128)
+    x = values[: math.prod(shape)].reshape(shape)
+    for ord in (-1, 0, 0.5, 2):
+        _same(lambda t, o=ord: torch.ops.aten.linalg__powsum(t, o, dim, True, dtype=dtype), x,
+              exact=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64],
+                         ids=str)
+def test_powsum_of_int_min_converts_before_the_modulus(dtype: Any) -> None:
+    """CPU converts to dtype= before |x|: int64's minimum is -inf in float16, so |x| is inf;
+    NumPy's abs of it wraps to itself (mlu's _foreach_powsum gave -inf, NaN for ord=0.5)."""
+    x = _t([-(2**63), -5, 4], torch.int64)
+    for ord in (1, 0.5, 2):
+        _same(lambda t, o=ord: torch.ops.aten.linalg__powsum(t, o, dtype=dtype), x, exact=False)
+        _same(lambda t, o=ord: torch.ops.aten._foreach_powsum.Scalar([t, t[1:]], o, dtype), x,
+              exact=False)
+
+
+@pytest.mark.parametrize("x,dim,dtype", [
+    (_t([[1, 2]], torch.int32), None, None),                      # int64: no kernel
+    (_t([[1, 2]], torch.uint8), [1], torch.int32),                # no Int kernel
+    (_t([[1 + 1j, 2]], torch.complex64), [1], torch.int32),       # no complex counterpart
+    (_t([[1 + 1j], [2]], torch.complex64), [1], torch.int32),     # cast only: no Int kernel
+    (_t([[1, 2]], torch.int32)[:0], [1], None),                   # empty: int64 zeros
+    (_t([[1 + 1j, 2]], torch.complex64)[:0], [0], torch.bool),    # empty, cast only: zeros
+    (_t([[1, 2]], torch.float32), [0, 0], None),                  # dim twice
+    (_t([[1 + 1j, 2]], torch.complex64), [2], torch.int32),       # dim first
+], ids=["int64", "int32", "complex-int32", "cast-only-int32", "empty", "empty-cast-only",
+        "dim-twice", "dim-range"])
+def test_linalg_powsum_refuses_as_cpu(x: torch.Tensor, dim: Any, dtype: Any) -> None:
+    def call(t: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten.linalg__powsum(t, 2, dim, dtype=dtype)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = _outcome(lambda: call(x))
+        actual = _outcome(lambda: call(x.to("mlu")))
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor) and actual.dtype == expected.dtype
+        assert torch.equal(actual, expected)
+    else:
+        assert actual is expected
+
+
 def test_isin_of_bfloat16_with_a_nan_among_the_test_elements() -> None:
     """np.isin sorts longer inputs, and NumPy orders ml_dtypes' bfloat16 by its bits: a NaN
     among the test elements hid a 0 (the dtypes check's larger sweeps found it)."""
