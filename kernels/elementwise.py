@@ -979,7 +979,21 @@ def _pow_exponent(result: torch.dtype, a: Any, b: Any) -> None:
 
 
 register_family("pow", _pow, Kind.DEFAULT, validate=_pow_check, raw_scalars=True,
-                scalars=_pow_exponent)
+                scalars=_pow_exponent, skip=("pow.Scalar_out",))
+_pow_scalar_out = make_pointwise("pow.Scalar_out", _pow, Kind.DEFAULT, nin=2, mode="out",
+                                 argnames=("self", "exponent"), validate=_pow_check,
+                                 raw_scalars=True, scalars=_pow_exponent)
+
+
+@register("pow.Scalar_out")
+def pow_scalar_out(self: Any, exponent: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    """ATen's pow_Scalar_out: a base that ``equal(1.0)`` (1, 1.0, 1+0j; not True) fills ``out``
+    with ones, whatever its dtype (no result-type cast check: 1 ** float64 into a bool out is
+    True); another base goes through pow.Tensor_Tensor_out and its checks."""
+    if self == 1 and not isinstance(self, bool):
+        check_same_device("pow.Scalar_out", (exponent,), ("exponent",))
+        return write_out(out, np.ones(tuple(exponent.shape), NP_DTYPE[out.dtype]))
+    return _pow_scalar_out(self, exponent, out=out)
 
 # --------------------------------------------------------------------------------------------
 # Ternary and clamp

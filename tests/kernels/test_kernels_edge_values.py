@@ -510,3 +510,20 @@ def test_isin_takes_a_uint64_scalar(dtype: torch.dtype) -> None:
         for invert in (False, True):
             _same(lambda e, v=value, i=invert: torch.ops.aten.isin.Tensor_Scalar_out(
                 e, v, invert=i, out=torch.empty(0, dtype=torch.bool, device=e.device)), el)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bool, torch.int64, torch.float32], ids=str)
+def test_pow_of_base_one_fills_any_out_dtype(out_dtype: torch.dtype) -> None:
+    # ATen's pow_Scalar_out fills ones before any result-type cast check (issue 9); True and
+    # other bases keep pow.Tensor_Tensor_out's check
+    x = _t([0.5, nan], torch.float64)
+    for base in (1, 1.0, 1 + 0j, True, 2.0):
+        def on(device: str, base: Any = base) -> Any:
+            return _outcome(lambda: torch.ops.aten.pow.Scalar_out(
+                base, x.to(device), out=torch.empty(0, dtype=out_dtype, device=device)))
+        expected, actual = on("cpu"), on("mlu")
+        if isinstance(expected, type):
+            assert actual is expected, (base, expected, actual)
+        else:
+            assert isinstance(actual, torch.Tensor)
+            torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
