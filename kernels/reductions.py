@@ -686,19 +686,35 @@ def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None = None,
 
 def _logsumexp(self: torch.Tensor, dim: Any, keepdim: bool, out: torch.Tensor | None = None
                ) -> torch.Tensor:
-    result = self.dtype if (self.dtype.is_floating_point or self.dtype.is_complex) else (
+    """ATen's logsumexp: log(sum(exp(x - m))) + m, m the real parts' max. logsumexp.out
+    refuses a non-floating out= first; a complex input summed into a real out= (sum_out) keeps
+    only the real parts of exp(x - m), and the real log of that sum follows."""
+    if out is not None and not (out.dtype.is_floating_point or out.dtype.is_complex):
+        raise RuntimeError("logsumexp(): Expected floating point type for result tensor, but "
+                           f"got: {scalar_type_name(out.dtype)}")
+    in_dtype = self.dtype if (self.dtype.is_floating_point or self.dtype.is_complex) else (
         torch.get_default_dtype())
-    x = to_numpy(self).astype(NP_DTYPE[_acc_dtype(result)], copy=False)
+    result = out.dtype if out is not None else in_dtype
+    npd, npr = NP_DTYPE[in_dtype], NP_DTYPE[result]
+    x = to_numpy(self).astype(npd, copy=False)
     axes = reduce_axes(dim, x.ndim)
-    with quiet():
+    with quiet():  # each step rounds to its tensor's dtype as ATen's do
         if x.size == 0:
-            v = np.log(np.sum(np.exp(x), axis=axes))
+            e, m = np.exp(opmath(x)).astype(npd), None
         else:
             r = x.real if x.dtype.kind == "c" else x  # complex: shift by the real parts' max
             m = np.max(r, axis=axes, keepdims=True) if x.ndim else r
             m = np.where(np.isinf(m), 0, m)
-            v = np.log(np.sum(np.exp(x - m), axis=axes))
-            v = v + (np.squeeze(m, axis=axes) if axes is not None else np.reshape(m, ()))
+            e = np.exp(opmath((opmath(x) - opmath(m)).astype(npd))).astype(npd)
+        if e.dtype.kind == "c" and not result.is_complex:
+            e = e.real  # sum_out into a real out=
+        # sum_out converts to out='s dtype, then accumulates in its opmath type (CPU does so
+        # where the reduced dims coalesce; over non-adjacent dims it sums first)
+        v = np.sum(e.astype(npr).astype(NP_DTYPE[_acc_dtype(result)]), axis=axes).astype(npr)
+        v = np.log(opmath(v)).astype(npr)
+        if m is not None:
+            m = np.squeeze(m, axis=axes) if axes is not None else np.reshape(m, ())
+            v = (opmath(v) + opmath(m)).astype(npr)
     return _emit(_keep(v, x, axes, keepdim), result, out)
 
 

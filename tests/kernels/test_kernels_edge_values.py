@@ -423,6 +423,29 @@ def test_linalg_powsum_refuses_as_cpu(x: torch.Tensor, dim: Any, dtype: Any) -> 
         assert actual is expected
 
 
+@pytest.mark.parametrize("out_dtype", [torch.float16, torch.bfloat16, torch.float32,
+                                       torch.float64, torch.complex64], ids=str)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float16, torch.float32, torch.complex64,
+                                   torch.complex128], ids=str)
+def test_logsumexp_out_sums_in_outs_dtype(dtype: torch.dtype, out_dtype: torch.dtype) -> None:
+    """logsumexp.out is sum_out(out, exp(x - m)), then out.log_().add_(m): a complex input into
+    a real out= sums only the real parts (a negative sum: NaN), and each step rounds to out='s
+    dtype (mlu took the complex log's real part, and rounded once, to the input's dtype)."""
+    x = torch.tensor([[complex(0.5, 3), complex(-1, 2.5), complex(2, -2)],
+                      [complex(1, 0.1), complex(-3, 1), complex(0.25, -0.5)]])
+    x = (x if dtype.is_complex else x.real * 3).to(dtype)
+    _same(lambda t: torch.logsumexp(t, [1], out=torch.empty(0, dtype=out_dtype,
+                                                             device=t.device)), x, exact=False)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bool, torch.uint8, torch.int32, torch.int64], ids=str)
+def test_logsumexp_out_refuses_an_integral_out(out_dtype: torch.dtype) -> None:
+    x = _t([1.0, 2.0], torch.float32)
+    for device in ("cpu", "mlu"):
+        with pytest.raises(RuntimeError, match="Expected floating point type for result tensor"):
+            torch.logsumexp(x.to(device), [0], out=torch.empty(0, dtype=out_dtype, device=device))
+
+
 def test_isin_of_bfloat16_with_a_nan_among_the_test_elements() -> None:
     """np.isin sorts longer inputs, and NumPy orders ml_dtypes' bfloat16 by its bits: a NaN
     among the test elements hid a 0 (the dtypes check's larger sweeps found it)."""
