@@ -457,6 +457,11 @@ class Context:
         fn = getattr(self.tolerance_fn, "scale_ulps", None)
         return int(fn(overload, dtype)) if fn is not None else 0
 
+    def grad_error_factor(self, overload: str, dtype: torch.dtype) -> float:
+        """The tolerance data's ``grad_error_factor`` (0 for a plain ``(rtol, atol)`` function)."""
+        fn = getattr(self.tolerance_fn, "grad_error_factor", None)
+        return float(fn(overload, dtype)) if fn is not None else 0.0
+
     def nonfinite_unspecified(self, overload: str, dtype: torch.dtype) -> bool:
         """The tolerance data's ``nonfinite: unspecified`` (False for a plain function)."""
         fn = getattr(self.tolerance_fn, "nonfinite_unspecified", None)

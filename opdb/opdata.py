@@ -135,6 +135,10 @@ class Tolerance:
     #: ``True``: where CPU's element is not finite (inf or NaN, either part of a complex one),
     #: any non-finite element of the backend's agrees with it (``nonfinite: unspecified``)
     nonfinite_unspecified: bool = False
+    #: a gradient (autograd check) whose values miss ``rtol``/``atol`` still agrees when it is
+    #: at most this many times as far from the same gradient computed in float64/complex128 as
+    #: CPU's own gradient is (largest element distance); ``None``: the entry does not say
+    grad_error_factor: float | None = None
 
     def covers(self, overload: str, dname: str) -> bool:
         return overload in self.names and (self.dtypes is None or dname in self.dtypes)
@@ -163,6 +167,15 @@ class Tolerances:
             if t.scale_ulps is not None and t.covers(overload, dname):
                 return t.scale_ulps
         return 0
+
+    def grad_error_factor(self, overload: str, dtype: torch.dtype | str) -> float:
+        """How many times CPU's own distance from a float64 computation of a ``dtype``
+        gradient the backend's may be (0 where no entry says)."""
+        dname = dtype_name(dtype)
+        for t in self.entries:
+            if t.grad_error_factor is not None and t.covers(overload, dname):
+                return t.grad_error_factor
+        return 0.0
 
     def nonfinite_unspecified(self, overload: str, dtype: torch.dtype | str) -> bool:
         """Whether some entry naming (overload, dtype) says ``nonfinite: unspecified``."""
@@ -439,7 +452,8 @@ def _argument_names(ov: Any) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- tolerances
 
-_TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "nonfinite", "reason"}
+_TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "nonfinite", "grad_error_factor",
+             "reason"}
 
 
 def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
@@ -461,9 +475,10 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
         take(entry, _TOL_KEYS, file, "tolerance entry")
         line = entry.get(LINE)
         if ("rtol" in entry) != ("atol" in entry) or not (
-                "rtol" in entry or "scale_ulps" in entry or "nonfinite" in entry):
-            raise InputError("a tolerance entry needs both 'rtol' and 'atol', or 'scale_ulps' "
-                             "or 'nonfinite'", file=file, line=line)
+                "rtol" in entry or "scale_ulps" in entry or "nonfinite" in entry
+                or "grad_error_factor" in entry):
+            raise InputError("a tolerance entry needs both 'rtol' and 'atol', or 'scale_ulps', "
+                             "'nonfinite' or 'grad_error_factor'", file=file, line=line)
         if entry.get("nonfinite", "unspecified") != "unspecified":
             raise InputError("'nonfinite' must be 'unspecified'", file=file, line=line)
         for key in ("rtol", "atol"):
@@ -473,6 +488,11 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
         ulps = entry.get("scale_ulps")
         if ulps is not None and (not isinstance(ulps, int) or isinstance(ulps, bool) or ulps < 0):
             raise InputError("'scale_ulps' must be a non-negative integer", file=file, line=line)
+        factor = entry.get("grad_error_factor")
+        if factor is not None and (not isinstance(factor, int | float) or isinstance(factor, bool)
+                                   or not factor >= 1):
+            raise InputError("'grad_error_factor' must be a number of at least 1", file=file,
+                             line=line)
         if not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
             raise InputError("a tolerance entry needs a 'reason'", file=file, line=line)
         dtypes = entry.get("dtypes")
@@ -494,7 +514,8 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
                                  atol=float(entry["atol"]) if "atol" in entry else None,
                                  reason=entry["reason"].strip(), file=file, line=line,
                                  scale_ulps=ulps,
-                                 nonfinite_unspecified="nonfinite" in entry))
+                                 nonfinite_unspecified="nonfinite" in entry,
+                                 grad_error_factor=None if factor is None else float(factor)))
     return Tolerances(tuple(entries))
 
 

@@ -137,6 +137,8 @@ def test_globs_name_families(tmp_path, db):
     ("- names: [add.Tensor]\n  scale_ulps: 1.5\n  reason: r\n", r"'scale_ulps' must be", 1),
     ("- names: [add.Tensor]\n  reason: r\n", r"or 'scale_ulps'", 1),
     ("- names: [add.Tensor]\n  nonfinite: any\n  reason: r\n", r"'nonfinite' must be", 1),
+    ("- names: [add.Tensor]\n  grad_error_factor: 0.5\n  reason: r\n",
+     r"'grad_error_factor' must be", 1),
 ])
 def test_tolerance_errors_name_file_and_line(tmp_path, db, text, message, line):
     path = _write(tmp_path, text)
@@ -203,3 +205,15 @@ def test_scale_ulps_and_tolerances_come_from_their_own_first_entries(tmp_path, d
     assert tol.scale_ulps("add.Tensor", torch.float16) == 4
     assert tol.scale_ulps("add.Tensor", torch.float32) == 0
     assert tol("sub.Tensor", torch.float16) == (None, None)
+
+
+def test_grad_error_factor_comes_from_its_own_first_entry(tmp_path, db):
+    path = _write(tmp_path, "- names: [add.Tensor]\n  rtol: 0.1\n  atol: 0\n  reason: r\n"
+                            "- names: ['*']\n  dtypes: [float32]\n  grad_error_factor: 4\n"
+                            "  reason: r\n"
+                            "- names: [add.Tensor]\n  grad_error_factor: 8\n  reason: r\n")
+    tol = load_tolerances(path, db=db)
+    assert tol("add.Tensor", torch.float32) == (0.1, 0.0)
+    assert tol.grad_error_factor("add.Tensor", torch.float32) == 4
+    assert tol.grad_error_factor("add.Tensor", torch.float64) == 8
+    assert tol.grad_error_factor("sub.Tensor", torch.float64) == 0
