@@ -202,8 +202,28 @@ def _prod(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
     x, _ = _input(self, result)
     axes = reduce_axes(dim, x.ndim)
     with quiet():
-        v = np.prod(x, axis=axes, dtype=NP_DTYPE[_acc_dtype(result)])
+        if result in LOW_PRECISION:
+            v = _prod_rounding_each_step(x, axes)
+        else:
+            v = np.prod(x, axis=axes, dtype=NP_DTYPE[_acc_dtype(result)])
     return _emit(_keep(v, x, axes, keepdim), result, out)
+
+
+def _prod_rounding_each_step(x: np.ndarray, axes: tuple[int, ...] | None) -> np.ndarray:
+    """ATen's prod_kernel_impl reduces float16/bfloat16 in scalar_t itself: each product is
+    rounded to the half type, in order over the reduced elements (row-major), so a partial
+    product underflows to 0 or overflows to inf where a float32 accumulator would not (then
+    0 * inf is NaN). NumPy's float16 multiply.reduce accumulates in float32, hence the loop.
+    (CPU's vectorized loop takes lanes of 4 x Vectorized::size() elements when 64 or more
+    contiguous elements are reduced into one; that machine-dependent order is not copied.)"""
+    reduced = tuple(range(x.ndim)) if axes is None else tuple(sorted(axes))
+    kept = [a for a in range(x.ndim) if a not in reduced]
+    n = math.prod(x.shape[a] for a in reduced)
+    rows = np.transpose(x, kept + list(reduced)).reshape([x.shape[a] for a in kept] + [n])
+    acc = np.ones(rows.shape[:-1], x.dtype)
+    for k in range(rows.shape[-1]):
+        acc = (acc.astype(np.float32) * rows[..., k].astype(np.float32)).astype(x.dtype)
+    return acc
 
 
 

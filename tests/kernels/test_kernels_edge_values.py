@@ -550,3 +550,16 @@ def test_pow_of_base_one_fills_any_out_dtype(out_dtype: torch.dtype) -> None:
         else:
             assert isinstance(actual, torch.Tensor)
             torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_prod_of_a_half_type_rounds_each_product(dtype: torch.dtype) -> None:
+    # CPU multiplies in the half type itself: 1e-4 * 1e-4 underflows float16 to 0, and 0 * inf
+    # is NaN where a float32 accumulator gives inf (issue 9); the last row's bfloat16 product
+    # is 3.796875 rounded step by step, 3.8125 rounded once
+    tiny, big = (1e-4, 1e4) if dtype == torch.float16 else (1e-30, 1e30)
+    x = _t([[tiny, tiny, inf, 3.0], [big, big, 0.5, tiny], [1.9921875, 2.796875, 0.765625, 0.89453125]], dtype)
+    _same(torch.prod, x)
+    for dim in (0, 1):
+        _same(torch.prod, x, dim)
+    _same(torch.prod, x.float(), dtype=dtype)
