@@ -30,6 +30,7 @@ from kernels._semantics import (
     scalar_type_name,
     write_out,
 )
+from kernels._stdsort import std_sort
 from kernels._tensor import NP_DTYPE, from_numpy, scalar_value, to_numpy
 from kernels.reductions import wrap_dim
 from kernels.registry import register, register_rows
@@ -1271,6 +1272,26 @@ def _unique(self: torch.Tensor, sorted: bool = True, return_inverse: bool = Fals
     return vals, inverse
 
 
+def _std_sorted_rows(keys: np.ndarray) -> np.ndarray:
+    """The row order CPU's unique_dim gets from std::sort with its comparator (the first
+    element that is < or > decides; equal or NaN elements pass to the next). With a NaN that
+    is no strict weak ordering: rows end up where libstdc++'s introsort leaves them, which
+    no valid sort reproduces ([nan, 1, nan, 0] stays in that order)."""
+    rows = keys.tolist()
+
+    def less(i: int, j: int) -> bool:
+        for a, b in zip(rows[i], rows[j], strict=True):
+            if a < b:
+                return True
+            if a > b:
+                return False
+        return False
+
+    order = list(range(len(rows)))
+    std_sort(order, less)
+    return np.asarray(order, dtype=np.int64)
+
+
 def _unique_along(self: torch.Tensor, dim: int, sorted: bool = True, return_inverse: bool = False,
                   return_counts: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``unique_dim`` (always sorted, as on CPU)."""
@@ -1291,8 +1312,11 @@ def _unique_along(self: torch.Tensor, dim: int, sorted: bool = True, return_inve
         starts[:1] = True
     else:
         keys = flat.astype(np.float32) if flat.dtype == NP_DTYPE[torch.bfloat16] else flat
-        order = np.lexsort(keys.T[::-1])  # rows in lexicographic order, stable (NumPy orders
-        #                                   ml_dtypes' bfloat16 by its bits: sorted as float32)
+        if keys.dtype.kind == "f" and np.isnan(keys).any():
+            order = _std_sorted_rows(keys)
+        else:
+            order = np.lexsort(keys.T[::-1])  # rows in lexicographic order, stable (NumPy
+            #                 orders ml_dtypes' bfloat16 by its bits: sorted as float32)
         s = flat[order]
         starts = np.ones(n, bool)
         starts[1:] = (s[1:] != s[:-1]).any(axis=1)

@@ -563,3 +563,15 @@ def test_prod_of_a_half_type_rounds_each_product(dtype: torch.dtype) -> None:
     for dim in (0, 1):
         _same(torch.prod, x, dim)
     _same(torch.prod, x.float(), dtype=dtype)
+
+
+@pytest.mark.parametrize("n", [4, 17, 40], ids=str)
+def test_unique_dim_orders_nan_rows_as_cpus_std_sort(n: int) -> None:
+    # CPU's row comparator with a NaN is no strict weak ordering: its std::sort leaves
+    # [nan, 1, nan, 0] as is (issue 9); introsort past 16 rows
+    g = torch.Generator().manual_seed(n)
+    x = torch.randint(-3, 4, (n, 2), generator=g).double()
+    x[torch.rand(n, 2, generator=g) < 0.3] = nan
+    _same(lambda t: torch.ops.aten.unique_dim(t, 0, True, True, True), x)
+    _same(lambda t: torch.ops.aten.unique_dim(t, 0, True, True, True), _t([nan, 1.0, nan, 0.0],
+                                                                         torch.float16))
