@@ -863,8 +863,10 @@ def mode_values(self: torch.Tensor, dim: int = -1, keepdim: bool = False, *,
             raise RuntimeError(f"expected scalar type '{scalar_type_name(want)}' but got "
                                f"'{scalar_type_name(out.dtype)}' for {what} output")
     vals, idx = mode(self, dim, keepdim)
-    write_out(values, to_numpy(vals), self.dtype, exact=True)
-    write_out(indices, to_numpy(idx), torch.int64, exact=True)
+    # a 0-dim self: ATen's trivial path resize_s both outs to 0-dim (no resize_output warning)
+    silent = self.dim() == 0
+    write_out(values, to_numpy(vals), self.dtype, exact=True, silent_resize=silent)
+    write_out(indices, to_numpy(idx), torch.int64, exact=True, silent_resize=silent)
     return values, indices
 
 

@@ -446,6 +446,22 @@ def test_logsumexp_out_refuses_an_integral_out(out_dtype: torch.dtype) -> None:
             torch.logsumexp(x.to(device), [0], out=torch.empty(0, dtype=out_dtype, device=device))
 
 
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3)], ids=str)
+def test_mode_out_warns_on_resizing_as_cpu(shape: tuple[int, ...]) -> None:
+    """A 0-dim self takes ATen's trivial path (resize_ of both outs, no warning); any other
+    self resizes through resize_output, which warns for a non-empty out= of the wrong shape."""
+    seen = {}
+    for device in ("cpu", "mlu"):
+        x = torch.arange(math.prod(shape)).reshape(shape).to(device)
+        values = torch.empty(5, dtype=torch.int64, device=device)
+        indices = torch.empty(0, dtype=torch.int64, device=device)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.mode(x, 0, out=(values, indices))
+        seen[device] = (len(caught), tuple(values.shape), tuple(indices.shape))
+    assert seen["mlu"] == seen["cpu"]
+
+
 def test_isin_of_bfloat16_with_a_nan_among_the_test_elements() -> None:
     """np.isin sorts longer inputs, and NumPy orders ml_dtypes' bfloat16 by its bits: a NaN
     among the test elements hid a 0 (the dtypes check's larger sweeps found it)."""
