@@ -24,7 +24,7 @@ from conformance import ties as tie_positions
 from conformance.strategies import Call, OpSignature
 from conformance.variants_inplace import inplace_applies, verify_inplace
 from conformance.verdicts import CheckFailure, CpuRejected, error_line
-from opdb.dtypes import default_tolerance
+from opdb.dtypes import default_tolerance, torch_dtypes
 
 if TYPE_CHECKING:
     from conformance.engine import Context
@@ -753,6 +753,48 @@ def verify_promotion(ctx: Context, call: Call) -> None:
     the same call with that operand on the device (its verdict stands for the example, and a
     pass notes ``cpu_operand_refused``): ATen's generated device check refuses CPU operands
     except in the TensorIterator ops that opt out, so accepting one is not a promotion rule."""
+    __tracebackhide__ = True
+    _verify_promotion_one(ctx, call)
+    for partner in zero_dim_partners(call):
+        try:
+            _verify_promotion_one(ctx, partner)
+        except CheckFailure as exc:
+            exc.call = exc.call or partner
+            raise
+
+
+def zero_dim_partners(call: Call) -> list[Call]:
+    """``call`` again with its first 0-dim tensor operand (on the device or kept on CPU)
+    retyped to each dtype where promoting it with the first operand of higher rank follows a
+    rule rather than the table: ``torch.result_type`` differs from ``torch.promote_types`` (a
+    wider 0-dim operand of the same category does not promote: float32 with a float64 0-dim is
+    float32) or the 0-dim operand gives the result its dtype (int32 with a float16 0-dim is
+    float16). Drawn at random, one such (dtype, 0-dim dtype) pair comes about once in fifty
+    promotion calls; every drawn call with a 0-dim operand now tries them all (at most eleven
+    small calls, dtypes only: the values are the safe fill). Empty without such a pair."""
+    names = [a.name for a in call.sig.operands if a.base == "Tensor"]
+    given = dict(call.values)
+    tensors = [(n, given[n]) for n in names if isinstance(given.get(n), torch.Tensor)]
+    lead = next((t for _, t in tensors if t.dim() > 0), None)
+    zero = next(((n, t) for n, t in tensors if t.dim() == 0), None)
+    if lead is None or zero is None:
+        return []
+    name, z = zero
+    out = []
+    for dtype in torch_dtypes():
+        if dtype == z.dtype:
+            continue
+        probe = torch.ones((), dtype=dtype)
+        result = torch.result_type(lead, probe)
+        if result == torch.promote_types(lead.dtype, dtype) and result == lead.dtype:
+            continue
+        retyped = (z.real if z.is_complex() and not dtype.is_complex else z).to(dtype)
+        out.append(replace(call, values=tuple((n, retyped if n == name else v)
+                                               for n, v in call.values)))
+    return out
+
+
+def _verify_promotion_one(ctx: Context, call: Call) -> None:
     __tracebackhide__ = True
     from opdb.outcomes import CPU_OPERAND_REFUSED, ERROR_RAISES, ERROR_TYPE
 

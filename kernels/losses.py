@@ -24,7 +24,7 @@ from kernels._semantics import (
     promote,
     scalar_type_name,
 )
-from kernels._tensor import NP_DTYPE, to_numpy
+from kernels._tensor import np_dtype, to_numpy
 
 __all__: list[str] = []
 
@@ -135,17 +135,17 @@ def _triple(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor
     """``(self, target, grad)`` in the computation dtype of a TensorIterator over the three
     (opmath float32 for half types, int64 for integers), and the result's NumPy dtype."""
     check_same_shape_or_broadcast(self, target, grad_output)
-    np_dtype = NP_DTYPE[promote(self, target, grad_output)]
+    result = np_dtype(promote(self, target, grad_output))
     # C++ promotes integer operands to int before arithmetic; half types compute in float32
-    compute = np.dtype(np.int64) if np_dtype.kind in "iu" else opmath(np.empty(0, np_dtype)).dtype
+    compute = np.dtype(np.int64) if result.kind in "iu" else opmath(np.empty(0, result)).dtype
     arrays = [to_numpy(a).astype(compute, copy=False) for a in (self, target, grad_output)]
-    return arrays[0], arrays[1], arrays[2], np_dtype
+    return arrays[0], arrays[1], arrays[2], result
 
 
 def _pair(self: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     check_same_shape_or_broadcast(self, target)
     x, t = to_numpy(self), to_numpy(target)
-    dtype = NP_DTYPE[torch.result_type(self, target)]
+    dtype = np_dtype(torch.result_type(self, target))
     return opmath(x), opmath(t), dtype
 
 

@@ -34,7 +34,7 @@ from kernels._semantics import (
     scalar_type_name,
     write_inplace,
 )
-from kernels._tensor import NP_DTYPE, to_numpy
+from kernels._tensor import NP_DTYPE, np_dtype, to_numpy
 from kernels.registry import register, resolve_overload
 
 __all__ = ["ACTIVATIONS", "Activation"]
@@ -272,7 +272,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale:
 def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
     check_same_shape_or_broadcast(grad_output, output)
     g, y = to_numpy(grad_output), to_numpy(output)
-    dtype = NP_DTYPE[torch.result_type(grad_output, output)]
+    dtype = np_dtype(torch.result_type(grad_output, output))
     gf, yf = opmath(g), opmath(y)
     if dtype == np.float16:  # CPU's Half kernel rounds each operation to half
         one_minus = (1.0 - yf).astype(dtype).astype(np.float32)
@@ -288,7 +288,7 @@ def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
 def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor) -> Arr:
     check_same_shape_or_broadcast(grad_output, output)
     g, y = to_numpy(grad_output), to_numpy(output)
-    dtype = NP_DTYPE[torch.result_type(grad_output, output)]
+    dtype = np_dtype(torch.result_type(grad_output, output))
     gf, yf = opmath(g), opmath(y)
     return (gf * np.conj(1.0 - yf * yf)).astype(dtype, copy=False)
 

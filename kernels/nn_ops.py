@@ -38,7 +38,7 @@ from kernels._semantics import (
     scalar_type_name,
     write_inplace,
 )
-from kernels._tensor import NP_DTYPE, to_numpy
+from kernels._tensor import NP_DTYPE, np_dtype, to_numpy
 from kernels.registry import register
 
 # --------------------------------------------------------------------------------------------
@@ -412,7 +412,7 @@ def gelu_(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
 def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate: str = "none"
                   ) -> np.ndarray:
     check_same_shape_or_broadcast(grad_output, self)
-    dtype = NP_DTYPE[torch.result_type(grad_output, self)]
+    dtype = np_dtype(torch.result_type(grad_output, self))
     return nn.gelu_backward(to_numpy(grad_output), to_numpy(self), approximate, dtype)
 
 

@@ -225,3 +225,22 @@ def test_broadcast_rotates_the_drawn_shapes_among_the_operands():
     same = Call(sig, (("condition", torch.ones(2, dtype=torch.bool)), ("self", torch.ones(2)),
                       ("other", torch.ones(2))))
     assert shape_rotations(same) == []
+
+
+def test_promotion_tries_each_zero_dim_dtype_where_a_rule_decides():
+    """A 0-dim operand's dtype is swept where torch's promotion follows a rule rather than the
+    table (``torch.result_type`` differs from ``torch.promote_types``, or the 0-dim operand
+    gives the result its dtype): float32 with float64/complex64/complex128, never with the
+    float16 or bfloat16 0-dim operands that change nothing."""
+    from conformance.checks import zero_dim_partners
+
+    sig = _sig("add.Tensor")
+    c = Call(sig, (("self", torch.ones(3)), ("other", torch.tensor(2.0, dtype=torch.float16))))
+    retyped = [dict(p.values)["other"].dtype for p in zero_dim_partners(c)]
+    assert retyped == [torch.float64, torch.complex64, torch.complex128]
+    assert all(dict(p.values)["self"].dtype == torch.float32 for p in zero_dim_partners(c))
+    flipped = Call(sig, (("self", torch.tensor(1, dtype=torch.int32)),
+                         ("other", torch.ones(2, dtype=torch.int32))))
+    assert torch.int64 in [dict(p.values)["self"].dtype for p in zero_dim_partners(flipped)]
+    both = Call(sig, (("self", torch.ones(2)), ("other", torch.ones(2, dtype=torch.float64))))
+    assert zero_dim_partners(both) == []
