@@ -1424,14 +1424,6 @@ def _degree(n: Any) -> Any:
     return np.trunc(n).astype(np.int64) if n.dtype.kind in "fc" else n.astype(np.int64)
 
 
-def _cheb_u_minus(x: Any, n: Any) -> Any:
-    sp = _special()
-    # max(n, 1) - 1, not max(n - 1, 0): n - 1 wraps to INT64_MAX for n = INT64_MIN (what a
-    # NaN/inf degree truncates to, as in ATen's cast), and scipy's recurrence would never end.
-    return sp.eval_chebyu(np.maximum(n, 0), x), np.where(
-        n >= 1, sp.eval_chebyu(np.maximum(n, 1) - 1, x), 0)
-
-
 def _poly(kind: str) -> ArrayFn:
     def f(x: Any, n: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
         out = _f(x, n)
@@ -1446,19 +1438,13 @@ def _poly(kind: str) -> ArrayFn:
         return out
 
     def _f(x: Any, n: Any) -> Any:
-        sp = _special()
         k = _degree(np.asarray(n))
         x, k = np.broadcast_arrays(x, k)
         if kind.startswith("shifted_"):
             x = 2 * x - 1
         base = kind.removeprefix("shifted_")
-        if base == "t":
-            v = sp.eval_chebyt(np.maximum(k, 0), x)
-        elif base == "u":
-            v = sp.eval_chebyu(np.maximum(k, 0), x)
-        elif base in ("v", "w"):
-            u, u1 = _cheb_u_minus(x, k)
-            v = u - u1 if base == "v" else u + u1
+        if base in ("t", "u", "v", "w"):
+            v = _chebyshev(base, np.asarray(x), k, trig_above=6 if kind != base else None)
         else:  # "h", "he", "l", "p"
             v = _recurrence(base, x, k)
         return np.where(k < 0, 0, v)
@@ -1468,6 +1454,74 @@ def _poly(kind: str) -> ArrayFn:
 
 #: degrees up to this run ATen's three-term recurrence; higher ones take SciPy's closed forms
 _RECURRENCE_MAX = 1 << 14
+
+
+def _chebyshev(kind: str, x: Any, n: Any, trig_above: int | None = None) -> Any:
+    """Chebyshev T/U/V/W as ATen's ``chebyshev_polynomial_*_forward`` (Math.h) computes them in
+    x's dtype: its early returns at |x| = 1, its trigonometric form for |x| < 1 above degree 6
+    (T) or 8, 1 at degree 0 whatever x is (NaN, inf), then its three-term recurrence, so an
+    overflow gives CPU's inf - inf = NaN where SciPy's closed forms give inf (each step
+    (x + x) * q - p rounded once, the fused multiply-add CPU's compiler makes). The shifted
+    polynomials are these at x + x - 1 (ATen's early returns at x = 1 and x = 0 are those),
+    with the trigonometric forms above degree 6 for all four (``trig_above``)."""
+    dt = x.dtype
+    one = np.ones_like(x)
+    nf = n.astype(dt)
+    with quiet():
+        first = {"t": x, "u": x + x, "v": x + x - one, "w": x + x + one}[kind]
+        # the recurrence, stopped where every element still running is NaN
+        p, q = one, first
+        r = np.where(n <= 0, one, first)
+        if trig_above is None:
+            trig_above = 6 if kind == "t" else 8
+        trig_form = (n > trig_above) & (np.abs(x) < 1)
+        live = (n >= 2) & ~trig_form & (np.abs(x) != 1)
+        k = 2
+        wide = np.float64 if dt.itemsize < 8 else np.longdouble  # one rounding: CPU's FMA
+        two_x = (x + x).astype(wide)
+        while live.any() and k <= _CHEB_MAX:
+            nxt = (two_x * q.astype(wide) - p.astype(wide)).astype(dt)
+            r = np.where(live, nxt, r)
+            p, q = np.where(live, q, p), np.where(live, nxt, q)
+            k += 1
+            live = live & (n >= k) & ~np.isnan(q)
+        if live.any():  # degrees beyond _CHEB_MAX with x close to +-1: SciPy's closed forms
+            sp = _special()
+            big = np.where(live, n, 0)
+            closed = {"t": sp.eval_chebyt(big, x), "u": sp.eval_chebyu(big, x),
+                      "v": sp.eval_chebyu(big, x) - sp.eval_chebyu(np.maximum(big - 1, 0), x),
+                      "w": sp.eval_chebyu(big, x) + sp.eval_chebyu(np.maximum(big - 1, 0), x)}
+            r = np.where(live, closed[kind].astype(dt), r)
+        # |x| < 1 above degree 6 (T) or 8: the trigonometric forms
+        acos = np.arccos(np.where(np.abs(x) < 1, x, 0)).astype(dt)
+        if kind == "t":
+            trig = np.cos(nf * acos)
+        elif kind == "u":
+            s1 = np.sin(acos)
+            trig = np.where(s1 != 0, np.sin((nf + 1) * acos) / s1,
+                            (nf + 1) * np.cos((nf + 1) * acos) / x)
+        elif kind == "v":
+            half = acos / dt.type(2)
+            trig = np.where(np.sin(half) != 1, np.cos((nf + dt.type(0.5)) * acos) / np.cos(half),
+                            np.where(n % 2 == 0, nf + nf + 1, -(nf + nf + 1)))
+        else:
+            half = acos / dt.type(2)
+            trig = np.where(np.cos(half) != 1, np.sin((nf + dt.type(0.5)) * acos) / np.sin(half),
+                            np.where(x > 0, nf + nf + 1, np.where(n % 2 == 0, one, -one)))
+        r = np.where(trig_form, trig, r)
+        # |x| = 1
+        odd = n % 2 == 1
+        at_one = {"t": np.where((x > 0) | ~odd, one, -one),
+                  "u": np.where((x > 0) | ~odd, nf + 1, -(nf + 1)),
+                  "v": np.where(x > 0, one, np.where(~odd, nf + nf + 1, -(nf + nf + 1))),
+                  "w": np.where(x > 0, nf + nf + 1, np.where(~odd, one, -one))}[kind]
+        r = np.where(np.abs(x) == 1, at_one, r)
+    return r.astype(dt)
+
+
+#: a Chebyshev recurrence runs at most this many steps (ATen runs n); x with |x| > 1 reaches
+#: NaN (inf - inf) long before, only x within a few ulps of +-1 is left to the closed forms
+_CHEB_MAX = 1 << 20
 
 
 def _recurrence(kind: str, x: Any, n: Any) -> Any:

@@ -462,6 +462,23 @@ def test_mode_out_warns_on_resizing_as_cpu(shape: tuple[int, ...]) -> None:
     assert seen["mlu"] == seen["cpu"]
 
 
+@pytest.mark.parametrize("kind", ["t", "u", "v", "w"])
+@pytest.mark.parametrize("shifted", [False, True], ids=["plain", "shifted"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_chebyshev_as_atens_forward(kind: str, shifted: bool, dtype: torch.dtype) -> None:
+    """ATen's early returns (degree 0 is 1 even at x = +-inf, |x| = 1), its trigonometric form
+    for |x| < 1 above degree 6 or 8, and its fused recurrence, whose overflow ends in
+    inf - inf = NaN (mlu took SciPy's closed forms: inf, NaN at degree 0 for x = inf, 0.0
+    for V at (0.5, 1000)); the shifted ones switch to the trigonometric form above degree 6."""
+    name = ("shifted_" if shifted else "") + f"chebyshev_polynomial_{kind}"
+    xs = [0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 1e3, -1e20, 3e38, inf, -inf, 0.999, 1.0001, 0.3,
+          1.1920928955078125e-07]
+    ns = [-1, 0, 1, 2, 3, 6, 7, 8, 8.5, 9, 10, 50, 200, 1000, 2.7, nan]
+    x = _t([a for a in xs for _ in ns], dtype)
+    n = _t([b for _ in xs for b in ns], dtype)
+    _same(getattr(torch.special, name), x, n, exact=False)
+
+
 def test_isin_of_bfloat16_with_a_nan_among_the_test_elements() -> None:
     """np.isin sorts longer inputs, and NumPy orders ml_dtypes' bfloat16 by its bits: a NaN
     among the test elements hid a 0 (the dtypes check's larger sweeps found it)."""
