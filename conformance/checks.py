@@ -279,13 +279,13 @@ class Comparison:
 _WIDE_SOURCES = frozenset({torch.float64, torch.int32, torch.int64, torch.complex128})
 
 
-def _inputs(call: Call, position: tuple[int, int] | None = None
-            ) -> tuple[list[torch.Tensor], list[Any]]:
-    """Tensor inputs (out= arguments excluded, lists flattened) and Python number arguments.
-    With ``position`` ``(i, number of results)``, a list argument as long as the call's results
-    (``_foreach_*``: result ``i`` comes from element ``i`` of each list) gives its element ``i``
-    only."""
-    outs = {a.name for a in call.sig.args if a.is_out}
+def _inputs(call: Call, position: tuple[int, int] | None = None,
+            skip: frozenset[str] = frozenset()) -> tuple[list[torch.Tensor], list[Any]]:
+    """Tensor inputs (out= arguments and ``skip`` excluded, lists flattened) and Python number
+    arguments. With ``position`` ``(i, number of results)``, a list argument as long as the
+    call's results (``_foreach_*``: result ``i`` comes from element ``i`` of each list) gives
+    its element ``i`` only."""
+    outs = {a.name for a in call.sig.args if a.is_out} | skip
     i, n = position if position is not None and position[1] >= 2 else (0, -1)
     tensors: list[torch.Tensor] = []
     numbers: list[Any] = []
@@ -300,6 +300,17 @@ def _inputs(call: Call, position: tuple[int, int] | None = None
             elif isinstance(v, int | float | complex) and not isinstance(v, bool):
                 numbers.append(v)
     return tensors, numbers
+
+
+def _positions_args(ctx: Context, sig: OpSignature) -> frozenset[str]:
+    """Tensor arguments the hints pin to integer or bool dtypes (``index_select``'s index, a
+    mask, offsets): they say where values go, not what they are, so an int64 index is no wide
+    value source that a low-precision result could round from."""
+    from opdb.dtypes import category
+
+    return frozenset(a.name for a in sig.args if a.base == "Tensor" and (
+        (pins := ctx.hints.get(a.name).dtypes) and all(
+            category(d) in ("integral", "bool") for d in pins)))
 
 
 def _representable(value: Any, dtype: torch.dtype) -> bool:
@@ -354,7 +365,8 @@ def comparison_for(ctx: Context, call: Call, expected: torch.Tensor) -> Comparis
     if entry is not None and entry.holds_for(args) and (entry.complex_ok or not involves_complex) \
             and (entry.host_scalars or not host_scalar):
         if entry.klass == "exact":
-            wider = any(t.dtype in _WIDE_SOURCES for t in tensors) or not all(
+            sources, _ = _inputs(call, skip=_positions_args(ctx, call.sig))
+            wider = any(t.dtype in _WIDE_SOURCES for t in sources) or not all(
                 _representable(v, dtype) for v in numbers)
             return Comparison("exact", entry.reason, ulps=1 if low and wider else 0,
                               undefined_conversion=undefined, signed_zero=signed_zero)

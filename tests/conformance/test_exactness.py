@@ -13,7 +13,7 @@ from conformance.checks import _mismatches, comparison_for
 from conformance.strategies import Call, OpSignature
 from opdb import exactness
 from opdb.errors import InputError
-from opdb.opdata import load_tolerances
+from opdb.opdata import load_hints, load_tolerances
 
 
 def sig_of(name: str) -> OpSignature:
@@ -29,8 +29,12 @@ CTX = SimpleNamespace(tolerance=lambda name, dtype: (None, None),
                       nonfinite_unspecified=load_tolerances().nonfinite_unspecified)
 
 
+def _hinted(name: str) -> SimpleNamespace:
+    return SimpleNamespace(**{**vars(CTX), "hints": load_hints().for_op(name)})
+
+
 def how(c: Call, result: torch.Tensor):
-    return comparison_for(CTX, c, result)  # type: ignore[arg-type]
+    return comparison_for(_hinted(c.sig.name), c, result)  # type: ignore[arg-type]
 
 
 def test_packaged_table_names_real_families():
@@ -286,3 +290,15 @@ def test_a_finite_value_never_matches_an_infinity_at_the_inputs_scale():
     c = call("exp", self=x)
     with pytest.raises(CheckFailure):
         assert_values(c, torch.tensor([1.0, 2.71875], dtype=h), torch.exp(x))
+
+
+def test_an_index_is_no_wide_value_source():
+    """index_select of bfloat16 by an int64 index moves bfloat16 values: exact (0 ulp). The
+    index's dtype is pinned to int64 by the hints (a position, not a value); a float64 source
+    converted to bfloat16 may round through float32 on a legitimate backend (1 ulp)."""
+    b = torch.ones(4, dtype=torch.bfloat16)
+    c = call("index_select", self=b, dim=0, index=torch.zeros(2, dtype=torch.int64))
+    assert how(c, b[:2]).ulps == 0
+    wide = call("where.self", condition=torch.ones(4, dtype=torch.bool), self=b,
+                other=torch.ones(4, dtype=torch.float64))
+    assert how(wide, b).ulps == 1
