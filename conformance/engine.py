@@ -37,7 +37,13 @@ from conformance.verdicts import (
     error_line,
     missing_op_from,
 )
-from opdb.dtypes import DTYPE_NAMES
+from opdb.dtypes import (
+    ATEN_TYPE_NAMES,
+    CPP_TYPE_NAMES,
+    DTYPE_NAMES,
+    SCALAR_CONVERSION_NAMES,
+    SCALAR_TYPE_NAMES,
+)
 from opdb.opdata import OpHints
 from opdb.outcomes import (
     CPU_DTYPE_GAP,
@@ -57,6 +63,12 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[-+
                      r"(?:[eE][-+]?\d+)?j)?(?![\w])")
 _LIST = re.compile(r"([\[(])#(?:, ?#)*,?([\])])")
 _SPECIAL = re.compile(r"(?<![\w.])-?(?:nan|inf)\b")
+#: a dtype as a message spells it (torch's ``float32``/``torch.float32``, c10's ``Float``, the
+#: C++ and ATen type names), longest first so ``c10::complex<float>`` is one name
+_DTYPE_WORD = re.compile(r"(?<![\w:<])(?:torch\.)?(?:" + "|".join(sorted({
+    re.escape(n) for table in (SCALAR_TYPE_NAMES, CPP_TYPE_NAMES, SCALAR_CONVERSION_NAMES,
+                               ATEN_TYPE_NAMES) for n in table.values()} | set(DTYPE_NAMES)
+    | {"ComplexHalf", "complex32"}, key=len, reverse=True)) + r")(?![\w>])")
 
 
 def _split_call(message: str) -> tuple[str, str]:
@@ -100,8 +112,11 @@ def failure_key(category: str | None, message: str, dtypes: Iterable[str] = ()) 
     example to example); ``dtypes`` (the engine passes the dtype of the call's first tensor)
     stand in for it. A value
     failure keeps only what kind of disagreement it is — which result, and the NaN / infinity
-    tokens it shows — not torch.testing's numbers. Two failures with one key are one bug for the
-    engine (searched and shrunk once) and for expected-failure entries.
+    tokens it shows — not torch.testing's numbers. Dtype names in the message (an out= of dtype
+    Int, then Byte: ``but got: Int``) are normalized as numbers are: the lead dtype alone keeps
+    failures of different input dtypes apart. Two failures with one key are one bug for the
+    engine (searched and shrunk once) and for expected-failure entries (whose ``message`` regex
+    still reads the failure's own message, dtype names included).
     """
     head, _ = _split_call(message)
     specials = sorted(set(_SPECIAL.findall(head)))
@@ -111,6 +126,7 @@ def failure_key(category: str | None, message: str, dtypes: Iterable[str] = ()) 
             head += " (" + ", ".join(specials) + ")"
     else:
         head = _LIST.sub(r"\1#\2", _NUMBER.sub("#", head))
+    head = _DTYPE_WORD.sub("<dtype>", head)
     names = ",".join(sorted(dtypes))
     return f"{category}: {head.strip()}" + (f" {{{names}}}" if names else "")
 

@@ -385,6 +385,27 @@ def test_failure_key_normalizes_numbers_and_shapes_but_keeps_kinds():
     assert f == g
 
 
+def test_failure_key_normalizes_dtype_names_but_keeps_the_lead_dtype():
+    """One missing out= dtype check gave logsumexp.out ~35 fingerprints (the drawn out= dtype's
+    name in CPU's message times the lead dtype): names are normalized as numbers are, the lead
+    dtype still separates input dtypes, and the message an expected entry's regex reads keeps
+    its names."""
+    from conformance.engine import failure_key
+
+    msg = ("returned a result, but should raise RuntimeError: logsumexp(): Expected floating "
+           "point type for result tensor, but got: {} as CPU does [logsumexp.out(x)]")
+    keys = {failure_key("out_dtype", msg.format(n), ["float64"]) for n in ("Int", "Byte", "Bool")}
+    assert len(keys) == 1 and "<dtype>" in keys.pop()
+    assert failure_key("out_dtype", msg.format("Int"), ["float64"]) != failure_key(
+        "out_dtype", msg.format("Int"), ["float32"])
+    a = failure_key("dtype", "out.dtype=torch.float32, but should be torch.float64 [f(x)]")
+    b = failure_key("dtype", "out.dtype=int64, but should be bool [f(x)]")
+    c = failure_key("error_raises", "raised RuntimeError: value cannot be converted to type "
+                                    "c10::complex<float> without overflow [f(x)]")
+    assert a == b and c.endswith("to type <dtype> without overflow")
+    assert "interval" in failure_key("error_type", "the interval [2, 1] is empty [f(x)]")
+
+
 # --------------------------------------------------------------------------- mutation benchmark
 
 
