@@ -487,8 +487,9 @@ def _input_scale(tensors: list[torch.Tensor], numbers: list[Any], shape: torch.S
     for t in tensors:
         if t.dtype == torch.bool or t.numel() == 0 or t.device.type == "meta":
             continue
-        mag = t.detach().abs().to(torch.float64)
-        mag = torch.where(mag.isfinite(), mag, 0.0)
+        # in float64 first: an integral minimum is its own abs() (int16's -32768)
+        mag = t.detach().abs() if t.is_complex() else t.detach().to(torch.float64).abs()
+        mag = torch.where(mag.isfinite(), mag.to(torch.float64), 0.0)
         try:
             scale = torch.maximum(scale, torch.broadcast_to(mag, shape))
         except RuntimeError:

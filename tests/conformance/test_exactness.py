@@ -259,6 +259,23 @@ def test_sums_of_many_terms_may_differ_by_ulps_at_their_inputs_scale():
         assert_values(ca, torch.add(y, y, alpha=1.5) + 4e-3, torch.add(y, y, alpha=1.5))
 
 
+def test_an_integral_minimum_counts_at_its_magnitude_in_the_inputs_scale():
+    """int16's -32768 is its own abs() in int16: the inputs' scale took it as negative, so an
+    FFT over it and small values was held to ulps of 3 (fft_ihfft2::dtypes at int16 failed by
+    5e-4 where ulps of 32768 allow it)."""
+    from conformance.checks import CheckFailure
+
+    x = torch.tensor([[2, -1, -32768], [0, 2, -3], [-1, 0, -32768], [1, 1, -3]],
+                     dtype=torch.int16)
+    c = call("fft_ihfft2", self=x, s=None, dim=[-2, -1], norm=None)
+    cpu = torch.fft.ihfft2(x)
+    other = cpu + torch.tensor(4.9e-4 + 0j, dtype=cpu.dtype)
+    assert not torch.allclose(other, cpu)
+    assert_values(c, other, cpu)
+    with pytest.raises(CheckFailure):
+        assert_values(c, cpu + 0.1, cpu)
+
+
 def test_which_nonfinite_value_an_fft_gives_is_not_compared():
     """An FFT meeting inf gives inf or NaN by its plan (tolerances.yaml `nonfinite:
     unspecified`); a finite value against CPU's inf still fails, and so does NaN against inf
