@@ -473,12 +473,12 @@ def _ulp(magnitude: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.exp2(torch.floor(torch.log2(m))) * info.eps
 
 
-def _input_scale(tensors: list[torch.Tensor], numbers: list[Any], shape: torch.Size
-                 ) -> torch.Tensor:
+def _input_scale(tensors: list[torch.Tensor], numbers: list[Any], shape: torch.Size,
+                 all_inputs: bool = False) -> torch.Tensor:
     """Per result element, the largest finite magnitude among the inputs that feed it: an input
     tensor that broadcasts to the result's ``shape`` counts at its own (broadcast) elements, any
     other input tensor (a reduction's, a convolution's) and every Python number count
-    everywhere."""
+    everywhere; with ``all_inputs`` (``scale: all_inputs``: a transform) every input does."""
     scale = torch.zeros(shape, dtype=torch.float64)
     everywhere = 0.0
     for v in numbers:
@@ -491,6 +491,8 @@ def _input_scale(tensors: list[torch.Tensor], numbers: list[Any], shape: torch.S
         mag = t.detach().abs() if t.is_complex() else t.detach().to(torch.float64).abs()
         mag = torch.where(mag.isfinite(), mag.to(torch.float64), 0.0)
         try:
+            if all_inputs:
+                raise RuntimeError("every element feeds every result")
             scale = torch.maximum(scale, torch.broadcast_to(mag, shape))
         except RuntimeError:
             everywhere = max(everywhere, float(mag.max()))
@@ -508,16 +510,18 @@ def _within_scale_ulps(ctx: Context, call: Call, actual: torch.Tensor, expected:
     ulps = ctx.scale_ulps(call.sig.name, expected.dtype)
     if not ulps:
         return False
-    return within_scale_ulps(*_inputs(call, position), actual, expected, rtol, atol, ulps)
+    return within_scale_ulps(*_inputs(call, position), actual, expected, rtol, atol, ulps,
+                             everywhere=ctx.scale_everywhere(call.sig.name, expected.dtype))
 
 
 def within_scale_ulps(tensors: list[torch.Tensor], numbers: list[Any], actual: torch.Tensor,
-                      expected: torch.Tensor, rtol: float, atol: float, ulps: int) -> bool:
+                      expected: torch.Tensor, rtol: float, atol: float, ulps: int, *,
+                      everywhere: bool = False) -> bool:
     """:func:`_within_scale_ulps` on explicit inputs (a complex result part by part, at the
     magnitude of its inputs)."""
     if not (expected.is_floating_point() or expected.is_complex()):
         return False
-    scale = _input_scale(tensors, numbers, expected.shape)
+    scale = _input_scale(tensors, numbers, expected.shape, everywhere)
     if expected.is_complex():
         actual, expected = torch.view_as_real(actual), torch.view_as_real(expected)
         scale = scale.unsqueeze(-1).expand(expected.shape)

@@ -139,6 +139,9 @@ class Tolerance:
     #: at most this many times as far from the same gradient computed in float64/complex128 as
     #: CPU's own gradient is (largest element distance); ``None``: the entry does not say
     grad_error_factor: float | None = None
+    #: ``scale: all_inputs``: every input element counts at every result element (a transform:
+    #: each result element sums all inputs), even an input of the result's own shape
+    scale_everywhere: bool = False
 
     def covers(self, overload: str, dname: str) -> bool:
         return overload in self.names and (self.dtypes is None or dname in self.dtypes)
@@ -167,6 +170,14 @@ class Tolerances:
             if t.scale_ulps is not None and t.covers(overload, dname):
                 return t.scale_ulps
         return 0
+
+    def scale_everywhere(self, overload: str, dtype: torch.dtype | str) -> bool:
+        """Whether the entry giving ``scale_ulps`` says ``scale: all_inputs``."""
+        dname = dtype_name(dtype)
+        for t in self.entries:
+            if t.scale_ulps is not None and t.covers(overload, dname):
+                return t.scale_everywhere
+        return False
 
     def grad_error_factor(self, overload: str, dtype: torch.dtype | str) -> float:
         """How many times CPU's own distance from a float64 computation of a ``dtype``
@@ -452,8 +463,8 @@ def _argument_names(ov: Any) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- tolerances
 
-_TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "nonfinite", "grad_error_factor",
-             "reason"}
+_TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "scale", "nonfinite",
+             "grad_error_factor", "reason"}
 
 
 def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
@@ -479,6 +490,9 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
                 or "grad_error_factor" in entry):
             raise InputError("a tolerance entry needs both 'rtol' and 'atol', or 'scale_ulps', "
                              "'nonfinite' or 'grad_error_factor'", file=file, line=line)
+        if "scale" in entry and (entry["scale"] != "all_inputs" or "scale_ulps" not in entry):
+            raise InputError("'scale' must be 'all_inputs', beside 'scale_ulps'", file=file,
+                             line=line)
         if entry.get("nonfinite", "unspecified") != "unspecified":
             raise InputError("'nonfinite' must be 'unspecified'", file=file, line=line)
         for key in ("rtol", "atol"):
@@ -515,7 +529,8 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
                                  reason=entry["reason"].strip(), file=file, line=line,
                                  scale_ulps=ulps,
                                  nonfinite_unspecified="nonfinite" in entry,
-                                 grad_error_factor=None if factor is None else float(factor)))
+                                 grad_error_factor=None if factor is None else float(factor),
+                                 scale_everywhere="scale" in entry))
     return Tolerances(tuple(entries))
 
 

@@ -26,7 +26,8 @@ def call(name: str, **values) -> Call:
 
 CTX = SimpleNamespace(tolerance=lambda name, dtype: (None, None),
                       scale_ulps=load_tolerances().scale_ulps,
-                      nonfinite_unspecified=load_tolerances().nonfinite_unspecified)
+                      nonfinite_unspecified=load_tolerances().nonfinite_unspecified,
+                      scale_everywhere=load_tolerances().scale_everywhere)
 
 
 def _hinted(name: str) -> SimpleNamespace:
@@ -274,6 +275,30 @@ def test_an_integral_minimum_counts_at_its_magnitude_in_the_inputs_scale():
     assert_values(c, other, cpu)
     with pytest.raises(CheckFailure):
         assert_values(c, cpu + 0.1, cpu)
+
+
+def test_a_transform_input_of_the_results_shape_counts_everywhere():
+    """fft_ihfft2 over dims [0, 1, 2] of int16[3, 3, 1] has a result of the input's shape: the
+    input counted per element, so the element where 16384 and -32768 cancel was held to ulps of
+    its own input (2), not of 32768 (tolerances.yaml `scale: all_inputs`); an elementwise op
+    keeps its per-element scale."""
+    from conformance.checks import CheckFailure
+
+    x = torch.tensor([-3, -1, 3, 0, -32768, 16384, -2, -2, 16384],
+                     dtype=torch.int16).reshape(3, 3, 1)
+    c = call("fft_ihfft2", self=x, s=None, dim=[0, 1, 2], norm=None)
+    cpu = torch.fft.ihfft2(x, dim=[0, 1, 2])
+    assert cpu.shape == x.shape
+    other = cpu + torch.tensor(1.4e-5 + 0j, dtype=cpu.dtype)
+    assert not torch.allclose(other, cpu)
+    assert_values(c, other, cpu)
+    with pytest.raises(CheckFailure):
+        assert_values(c, cpu + 0.1, cpu)
+    h = torch.float16
+    y = torch.tensor([30000.0, 1.0], dtype=h)
+    ce = call("exp", self=y)
+    with pytest.raises(CheckFailure):
+        assert_values(ce, torch.exp(y) + torch.tensor([0.0, 0.125], dtype=h), torch.exp(y))
 
 
 def test_which_nonfinite_value_an_fft_gives_is_not_compared():
