@@ -677,6 +677,11 @@ class Check:
     identity: Callable[[Call], str] | None = None
     #: Refill ``i`` of a drawn call as this check runs it (forward: one refill as views).
     prepare: Callable[[Call, int], Call] | None = None
+    #: Whether an item may run in a forked child (``cpu_crashes`` hints). Not one that
+    #: backpropagates: torch's autograd engine refuses in a child forked after the parent ran
+    #: any backward ("Unable to handle autograd's threading in combination with fork-based
+    #: multiprocessing"), which made every such example a CPU refusal
+    forks: bool = True
 
 
 def _forward_applies(sig: OpSignature) -> str | None:
@@ -1369,7 +1374,7 @@ CHECKS: dict[str, Check] = {
         Check("broadcast", "broadcast", "shapes and values under broadcasting as CPU",
               _broadcast_applies, verify_broadcast),
         Check("autograd", "autograd", "gradients of differentiable outputs as CPU's",
-              _autograd_applies, verify_autograd),
+              _autograd_applies, verify_autograd, forks=False),
         Check("dtypes", "dtypes", "each of the twelve dtypes: CPU supports it, the backend "
               "supports it, values agree", _dtypes_applies, verify_dtypes, examples_factor=0.3,
               shrink=False),

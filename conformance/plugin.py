@@ -598,7 +598,8 @@ class ConformanceItem(pytest.Item):
                              inflight=state.inflight, expected=expected)
 
         state.inflight.start(self.nodeid, self.item.sig.name, self.item.check.name)
-        if hints.cpu_crashes and backend.fork_safe and hasattr(os, "fork"):
+        if hints.cpu_crashes and self.item.check.forks and backend.fork_safe \
+                and hasattr(os, "fork"):
             # a device the child left unusable dies with the child: nothing to end here
             try:
                 rec = _forked(state, self.nodeid, run)

@@ -278,6 +278,26 @@ def test_cpu_crashes_items_run_in_a_forked_child(tmp_path):
     assert verdicts["neg.out::forward"]["verdict"] == "pass"  # the run went on
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_autograd_items_are_not_forked(tmp_path):
+    """torch's autograd engine refuses to backpropagate in a child forked after its parent ran
+    a backward ("Unable to handle autograd's threading in combination with fork-based
+    multiprocessing"): a cpu_crashes overload's autograd item forked after relu's ran
+    in-process drew only that refusal (no_valid_inputs). It runs in-process, as it did."""
+    importlib.import_module("kernels")
+    res = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "pytest", "-p", "conformance", "--checks", "autograd",
+           "-n", "0", *QUICK, "--rootdir", str(tmp_path), "-q", "--backend", "mlu",
+           "--ops", "relu|tanh", "--hints", str(_crashes_hint(tmp_path, "'tanh*'")),
+           "--results", str(res)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(),
+                          timeout=300)
+    verdicts = _verdicts(res)
+    assert verdicts["relu::autograd"]["verdict"] == "pass", (proc.stdout[-2000:],)
+    rec = verdicts["tanh::autograd"]
+    assert rec["verdict"] == "pass" and rec["examples"] > 0, rec["message"]
+
+
 def test_conformance_run_cli(tmp_path):
     out = tmp_path / "results.jsonl"
     proc = subprocess.run(
