@@ -1042,6 +1042,8 @@ def _backward_name(sig: OpSignature, outs: list[torch.Tensor]) -> str:
 #: torch's error when autograd has no derivative for an op it reached (a ``not_implemented``
 #: formula, or the fallback of an op with a kernel but no formula), naming the op
 _NO_DERIVATIVE = re.compile(r"derivative for (?:aten::)?([\w.]+) is not implemented")
+#: autograd's refusal of an input that requires grad where the formula has no derivative for it
+_NOT_DIFFERENTIABLE = re.compile(r"is not differentiable with respect to argument '(\w+)'")
 
 
 def _no_cpu_derivative(sig: OpSignature, exc: BaseException) -> None:
@@ -1092,14 +1094,26 @@ def verify_autograd(ctx: Context, call: Call) -> None:
         exc = ValueError("no floating or complex tensor input to differentiate")
         ctx.cpu_errors[error_line(exc)] += 1
         raise CpuRejected(exc)
-    labels = [label for _, label, _ in picked]
-    cpu_leaves = {label: t.detach().clone().requires_grad_() for _, label, t in picked}
-    # CPU: the forward through ctx (counted, marked), then the backward
-    try:
-        expected = ctx.run_cpu(_with_leaves(call, cpu_leaves, lambda t: t))
-    except CpuRejected as rejected:
-        _no_cpu_derivative(call.sig, rejected.exc)
-        raise
+    # CPU: the forward through ctx (counted, marked), then the backward. An argument the
+    # derivatives do not cover (nll_loss's weight, through nll_loss_forward) is refused as a
+    # leaf by name: it is passed again as a plain input
+    while True:
+        labels = [label for _, label, _ in picked]
+        cpu_leaves = {label: t.detach().clone().requires_grad_() for _, label, t in picked}
+        out, refusal = ctx.run_cpu_or_error(_with_leaves(call, cpu_leaves, lambda t: t))
+        if refusal is None:
+            expected = out
+            break
+        _no_cpu_derivative(call.sig, refusal)
+        m = _NOT_DIFFERENTIABLE.search(str(refusal))
+        rest = [p for p in picked if m is None or p[0] != m.group(1)]
+        if not rest or len(rest) == len(picked):
+            raise CpuRejected(refusal)
+        line = error_line(refusal)  # not this example's refusal: it is retried
+        ctx.cpu_errors[line] -= 1
+        if ctx.cpu_errors[line] <= 0:
+            del ctx.cpu_errors[line]
+        picked = rest
     idx = _grad_outputs(expected)
     if not idx:
         exc = ValueError("no output of this example requires grad")

@@ -334,3 +334,28 @@ def test_a_summed_gradient_is_judged_against_cpus_own_rounding(bug):
     else:
         assert (v.verdict, v.category) == ("fail", "grad_value"), v.message
         assert "grad of weight" in v.message
+
+
+@pytest.mark.usefixtures("reference")
+def test_an_argument_autograd_refuses_to_differentiate_is_passed_plainly():
+    """nll_loss is a decomposition, so every tensor argument is a candidate leaf, but its
+    nll_loss_forward has no derivative for weight: CPU refuses a weight that requires grad
+    ("not differentiable with respect to argument 'weight'"), which made 51 of 80 drawn
+    examples refusals. The example is run again with weight a plain input; the other
+    gradients are still compared (and counted)."""
+    import torch
+
+    import opdb
+    from conformance.checks import verify_autograd
+    from conformance.engine import Context, Inflight
+    from conformance.strategies import Call, OpSignature
+    from opdb.opdata import load_hints, load_tolerances
+
+    sig = OpSignature.of(opdb.load()["nll_loss"])
+    call = Call(sig=sig, values=(("self", torch.randn(4, 3)), ("target", torch.tensor([0, 2, 1, 1])),
+                                 ("weight", torch.rand(3) + 0.5), ("reduction", 1),
+                                 ("ignore_index", -100)))
+    ctx = Context(backend=_mlu(), sig=sig, hints=load_hints().for_op(sig.name),
+                  tolerance_fn=load_tolerances(), inflight=Inflight(None), repro_fn=lambda c: "")
+    verify_autograd(ctx, call)  # raised CpuRejected (the example was not counted)
+    assert not ctx.cpu_errors, ctx.cpu_errors
