@@ -729,8 +729,16 @@ def _search_past_failures(runner: Any) -> None:
 
     def should_generate_more(self: Any) -> bool:
         found = getattr(self, "interesting_test_cases", None)
-        if _SHRINK_BUDGET is None or not isinstance(found, dict) or not found:
+        counts = [getattr(self, n, None) for n in ("call_count", "invalid_test_cases",
+                                                    "overrun_test_cases")]
+        ints = [c for c in counts if isinstance(c, int)]
+        if _SHRINK_BUDGET is None or not isinstance(found, dict) or not found or len(ints) < 3:
             return bool(original(self))
+        # failing calls count towards max_examples (Hypothesis counts only passing ones as
+        # valid: an item failing every call would search until its timeout)
+        calls, invalid, overrun = ints
+        if calls - invalid - overrun >= self.settings.max_examples:
+            return False
         self.interesting_test_cases = {}
         try:
             return bool(original(self))
