@@ -5,7 +5,7 @@ script, one after the other, with the same workers and seed. The measured run ad
 by ``--checks`` (default: every check in the table). Targets (issue 11.8): all checks on 2 cores in
 ≤ 15 minutes and ≤ 2 GiB per worker.
 
-    python benchmarks/bench_full.py [--ops REGEX] [--checks LIST] [-n 2] [--no-anchor]
+    python benchmarks/bench_full.py [--ops REGEX] [--checks LIST] [-n 2] [--no-anchor] [--keep DIR]
     python benchmarks/bench_full.py --results FILE   # only summarize a results file
 
 Peak memory is each process's high-water mark (``VmHWM`` in ``/proc``), polled once a second over
@@ -20,6 +20,7 @@ import collections
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -147,6 +148,8 @@ def main() -> int:
     p.add_argument("--no-anchor", action="store_true", help="skip the default-checks run")
     p.add_argument("--results", metavar="FILE", help="only summarize this results file")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    p.add_argument("--keep", metavar="DIR",
+                   help="keep the runs' results files (anchor.jsonl, measured.jsonl) in DIR")
     args = p.parse_args()
     if args.results:
         show(summarize(Path(args.results)))
@@ -158,6 +161,11 @@ def main() -> int:
                                  None, Path(tmp) / "anchor.jsonl"))
         runs.append(run_once(f"measured: {args.checks}", args, args.checks,
                              Path(tmp) / "measured.jsonl"))
+        if args.keep:
+            Path(args.keep).mkdir(parents=True, exist_ok=True)
+            for name in ("anchor.jsonl", "measured.jsonl"):
+                if (Path(tmp) / name).exists():
+                    shutil.copy(Path(tmp) / name, Path(args.keep) / name)
     for res in runs:
         show(res)
     if len(runs) == 2:
