@@ -144,7 +144,14 @@ def test_dtype_gap_recognises_only_dtype_refusals():
 # ------------------------------------------------- refusals whose exception type is not owed
 
 
-def _run_overridden(overload: str, check: str, fn, *, hints=None, max_examples: int = 30):
+def _documented(category: str, message: str) -> str | None:
+    """mlu's documented complex32 gap (README) as an expected failure: the promotion check's
+    0-dim dtype sweep reaches it in any float16 op with a complex operand."""
+    return "mlu has no complex32" if DOCUMENTED in message else None
+
+
+def _run_overridden(overload: str, check: str, fn, *, hints=None, max_examples: int = 30,
+                    expected=None):
     """``overload::check`` on the reference backend with ``fn`` as its kernel (restored after)."""
     import kernels
     import opdb
@@ -163,7 +170,7 @@ def _run_overridden(overload: str, check: str, fn, *, hints=None, max_examples: 
                                                  database=None),
                          hints=hints or load_hints().for_op(overload),
                          tolerance_fn=load_tolerances(),
-                         repro_fn=lambda call: snippet(call, backend))
+                         repro_fn=lambda call: snippet(call, backend), expected=expected)
     finally:
         kernels.install()
 
@@ -211,8 +218,9 @@ def test_backend_dtype_gap_where_cpu_refuses_otherwise_is_not_an_error_type_fail
             raise NotImplementedError("\"sub_mlu\" not implemented for 'Bool'")
         return ref(self, other, alpha=alpha)
 
-    v = _run_overridden("sub.Tensor", "promotion", sub, max_examples=20)
-    assert v.verdict == "pass" and v.examples > 0, v.message
+    v = _run_overridden("sub.Tensor", "promotion", sub, max_examples=20, expected=_documented)
+    unexpected = [f.message for f in v.failures if f.expected is None]
+    assert v.verdict in ("pass", "fail") and v.examples > 0 and not unexpected, unexpected
 
 
 def test_cpu_specific_refusal_binds_no_other_backend(reference):
@@ -268,9 +276,13 @@ def test_refused_cpu_operand_is_judged_on_the_device(reference):
                                "is on cpu, different from other tensors on mlu:0")
         return ref(self, other)
 
-    v = _run_overridden("mul.Tensor", "promotion", refuses_cpu)
-    assert v.verdict == "pass", v.message
-    assert v.category == CPU_OPERAND_REFUSED and "same device" in v.message, v.message
+    v = _run_overridden("mul.Tensor", "promotion", refuses_cpu, expected=_documented)
+    # the 0-dim sweep can reach mlu's documented complex32 gap (an expected fail, whose verdict
+    # carries no informational category); the refusal itself is never a failure
+    assert not [f.message for f in v.failures if f.expected is None], v.message
+    assert not any("same device" in f.message for f in v.failures), v.message
+    if v.verdict == "pass":
+        assert v.category == CPU_OPERAND_REFUSED and "same device" in v.message, v.message
 
     def refuses_cpu_narrows(self, other):
         out = refuses_cpu(self, other)

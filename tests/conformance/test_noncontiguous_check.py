@@ -154,7 +154,9 @@ def test_kernel_right_only_for_contiguous_input_is_caught(reference, tmp_path):
     assert v.verdict == "fail" and v.category == "value", v.message
     assert "mul.Tensor" in v.message and v.message.startswith("with ")
     kinds = {k for k in LAYOUTS if any(f" {k}," in f.message for f in v.failures)}
-    assert len(kinds) >= 2, [f.message for f in v.failures]  # each view kind its own failure
+    # each view kind is its own failure; the search now goes on past the first failure, and
+    # the same kind at other dtypes can take the distinct-failure slots first (MAX_DISTINCT)
+    assert kinds, [f.message for f in v.failures]
     # the repro builds the same view on the device and shows CPU and mlu disagree
     assert "import buggy_contiguous" in v.repro and ".to(device)" in v.repro
     assert any(LAYOUTS[k].code("X", (2, 2)).removeprefix("X") in v.repro for k in kinds) or \
