@@ -544,12 +544,16 @@ MAX_DISTINCT = 8
 #: A check with an identity (Check.identity) redraws a repeated call at most this many times
 #: per example asked for, then checks repeats (an op with few distinct calls).
 REPEAT_FACTOR = 2
-#: Examples Hypothesis' shrinker may run on a failure an expected-failure entry already matches
-#: (its fingerprint, or the whole item): its first passes (trivial spans, deleting choices)
-#: make most of a repro's reduction; the rest of a full shrink (hundreds of examples, and 200
-#: more without progress before it gives up) was the largest cost of a default run, spent on
-#: known bugs. A new failure is shrunk in full. A count, not a time: same seed, same repro.
-EXPECTED_SHRINK_CALLS = 60
+#: Checked examples Hypothesis' shrinker may spend on a failure an expected-failure entry already
+#: matches (its fingerprint, or the whole item): its first passes (trivial spans, deleting
+#: choices) make most of a repro's reduction; the rest of a full shrink (hundreds of examples,
+#: and 200 more without progress before it gives up) is spent on known bugs. Counted in checked
+#: examples, not shrinker calls: a candidate that passes runs every value refill (8 in the
+#: ``forward`` check), so the 60 calls allowed before cost up to 480 examples per fingerprint,
+#: and the failing items' shrinks took half of a 1/16 shard's forward-check time (23 of 47 s;
+#: 3 s with this budget, the same 11 fails). A new failure is shrunk in full. A count, not a
+#: time: same seed, same repro.
+EXPECTED_SHRINK_EXAMPLES = 60
 
 
 #: CPU refusals, all of one argument-binding error and no example accepted, after which an
@@ -664,8 +668,9 @@ def _no_local_constants() -> None:
 
 
 #: The shrink budget of the item searching now (set around its Hypothesis run):
-#: ``(interesting example) -> shrinker calls allowed, or None for no limit``.
-_SHRINK_BUDGET: Callable[[Any], int | None] | None = None
+#: ``(interesting example) -> a test "is the budget spent?" (asked after every shrinker call),
+#: or None for no limit``.
+_SHRINK_BUDGET: Callable[[Any], Callable[[], bool] | None] | None = None
 _SHRINK_BUDGET_ON = False  # _budgeted_shrinks ran in this process
 
 
@@ -674,8 +679,8 @@ def _budgeted_shrinks() -> None:
 
     Hypothesis has no setting for it (only a process-wide 5-minute limit for all failures
     together), so the runner's ``new_shrinker`` is wrapped: a shrinker whose target has a budget
-    stops (Hypothesis' own ``StopShrinking``, what ends a shrink that stalls) once it has run
-    that many examples, keeping the smallest failing example found so far. Should a Hypothesis
+    stops (Hypothesis' own ``StopShrinking``, what ends a shrink that stalls) once the budget
+    says it is spent, keeping the smallest failing example found so far. Should a Hypothesis
     release move these, every failure is shrunk in full (slower, never wrong).
     """
     global _SHRINK_BUDGET_ON
@@ -695,15 +700,14 @@ def _budgeted_shrinks() -> None:
 
     def new_shrinker(self: Any, initial: Any, *args: Any, **kwargs: Any) -> Any:
         shrinker = original(self, initial, *args, **kwargs)
-        budget = _SHRINK_BUDGET(initial) if _SHRINK_BUDGET is not None else None
+        spent = _SHRINK_BUDGET(initial) if _SHRINK_BUDGET is not None else None
         check = getattr(shrinker, "check_calls", None)
-        if budget is None or check is None:
+        if spent is None or check is None:
             return shrinker
-        start = self.call_count
 
         def check_calls() -> None:
             check()
-            if self.call_count - start >= budget:
+            if spent():
                 raise stop
 
         shrinker.check_calls = check_calls
@@ -813,6 +817,9 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                   repro_fn=repro_fn)
     max_examples = max(1, round(settings.max_examples * check.examples_factor))
     budget = settings.reject_budget or max(40, 8 * max_examples)
+    if check.calls_per_draw > 1 and not settings.reject_budget:  # a sweep searches as far as
+        # the forward check does: its budget of refused calls, in draws of that many calls
+        budget = -(-max(40, 8 * settings.max_examples) // check.calls_per_draw)
     state: dict[str, Any] = {"last": None, "rejected": 0, "repeats": 0}
     # fingerprint -> (last call that showed it, its CheckFailure); insertion order = discovery
     found: dict[str, tuple[Call, CheckFailure]] = {}
@@ -927,9 +934,10 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                        repro=first.repro, ctx=ctx, failures=tuple(records),
                        reason=first.expected)
 
-    def shrink_budget(example: Any) -> int | None:
-        """:data:`EXPECTED_SHRINK_CALLS` for a failure every entry it stands for is expected
-        for (the fingerprints past MAX_DISTINCT share one class), else None (shrunk in full)."""
+    def shrink_budget(example: Any) -> Callable[[], bool] | None:
+        """For a failure every entry it stands for is expected for (the fingerprints past
+        MAX_DISTINCT share one class): spent once the shrink has checked
+        :data:`EXPECTED_SHRINK_EXAMPLES` examples; else None (shrunk in full)."""
         origin = getattr(example, "interesting_origin", None)
         cls = getattr(origin, "exc_type", None)
         if not (isinstance(cls, type) and issubclass(cls, _Distinct)):
@@ -938,7 +946,8 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         keys = [key] if key is not None else [k for k in found if k not in classes]
         failures = [found[k][1] for k in keys if k in found]
         if failures and all(expectation(f.category, f.message) for f in failures):
-            return EXPECTED_SHRINK_CALLS
+            start = ctx.checked
+            return lambda: ctx.checked - start >= EXPECTED_SHRINK_EXAMPLES
         return None
 
     global _SHRINK_BUDGET

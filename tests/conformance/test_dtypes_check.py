@@ -158,9 +158,11 @@ def _sweeps(overload: str, n: int = 3, seed: int = 0) -> list:
     from hypothesis import seed as hseed
 
     import opdb
+    from conformance.engine import _no_local_constants
     from conformance.strategies import OpSignature, dtype_sweeps
     from opdb.opdata import load_hints
 
+    _no_local_constants()  # as the engine draws: the same sweeps whatever ran before in the process
     sig = OpSignature.of(opdb.load()[overload])
     got: list = []
 
@@ -183,7 +185,9 @@ def test_sweeps_hold_several_elements_and_forced_specials():
     calls = [c for seed in range(4) for s in _sweeps("nan_to_num", seed=seed) for _, c in s.calls]
     selves = [dict(c.values)["self"] for c in calls]
     several = sum(t.numel() >= 2 for t in selves)
-    assert several >= 0.6 * len(selves), f"{several} of {len(selves)} calls hold 2+ elements"
+    # drawn smallest first, over half held one element or none; largest first, 86-92 of 144
+    # (Hypothesis' draws still vary a little with what ran before in the process)
+    assert several > 0.5 * len(selves), f"{several} of {len(selves)} calls hold 2+ elements"
     floating = [t for t in selves if t.is_floating_point() and t.numel() >= 2]
     assert any(bool(t.isnan().any()) for t in floating)
     assert any(bool((t == math.inf).any()) for t in floating)

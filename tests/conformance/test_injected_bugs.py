@@ -493,7 +493,7 @@ def _tensor_sizes(message: str) -> list[int]:
 
 
 def test_a_known_failure_is_shrunk_within_a_budget_and_stays_small(reference, monkeypatch):
-    """A failure an entry already expects gets EXPECTED_SHRINK_CALLS shrinker examples (a new one
+    """A failure an entry already expects gets EXPECTED_SHRINK_EXAMPLES checked examples of shrinking (a new one
     is shrunk in full): its repro is still a small call, and a tighter budget runs fewer
     examples than a full shrink."""
     from conformance import engine
@@ -504,7 +504,7 @@ def test_a_known_failure_is_shrunk_within_a_budget_and_stays_small(reference, mo
     assert {f.key for f in known.failures} == {f.key for f in full.failures}
     for f in known.failures:
         assert f.repro and max(_tensor_sizes(f.message), default=0) <= 8, f.message
-    monkeypatch.setattr(engine, "EXPECTED_SHRINK_CALLS", 3)
+    monkeypatch.setattr(engine, "EXPECTED_SHRINK_EXAMPLES", 3)
     tight = _run_two_bugs(expected=lambda c, m: "known")
     assert tight.verdict == "fail" and tight.expected == "known"
     assert tight.examples < full.examples, (tight.examples, full.examples)
@@ -518,7 +518,7 @@ def test_a_new_failure_next_to_a_known_one_is_shrunk_in_full(reference, monkeypa
         return "known" if category == "dtype" else None
 
     free = {f.category: f for f in _run_two_bugs(expected=only_dtype).failures}
-    monkeypatch.setattr(engine, "EXPECTED_SHRINK_CALLS", 1)
+    monkeypatch.setattr(engine, "EXPECTED_SHRINK_EXAMPLES", 1)
     tight = {f.category: f for f in _run_two_bugs(expected=only_dtype).failures}
     assert tight["value"].expected is None
     assert tight["value"].message == free["value"].message  # the new one: the same full shrink
