@@ -61,7 +61,7 @@ def register(subparsers: Any) -> None:
                    help="comma-separated checks (listed below; default: all of them)")
     p.add_argument("--max-examples", type=int, metavar="K",
                    help="calls Hypothesis draws per (overload, check) (default 10); the "
-                        "forward check checks each with 8 value refills")
+                        "forward check checks each with 16 value refills")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="same seed, same verdicts (default 0)")
     p.add_argument("-n", "--workers", type=int, default=None, metavar="N",

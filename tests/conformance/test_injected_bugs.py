@@ -501,7 +501,9 @@ def test_a_known_failure_is_shrunk_within_a_budget_and_stays_small(reference, mo
     full = _run_two_bugs()
     known = _run_two_bugs(expected=lambda c, m: "known")
     assert known.verdict == "fail" and known.expected == "known"
-    assert {f.key for f in known.failures} == {f.key for f in full.failures}
+    # both bugs found either way (which further fingerprints a search meets, an inf variant of
+    # the value bug, depends on how far each failure is shrunk)
+    assert {f.category for f in known.failures} == {f.category for f in full.failures}
     for f in known.failures:
         assert f.repro and max(_tensor_sizes(f.message), default=0) <= 8, f.message
     monkeypatch.setattr(engine, "EXPECTED_SHRINK_EXAMPLES", 3)

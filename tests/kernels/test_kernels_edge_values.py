@@ -608,3 +608,28 @@ def test_unique_dim_orders_nan_rows_as_cpus_std_sort(n: int) -> None:
     _same(lambda t: torch.ops.aten.unique_dim(t, 0, True, True, True), x)
     _same(lambda t: torch.ops.aten.unique_dim(t, 0, True, True, True), _t([nan, 1.0, nan, 0.0],
                                                                          torch.float16))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_add_and_sub_with_alpha_fuse_the_multiply_as_cpu(dtype: torch.dtype) -> None:
+    """CPU forms a + alpha * b with one rounding (fmadd): the product alone may overflow, and a
+    sum that cancels it keeps the product's low bits (two roundings: nan, or 4.8828e-4 where
+    CPU has 4.8834e-4)."""
+    x = 1 + 2**-12
+    a, b = _t([-1.0, -inf, 3.0], dtype), _t([x, -3.4e38 if dtype == torch.float32 else -1.7e308,
+                                             0.5], dtype)
+    for fn, alpha in ((torch.add, x), (torch.sub, -x), (torch.sub, 2.5), (torch.rsub, -x)):
+        _same(fn, a, b, alpha=alpha)
+        _same(fn, a, b[2], alpha=alpha)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+@pytest.mark.parametrize("exponent", [0.5, -0.5])
+def test_pow_half_exponents_as_cpus_kernels(dtype: torch.dtype, exponent: float) -> None:
+    """pow(x, +-0.5) is sqrt / 1 / sqrt on CPU (-0.0 ** -0.5 is -inf, -inf ** 0.5 is nan),
+    except for float16, whose loop calls pow itself (-inf ** 0.5 is inf); 0-dim too."""
+    values = [-inf, inf, -0.0, 0.0, -4.0, 4.0, nan, 2.0]
+    _same(torch.pow, _t(values, dtype), exponent)
+    _same(torch.pow, _t(values, dtype).reshape(2, 4).t(), exponent)
+    for v in values:
+        _same(torch.pow, _t(v, dtype), exponent)
