@@ -26,7 +26,7 @@ import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import torch
@@ -342,7 +342,7 @@ class _Plan:
 
 
 def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int,
-                     large_first: bool = False) -> dict[str, tuple[int, ...]]:
+                     order: str = "small") -> dict[str, tuple[int, ...]]:
     """Shapes of tensor arguments, and values of ``int[]`` arguments (``normalized_shape``),
     from the hints' symbolic shapes: one drawn size per letter, shared by the overload's args."""
     sizes: dict[str, int] = {}
@@ -359,39 +359,59 @@ def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int,
                 dims.append(d)
             else:
                 if d not in sizes:
-                    sizes[d] = _side(draw, 1, max_side, large_first, f"size {d}")
+                    sizes[d] = _side(draw, 1, max_side, order, f"size {d}")
                 dims.append(sizes[d])
         out[a.name] = tuple(dims)
     return out
 
 
-def _side(draw: Any, lo: int, hi: int, large_first: bool, label: str) -> int:
-    """An integer in ``[lo, hi]`` that shrinks toward ``lo``, or (``large_first``) ``hi``."""
+#: How a drawn size maps Hypothesis' choice to a value (its simplest choice comes first, and
+#: its early examples are simple ones): ``small`` (``lo`` first: shrinks toward it), ``large``
+#: (``hi`` first: the dtypes check, which does not shrink) or ``middle`` (the middle of the
+#: range first, then down to ``lo``, then up to ``hi``: shrinks toward a small tensor that
+#: still holds several elements, and Hypothesis' favourite choices, the range's two ends, are
+#: the middle and the largest size). The forward strategy draws ``middle``: drawn ``small``,
+#: its calls at the default depth held one element or none (div.Tensor: 10 drawn calls, 0-dim
+#: or [1] operands, CPU's vectorized loops never reached).
+SIZE_ORDERS = ("small", "large", "middle")
+
+
+@lru_cache(maxsize=256)
+def _order_values(lo: int, hi: int, order: str) -> tuple[int, ...]:
+    if order == "large":
+        return tuple(range(hi, lo - 1, -1))
+    if order == "middle":
+        pivot = lo + (hi - lo + 1) // 2
+        return tuple(range(pivot, lo - 1, -1)) + tuple(range(pivot + 1, hi + 1))
+    return tuple(range(lo, hi + 1))
+
+
+def _side(draw: Any, lo: int, hi: int, order: str, label: str) -> int:
+    """An integer in ``[lo, hi]`` in size order ``order`` (:data:`SIZE_ORDERS`)."""
     k = draw(cached_integers(lo, hi), label=label)
-    return hi - (k - lo) if large_first else k
+    return _order_values(lo, hi, order)[k - lo]
 
 
 def _shape(draw: Any, *, max_dims: int, min_side: int, max_side: int, label: str,
-           large_first: bool = False) -> tuple[int, ...]:
+           order: str = "small") -> tuple[int, ...]:
     """One shape of rank 0..max_dims (shrinks toward rank 0, then small sides). Drawn with
     cached integer strategies: :func:`hypothesis.extra.numpy.array_shapes` costs ~4x more per
-    example, and shapes are drawn for every example. ``large_first``: the other way round
-    (Hypothesis' first and simplest examples are then the largest shapes): for a check that
-    does not shrink, where Hypothesis' early draws are otherwise mostly one element or none."""
-    rank = _side(draw, 0, max_dims, large_first, f"{label} rank")
-    return tuple(_side(draw, min_side, max_side, large_first, f"{label} side")
+    example, and shapes are drawn for every example. ``order``: which sizes come first
+    (:data:`SIZE_ORDERS`)."""
+    rank = _side(draw, 0, max_dims, order, f"{label} rank")
+    return tuple(_side(draw, min_side, max_side, order, f"{label} side")
                  for _ in range(rank))
 
 
 def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, max_side: int,
-                          square: bool = False, large_first: bool = False
+                          square: bool = False, order: str = "small"
                           ) -> list[tuple[int, ...]]:
     """``n`` mutually broadcastable shapes: a base shape; each operand drops some leading dims
     and has some of the others 1 (what :func:`hypothesis.extra.numpy.mutually_broadcastable_shapes`
     draws, at a fraction of its cost per example). ``square``: half the time every side of the
     base is equal (the broadcast check)."""
     base = _shape(draw, max_dims=max_dims, min_side=min_side, max_side=max_side,
-                  label="broadcast base", large_first=large_first)
+                  label="broadcast base", order=order)
     if square and len(base) > 1 and draw(cached_integers(0, 1), label="broadcast base square?"):
         # every side equal: an operand of lower rank aligned against the wrong dimensions
         # (left instead of right) still fits, and computes wrong values instead of raising
@@ -407,10 +427,12 @@ def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, ma
 def _shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
             large_first: bool = False) -> dict[str, tuple[int, ...]]:
     """Shapes for the tensor arguments (list elements use the first tensor's shape);
-    ``large_first``: see :func:`_shape`."""
+    ``large_first``: largest first (:data:`SIZE_ORDERS`), else the ``forward`` mode's middle
+    first and the others' smallest first."""
     names = [a.name for a in sig.tensor_args]
     max_side = hints.max_side or (3 if mode == "broadcast" else 4)
-    fixed = _symbolic_shapes(draw, sig, hints, max_side, large_first)
+    order = "large" if large_first else "middle" if mode == "forward" else "small"
+    fixed = _symbolic_shapes(draw, sig, hints, max_side, order)
     if not names:
         return fixed
     free = [n for n in names if n not in fixed]
@@ -421,14 +443,14 @@ def _shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
         bshapes = _broadcastable_shapes(draw, len(free), max_dims=max_dims,
                                         min_side=0 if mode == "broadcast" else 1,
                                         max_side=max_side, square=mode == "broadcast",
-                                        large_first=large_first)
+                                        order=order)
         shapes = dict(zip(free, bshapes, strict=True))
         if mode == "forward" and draw(cached_integers(0, 9), label="size-0 dim?") == 0:
             # now and then a size-0 dimension, shared by every operand
             shapes = {k: s[:-1] + (0,) if s and s[-1] != 1 else s for k, s in shapes.items()}
     else:
         one = _shape(draw, max_dims=3, min_side=0, max_side=max_side, label="shape",
-                     large_first=large_first)
+                     order=order)
         shapes = dict.fromkeys(free, one)
     shapes.update(fixed)
     return shapes

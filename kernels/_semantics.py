@@ -298,7 +298,7 @@ def promote(*args: Any) -> torch.dtype:
 
 def compute_array(x: Any, dtype: torch.dtype) -> Any:
     """``x`` (tensor or number) as a NumPy array/scalar of the computation dtype ``dtype``."""
-    npd = NP_DTYPE[dtype]
+    npd = np_dtype(dtype)
     if isinstance(x, torch.Tensor):
         arr = to_numpy(x)
         return arr if arr.dtype == npd else arr.astype(npd)
@@ -380,9 +380,10 @@ def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = 
         raise RuntimeError(
             f"Expected out tensor to have device {DEVICE}:0, but got {out.device} instead"
         )
-    if result_dtype is not None and value.dtype != NP_DTYPE[result_dtype]:
+    if result_dtype is not None and value.dtype != np_dtype(result_dtype):
         # Round to the result dtype first: CPU computes in it, then casts to out's dtype.
-        value = value.astype(NP_DTYPE[result_dtype])
+        # (np_dtype: a result mlu cannot hold, complex32, is its documented refusal)
+        value = value.astype(np_dtype(result_dtype))
     if silent_resize and tuple(out.shape) != value.shape:
         restride(out, value.shape)
     resize_out(out, value.shape)
@@ -411,8 +412,8 @@ def write_inplace(self: torch.Tensor, value: Any, result_dtype: torch.dtype | No
     value = np.asarray(value)
     if result_dtype is not None:
         check_result_fits(result_dtype, self.dtype)
-        if value.dtype != NP_DTYPE[result_dtype]:
-            value = value.astype(NP_DTYPE[result_dtype])
+        if value.dtype != np_dtype(result_dtype):
+            value = value.astype(np_dtype(result_dtype))
     if value.shape != tuple(self.shape):
         try:
             bshape = np.broadcast_shapes(value.shape, tuple(self.shape))
