@@ -18,9 +18,14 @@ recorded from CPU calls that worked (our example models' training steps, torch's
   stay valid, and floating values stay in the domain the op was called in. Not the dtype-wide
   adversarial values of the schema strategies: on a recorded shape a reduction sums hundreds of
   terms, and values of every magnitude would fail a correct backend on rounding alone;
-* :func:`with_corpus` mixes it into a check's schema strategy (:data:`CORPUS_ONE_IN`), or is the
-  only source for an overload the schema strategy cannot serve; every :class:`Call` it makes says
-  ``source="corpus"``, and the engine records which source found each failure.
+* for the ``dtypes`` check, :func:`corpus_calls` draws a
+  :class:`~conformance.strategies.DtypeSweep` from one spec: materialized once per dtype of the
+  twelve with the spec's *free* tensors set to that dtype (:func:`retype` says which are free
+  and how their recorded ranges fit another dtype), every other argument as recorded;
+* :func:`with_corpus` mixes it into a check's schema strategy (:data:`CORPUS_ONE_IN`, modes
+  :data:`MIXED_MODES`), or is the only source for an overload the schema strategy cannot serve
+  (or finds no valid input for); every :class:`Call` it makes says ``source="corpus"``, and the
+  engine records which source found each failure.
 
 An overload with no recorded call borrows the specs of a sibling with the same non-out arguments
 (``nll_loss_backward.grad_input`` those of ``nll_loss_backward``; ``add_.Tensor`` those of
@@ -50,8 +55,14 @@ CORPUS_FILE = "calls.jsonl.gz"
 HYPOTHESIS = "hypothesis"
 CORPUS = "corpus"
 SOURCES = (HYPOTHESIS, CORPUS)
-#: Strategy modes the corpus serves (broadcast and promotion draw shapes and dtypes on purpose).
-MODES = ("forward", "autograd")
+#: Strategy modes the corpus serves (broadcast and promotion draw shapes and dtypes on purpose;
+#: ``dtypes`` draws sweeps of one spec retyped per dtype, :func:`retype`).
+MODES = ("forward", "autograd", "dtypes")
+#: Modes whose schema strategy the corpus is mixed into with ``--corpus-mix`` (one example in
+#: :data:`CORPUS_ONE_IN`); the ``dtypes`` sweeps draw recorded calls only where the schema
+#: sweeps find no valid input (a valid schema sweep already answers each dtype, and carries the
+#: forced NaN/+inf refills, :data:`~conformance.strategies.SWEEP_REFILLS`, recorded calls lack).
+MIXED_MODES = ("forward", "autograd")
 #: One example in this many comes from the corpus when an overload has recorded calls.
 CORPUS_ONE_IN = 4
 #: Format version of the corpus file.
@@ -304,14 +315,26 @@ def _sibling(name: str, recorded: Iterable[str]) -> str | None:
 # --------------------------------------------------------------------------- materializing
 
 
-def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str, draw: Any) -> Any:
+def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str, draw: Any,
+                dtype: str | None = None) -> Any:
     """A :class:`~conformance.strategies.Call` for ``sig`` from ``spec``, tensors filled by
-    ``draw`` (inside a composite strategy) within their recorded ranges. Raises ``ValueError``
-    when the spec does not fit the schema."""
+    ``draw`` (inside a composite strategy) within their recorded ranges; ``dtype``: the spec's
+    free tensors at that dtype instead (:func:`retype`; an out= tensor the spec lacks is an
+    empty one of ``dtype``). Raises ``ValueError`` when the spec does not fit the schema."""
     import torch
 
     from conformance.strategies import DEVICE, Call
 
+    origin = f"corpus {spec.origin}"
+    out_dtype = None
+    if dtype is not None:
+        lead = lead_dtype(spec, sig, hints)
+        if lead is None:
+            raise ValueError("no recorded tensor whose dtype is free")
+        if lead != dtype:
+            origin += f", recorded at {lead}"
+        spec = retype(spec, sig, hints, dtype)
+        out_dtype = getattr(torch, dtype)
     given = dict(spec.args)
     by_name = {a.name: a for a in sig.args}
     unknown = [n for n in given if n not in by_name]
@@ -322,8 +345,10 @@ def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str, draw: Any) -> An
     for a in sig.args:
         if a.name not in given:
             if a.has_default or a.is_out:
-                if a.is_out:
-                    values.append((a.name, torch.empty(0)))
+                if a.is_out:  # empty; in a sweep at its dtype, or the one the hints pin
+                    pinned = hints.get(a.name).dtypes if dtype is not None else None
+                    values.append((a.name, torch.empty(0, dtype=getattr(torch, pinned[0])
+                                                       if pinned else out_dtype)))
                 continue
             raise ValueError(f"argument {a.name!r} was not recorded")
         rec = given[a.name]
@@ -346,7 +371,99 @@ def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str, draw: Any) -> An
         values.append((a.name, value))
     notes = ("autograd",) if mode == "autograd" else ()
     return Call(sig=sig, values=tuple(values), on_cpu=frozenset(on_cpu),
-                notes=(*notes, f"corpus {spec.origin}"), source=CORPUS)
+                notes=(*notes, origin), source=CORPUS)
+
+
+# --------------------------------------------------------------------------- retyping
+
+
+def _pinned(hints: Any, name: str) -> bool:
+    return hints is not None and hints.get(name).dtypes is not None
+
+
+def _tensor_leaves(spec: Spec, sig: Any, hints: Any) -> list[tuple[str, int | None, TensorArg,
+                                                                    bool]]:
+    """``(argument, list index or None, tensor, could follow the dtype)`` for each recorded
+    tensor in schema order (out= tensors last); a tensor could follow the call's dtype unless a
+    hint pins its argument's dtypes or its values were kept exactly (indices a forward
+    computed)."""
+    given = dict(spec.args)
+    out = []
+    for a in sorted(sig.args, key=lambda a: a.is_out):
+        rec = given.get(a.name)
+        if a.base != "Tensor" or rec is None:
+            continue
+        pinned = _pinned(hints, a.name)
+        items = enumerate(rec) if isinstance(rec, tuple) else ((None, rec),)
+        for j, t in items:
+            if isinstance(t, TensorArg):
+                out.append((a.name, j, t, not pinned and t.values is None))
+    return out
+
+
+def lead_dtype(spec: Spec, sig: Any, hints: Any) -> str | None:
+    """The dtype the spec was recorded at: its first (schema order) non-out tensor that could
+    follow the dtype (:func:`_tensor_leaves`); ``None``: every tensor is fixed (a sweep of it
+    would try nothing)."""
+    outs = {a.name for a in sig.args if a.is_out}
+    return next((t.dtype for name, _, t, free in _tensor_leaves(spec, sig, hints)
+                 if free and name not in outs), None)
+
+
+def retype(spec: Spec, sig: Any, hints: Any, dtype: str) -> Spec:
+    """``spec`` at ``dtype``, for a ``dtypes`` sweep. The rule: its *lead* dtype is its first
+    tensor's whose dtype no hint pins (``dtypes`` in ``opdb/data/hints.yaml``: ``int64``
+    indices) and whose values were not kept exactly (:func:`lead_dtype`); a tensor is *free*
+    when it could follow the dtype and was recorded at the lead dtype (the operands, weights,
+    a layer norm's saved ``mean``/``rstd``, a recorded out=), and keeps its recorded dtype
+    otherwise (an ``int64`` target of a float loss, ``int32`` pivots). Free tensors take
+    ``dtype`` with their recorded range fitted to it (:func:`fit_range`); everything else is
+    as recorded."""
+    lead = lead_dtype(spec, sig, hints)
+    if lead is None:
+        return spec
+    free = {(name, j) for name, j, t, could in _tensor_leaves(spec, sig, hints)
+            if could and t.dtype == lead}
+
+    def one(name: str, j: int | None, t: Any) -> Any:
+        if not isinstance(t, TensorArg) or (name, j) not in free:
+            return t
+        return replace(t, dtype=dtype, range=fit_range(t.range, dtype))
+
+    args = tuple((n, tuple(one(n, j, t) for j, t in enumerate(v)) if isinstance(v, tuple)
+                  else one(n, None, v)) for n, v in spec.args)
+    return replace(spec, args=args)
+
+
+def fit_range(rng: tuple[float, float] | None, dtype: str) -> tuple[float, float] | None:
+    """A recorded value range ``[lo, hi]`` where it fits ``dtype``: clipped to the dtype's
+    finite range (a complex dtype's parts); for integers (bool: ``[0, 1]``) the whole numbers
+    inside it, or, when it holds none (``[0.26, 0.26]``), the nearest ones around it.
+    ``None`` (the small profile, :func:`_tensor`) when no range was recorded or none of it
+    fits (``[-9, -1]`` for ``uint8``)."""
+    import torch
+
+    from opdb.dtypes import category
+
+    if rng is None:
+        return None
+    lo, hi = rng
+    cat = category(dtype)
+    if cat in ("bool", "integral"):
+        if cat == "bool":
+            tmin, tmax = 0, 1
+        else:
+            info = torch.iinfo(getattr(torch, dtype))
+            tmin, tmax = int(info.min), int(info.max)
+        ilo, ihi = math.ceil(lo), math.floor(hi)
+        if ilo > ihi:
+            ilo, ihi = math.floor(lo), math.ceil(hi)
+        ilo, ihi = max(ilo, tmin), min(ihi, tmax)
+        return (float(ilo), float(ihi)) if ilo <= ihi else None
+    part = {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
+    big = float(torch.finfo(getattr(torch, part)).max)
+    lo, hi = max(lo, -big), min(hi, big)
+    return (lo, hi) if lo <= hi else None
 
 
 class _Skip:
@@ -414,10 +531,12 @@ def _tensor(rec: TensorArg, draw: Any, *, mode: str, label: str) -> Any:
     if cat is None:  # a dtype outside the twelve (uint16, complex32): zeros, as recorded
         base = torch.zeros(n, dtype=getattr(torch, dtype))
     elif cat in ("bool", "integral"):
-        lo, hi = (int(x) for x in rec.range) if rec.range is not None else (0, 0)
-        if cat == "bool" or lo == hi:
-            base = (torch.full((n,), lo, dtype=getattr(torch, dtype)) if lo == hi else
-                    draw_tensor(draw, dtype, (n,), adversarial=False, label=label))
+        if rec.range is None:  # empty, or no recorded value fits the dtype (fit_range)
+            base = draw_tensor(draw, dtype, (n,), adversarial=False, label=label)
+        elif (lo := int(rec.range[0])) == (hi := int(rec.range[1])):
+            base = torch.full((n,), lo, dtype=getattr(torch, dtype))
+        elif cat == "bool":
+            base = draw_tensor(draw, dtype, (n,), adversarial=False, label=label)
         else:
             base = draw_tensor(draw, dtype, (n,), bounds=(lo, hi), label=label)
     elif rec.range is not None and rec.range[0] == rec.range[1]:
@@ -443,14 +562,36 @@ def usable_specs(sig: Any, hints: Any, mode: str, corpus: Corpus | None = None
     out = []
     names = {a.name for a in sig.args}
     required = {a.name for a in sig.args if not a.has_default and not a.is_out}
+    structures = set()
     for spec in corpus.for_overload(sig.name):
         given = {n for n, _ in spec.args}
         if not given <= names or not required <= given:
             continue
         if mode == "autograd" and any(t.numel == 0 for t in spec.tensors):
             continue
+        if mode == "dtypes":  # one spec per structure: its dtype variants sweep alike
+            lead = lead_dtype(spec, sig, hints)
+            if lead is None:
+                continue
+            key = _structure(retype(spec, sig, hints, "float64"))
+            if key in structures:
+                continue
+            structures.add(key)
         out.append(spec)
     return tuple(out)
+
+
+def _structure(spec: Spec) -> str:
+    """What a retyped spec keeps whatever its recorded dtype: tensors' dtypes (the fixed ones),
+    shapes and strides, every other argument (not value ranges)."""
+    def one(v: Any) -> Any:
+        if isinstance(v, TensorArg):
+            return (v.dtype, v.shape, v.stride, v.offset, v.values)
+        if isinstance(v, tuple):
+            return tuple(one(x) for x in v)
+        return v
+
+    return repr(tuple((n, one(v)) for n, v in spec.args))
 
 
 def corpus_calls(sig: Any, hints: Any, *, mode: str, corpus: Corpus | None = None) -> Any:
@@ -462,6 +603,8 @@ def corpus_calls(sig: Any, hints: Any, *, mode: str, corpus: Corpus | None = Non
     specs = usable_specs(sig, hints, mode, corpus)
     if not specs:
         return None
+    if mode == "dtypes":
+        return _sweeps(sig, hints, specs)
 
     @st.composite
     def draw_call(draw: Any) -> Any:
@@ -476,15 +619,43 @@ def corpus_calls(sig: Any, hints: Any, *, mode: str, corpus: Corpus | None = Non
     return draw_call()
 
 
+def _sweeps(sig: Any, hints: Any, specs: tuple[Spec, ...]) -> Any:
+    """Dtype sweeps of recorded calls: one spec drawn, materialized once per dtype of the
+    twelve (:func:`retype`), in :data:`~opdb.dtypes.DTYPE_NAMES` order. The values stay in the
+    recorded ranges: no :data:`~conformance.strategies.SWEEP_REFILLS` refill (a recorded call
+    carries no fills; forced NaN/+inf would leave the domain the op was called in)."""
+    from hypothesis import reject
+    from hypothesis import strategies as st
+
+    from conformance.strategies import DtypeSweep
+    from conformance.values import cached_integers
+    from opdb.dtypes import DTYPE_NAMES
+
+    @st.composite
+    def draw_sweep(draw: Any) -> Any:
+        spec = specs[draw(cached_integers(0, len(specs) - 1), label="corpus spec")]
+        try:
+            return DtypeSweep(tuple(
+                (d, materialize(spec, sig, hints, mode="dtypes", draw=draw, dtype=d))
+                for d in DTYPE_NAMES))
+        except ValueError:
+            reject()
+
+    return draw_sweep()
+
+
 def with_corpus(schema: Any, sig: Any, hints: Any, *, mode: str,
                 corpus: Corpus | None = None) -> Any:
     """``schema`` (the schema strategy, or ``None`` when it has none) with the corpus mixed in:
-    one example in :data:`CORPUS_ONE_IN` from the corpus (shrinking toward the schema's), all of
-    them when there is no schema strategy. ``None`` when neither has anything."""
+    one example in :data:`CORPUS_ONE_IN` from the corpus (shrinking toward the schema's; modes
+    :data:`MIXED_MODES` only, else ``schema`` as it is), all of them when there is no schema
+    strategy. ``None`` when neither has anything."""
     from hypothesis import strategies as st
 
     from conformance.values import cached_integers
 
+    if schema is not None and mode not in MIXED_MODES:
+        return schema
     recorded = corpus_calls(sig, hints, mode=mode, corpus=corpus)
     if recorded is None:
         return schema

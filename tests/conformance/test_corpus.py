@@ -217,6 +217,115 @@ def test_specs_that_do_not_fit_the_schema_are_not_used():
     assert corpus.usable_specs(_sig("neg"), HINTS.for_op("neg"), "promotion", c) == ()
 
 
+# -- dtypes sweeps ----------------------------------------------------------------------------
+
+
+def test_fit_range_keeps_recorded_values_where_they_fit_the_dtype():
+    assert corpus.fit_range((-8.5, 3.6), "float16") == (-8.5, 3.6)
+    assert corpus.fit_range((-1e6, 1e6), "float16") == (-65504.0, 65504.0)
+    assert corpus.fit_range((-8.5, 3.6), "int8") == (-8.0, 3.0)
+    assert corpus.fit_range((-8.5, 3.6), "uint8") == (0.0, 3.0)
+    assert corpus.fit_range((0.26, 0.26), "int16") == (0.0, 1.0)  # no whole number inside
+    assert corpus.fit_range((-8.5, 3.6), "bool") == (0.0, 1.0)
+    assert corpus.fit_range((-9.0, -1.0), "uint8") is None  # nothing fits: the small profile
+    assert corpus.fit_range(None, "int32") is None
+
+
+def _sweep(name: str, c: Corpus):
+    import warnings
+
+    from hypothesis.errors import HypothesisWarning
+
+    sig = _sig(name)
+    with warnings.catch_warnings():  # find() prints the sweep it found: 12 calls' tensors
+        warnings.filterwarnings("ignore", "Generating overly large repr", HypothesisWarning)
+        return _draw(corpus.corpus_calls(sig, HINTS.for_op(name), mode="dtypes", corpus=c))
+
+
+def test_dtypes_sweep_retypes_free_tensors_and_keeps_hinted_ones():
+    """index_select recorded at int64: self follows each dtype; index, int64 too, keeps it (the
+    hints pin its dtypes) and its recorded range."""
+    from opdb.dtypes import DTYPE_NAMES
+
+    spec = Spec("index_select", (("self", TensorArg("int64", (4, 3), (3, 1), 0, (-300.0, 7.0))),
+                                 ("dim", 0),
+                                 ("index", TensorArg("int64", (2,), (1,), 0, (1.0, 3.0)))),
+                "t")
+    c = Corpus(specs={"index_select": (spec,)}, header={})
+    sweep = _sweep("index_select", c)
+    assert [d for d, _ in sweep.calls] == list(DTYPE_NAMES)
+    for dtype, call in sweep.calls:
+        values = dict(call.values)
+        assert str(values["self"].dtype) == f"torch.{dtype}", dtype
+        assert tuple(values["self"].shape) == (4, 3) and values["dim"] == 0
+        assert values["index"].dtype == torch.int64
+        assert 1 <= int(values["index"].min()) and int(values["index"].max()) <= 3
+        assert call.source == corpus.CORPUS
+        if dtype == "uint8":  # [-300, 7] fitted to uint8: [0, 7]
+            assert 0 <= int(values["self"].min()) and int(values["self"].max()) <= 7
+        if dtype != "int64":
+            assert any("recorded at int64" in n for n in call.notes)
+        call.run("cpu")  # index_select computes every dtype
+
+
+def test_dtypes_sweep_keeps_exact_indices_and_other_dtypes(small_corpus):
+    """max_pool2d_with_indices_backward recorded at float32: grad_output and self follow the
+    dtype, the indices the forward computed stay int64 with their values."""
+    c = Corpus.read(small_corpus)
+    spec = dict(c.for_overload("max_pool2d_with_indices_backward")[0].args)
+    sweep = _sweep("max_pool2d_with_indices_backward", c)
+    for dtype, call in sweep.calls:
+        values = dict(call.values)
+        for name in ("grad_output", "self"):
+            assert str(values[name].dtype) == f"torch.{dtype}"
+        assert values["indices"].dtype == torch.int64
+        assert values["indices"].flatten().tolist() == list(spec["indices"].values)
+    # a spec whose every tensor is fixed sweeps nothing: not usable for the dtypes mode
+    fixed = Spec("index_select", (("self", TensorArg("int64", (2,), (1,), 0, (0.0, 1.0),
+                                                     values=(0, 1))),
+                                  ("dim", 0), ("index", TensorArg("int64", (1,), (1,)))), "t")
+    only = Corpus(specs={"index_select": (fixed,)}, header={})
+    assert corpus.usable_specs(_sig("index_select"), HINTS.for_op("index_select"), "dtypes",
+                               only) == ()
+
+
+def test_dtype_variants_of_one_structure_are_one_spec():
+    specs = tuple(Spec("neg", (("self", TensorArg(d, (3,), (1,), 0, (-1.0, 1.0))),), "t")
+                  for d in ("float32", "float64", "int64"))
+    c = Corpus(specs={"neg": specs}, header={})
+    assert len(corpus.usable_specs(_sig("neg"), HINTS.for_op("neg"), "forward", c)) == 3
+    assert len(corpus.usable_specs(_sig("neg"), HINTS.for_op("neg"), "dtypes", c)) == 1
+
+
+def test_dtypes_check_sweeps_recorded_calls_where_the_schema_finds_none(reference, small_corpus):
+    """The dtypes check of a backward op the schema strategies cannot feed: skipped without
+    the corpus, swept on its recorded call with it; CPU's max_pool2d backward has floating
+    kernels only, and the verdict says so per dtype."""
+    from opdb import outcomes
+    from opdb.dtypes import DTYPE_NAMES
+
+    off = _run(reference, "max_pool2d_with_indices_backward", "dtypes", corpus.OFF, k=10)
+    assert (off.verdict, off.category) == ("skip", "no_valid_inputs")
+    on = _run(reference, "max_pool2d_with_indices_backward", "dtypes", small_corpus, k=10)
+    assert on.verdict == "pass", on.message
+    assert on.sources.get(corpus.CORPUS, 0) >= 4 and not on.sources.get(corpus.HYPOTHESIS)
+    floating = {"float16", "bfloat16", "float32", "float64"}
+    assert on.dtype_support == {d: outcomes.DTYPE_OK if d in floating
+                                else outcomes.DTYPE_CPU_REJECTS for d in DTYPE_NAMES}
+
+
+def test_dtypes_sweeps_are_not_mixed_into_schema_sweeps(small_corpus):
+    """--corpus-mix mixes recorded calls into forward and autograd only: the dtypes check
+    draws recorded sweeps where its schema sweeps find no valid input (corpus.MIXED_MODES)."""
+    c = Corpus.read(small_corpus)
+    sig = _sig("max_pool2d_with_indices_backward")
+    schema = object()
+    assert corpus.with_corpus(schema, sig, HINTS.for_op(sig.name), mode="dtypes",
+                              corpus=c) is schema
+    assert corpus.with_corpus(schema, sig, HINTS.for_op(sig.name), mode="forward",
+                              corpus=c) is not schema
+
+
 # -- the engine -------------------------------------------------------------------------------
 
 
