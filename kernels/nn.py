@@ -1221,7 +1221,10 @@ def _nll_rows(x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def _nll_picked(
     target: np.ndarray, c: int, weight: np.ndarray | None, ignore_index: int, dtype: np.dtype
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's class (0 where ignored), its weight (0 where ignored) and whether it counts:
+    ATen skips an ignored row outright (its loss and gradient are 0 even where the score is
+    inf or NaN, where multiplying by a 0 weight would give NaN)."""
     valid = target != ignore_index
     bad = valid & ((target < 0) | (target >= c))
     if bad.any():
@@ -1229,7 +1232,7 @@ def _nll_picked(
     t = np.where(valid, target, 0)
     w = np.ones(t.shape, dtype=dtype) if weight is None else opmath(weight)[t].astype(dtype)
     w[~valid] = 0
-    return t, w
+    return t, w, valid
 
 
 def nll_loss_forward(
@@ -1242,8 +1245,8 @@ def nll_loss_forward(
     """``nll_loss_forward`` / ``nll_loss2d_forward``: ``(output, total_weight)``."""
     dtype = x.dtype
     rows, tgt, tshape = _nll_rows(opmath(x), target)
-    t, w = _nll_picked(tgt, rows.shape[1], weight, ignore_index, rows.dtype)
-    losses = -np.take_along_axis(rows, t[:, None], axis=1)[:, 0] * w
+    t, w, valid = _nll_picked(tgt, rows.shape[1], weight, ignore_index, rows.dtype)
+    losses = np.where(valid, -np.take_along_axis(rows, t[:, None], axis=1)[:, 0] * w, 0)
     if reduction == _REDUCTION_NONE:
         return losses.reshape(tshape).astype(dtype), np.zeros((), dtype=dtype)
     total_weight = w.sum(dtype=rows.dtype)
@@ -1266,7 +1269,7 @@ def nll_loss_backward(
     """``nll_loss_backward`` / ``nll_loss2d_backward``."""
     dtype = x.dtype
     rows, tgt, _ = _nll_rows(opmath(x), target)
-    t, w = _nll_picked(tgt, rows.shape[1], weight, ignore_index, rows.dtype)
+    t, w, valid = _nll_picked(tgt, rows.shape[1], weight, ignore_index, rows.dtype)
     g = opmath(grad_out)
     if reduction == _REDUCTION_NONE:
         scale = -w * g.reshape(-1)
@@ -1274,6 +1277,7 @@ def nll_loss_backward(
         scale = -w * (g.reshape(()) / opmath(total_weight).reshape(()))
     else:
         scale = -w * g.reshape(())
+    scale = np.where(valid, scale, 0)
     gr = np.zeros_like(rows)
     gr[np.arange(rows.shape[0]), t] = scale
     if x.ndim == 1:

@@ -268,6 +268,21 @@ def test_nll_loss(reduction: int, weighted: bool, shape: tuple) -> None:
     close(nn.nll_loss_backward(go.numpy(), x.numpy(), t.numpy(), wn, reduction, -100, twm), ex)
 
 
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+def test_nll_loss_skips_ignored_rows_whatever_their_scores(reduction: int) -> None:
+    """An ignored row's loss and gradient are 0 even where its score (or upstream gradient) is
+    inf or NaN: ATen skips the row, a 0 weight times inf would be NaN."""
+    x = torch.tensor([[float("inf"), float("nan")], [-1.0, -0.25], [-2.0, -0.5]],
+                     dtype=torch.float64)  # row 0 is ignored (its target is ignore_index 0)
+    t = torch.tensor([0, 1, 1])
+    out, tw = torch.ops.aten.nll_loss_forward(x, t, None, reduction, 0)
+    om, twm = nn.nll_loss_forward(x.numpy(), t.numpy(), None, reduction, 0)
+    close(om, out)
+    go = torch.tensor([float("inf"), 1.0, 2.0] if reduction == 0 else 3.0, dtype=torch.float64)
+    ex = torch.ops.aten.nll_loss_backward(go, x, t, None, reduction, 0, tw)
+    close(nn.nll_loss_backward(go.numpy(), x.numpy(), t.numpy(), None, reduction, 0, twm), ex)
+
+
 def test_nll_loss_target_out_of_bounds() -> None:
     with pytest.raises(IndexError, match="Target 7 is out of bounds"):
         nn.nll_loss_forward(np.zeros((2, 3)), np.array([0, 7]), None, 1, -100)
