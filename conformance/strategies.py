@@ -661,7 +661,7 @@ def _shape_along(plan: _Plan, name: str, hint: ArgHint, drawn: dict[str, Any]) -
     it fit only when the index happened to be as long as ``self`` along ``dim``."""
     if hint.along is None or hint.length_of is None:
         return
-    self_, dim, index = drawn.get("self"), drawn.get(hint.along), drawn.get(hint.length_of)
+    self_, dim, index = drawn.get("self"), _along_dim(hint, drawn), drawn.get(hint.length_of)
     if not (isinstance(self_, torch.Tensor) and isinstance(dim, int)
             and isinstance(index, torch.Tensor)):
         return
@@ -671,13 +671,19 @@ def _shape_along(plan: _Plan, name: str, hint: ArgHint, drawn: dict[str, Any]) -
     plan.shapes[name] = tuple(shape)
 
 
+def _along_dim(hint: ArgHint, drawn: dict[str, Any]) -> Any:
+    """The dim an ``along`` hint indexes ``self`` along: the drawn value of the int argument it
+    names, or the dim it gives (an integer)."""
+    return hint.along if isinstance(hint.along, int) else drawn.get(hint.along or "")
+
+
 def _along(hint: ArgHint, drawn: dict[str, Any]) -> ArgHint:
-    """An index tensor's hint (``along: dim``) with its values bounded by ``self``'s size
-    along the drawn ``dim``: every position valid, negative ones included (``[-n, n)``) unless
-    the hint's ``min`` says otherwise; size 0 leaves the hint as it is (CPU rejects)."""
+    """An index tensor's hint (``along: dim``, or a fixed dim) with its values bounded by
+    ``self``'s size along that dim: every position valid, negative ones included (``[-n, n)``)
+    unless the hint's ``min`` says otherwise; size 0 leaves the hint as it is (CPU rejects)."""
     if hint.along is None or hint.length_of is not None:
         return hint
-    self_, dim = drawn.get("self"), drawn.get(hint.along)
+    self_, dim = drawn.get("self"), _along_dim(hint, drawn)
     if not isinstance(self_, torch.Tensor) or not isinstance(dim, int):
         return hint
     n = self_.shape[dim % self_.dim()] if self_.dim() else 1

@@ -60,7 +60,9 @@ class ArgHint:
     length: int | None = None  # list length for int[] arguments
     device: str | None = None  # "cpu": a tensor argument that stays on CPU (as on CUDA)
     extremes: bool = True  # False: no dtype extremes (iinfo/finfo min/max, inf) in this argument
-    along: str | None = None  # an index tensor: positions into self along this int argument
+    #: an index tensor: positions into self along this int argument, or along this fixed dim
+    #: (an int: nll_loss's target, class positions along self's dim 1)
+    along: str | int | None = None
     #: with ``along``: not positions but one slice of ``self`` per position of the named index
     #: tensor (index_add's source): self's shape, its size along ``dim`` that tensor's length
     length_of: str | None = None
@@ -344,9 +346,9 @@ def _arg_hint(raw: Any, file: str, line: int | None) -> ArgHint:
             raise InputError("'extremes' must be true or false", file=file, line=line)
         kw["extremes"] = raw["extremes"]
     if "along" in raw:
-        if not isinstance(raw["along"], str):
-            raise InputError("'along' must name an int argument (the dim self is indexed along)",
-                             file=file, line=line)
+        if not isinstance(raw["along"], str | int) or isinstance(raw["along"], bool):
+            raise InputError("'along' must name an int argument (the dim self is indexed along) "
+                             "or be a dim (an integer)", file=file, line=line)
         kw["along"] = raw["along"]
     if "length_of" in raw:
         if not isinstance(raw["length_of"], str) or "along" not in raw:

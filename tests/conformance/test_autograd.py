@@ -22,6 +22,13 @@ MODEL_FAMILIES = (
     "native_layer_norm", "relu", "gelu", "silu", "tanh", "sigmoid", "hardtanh", "_softmax",
     "_log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits",
     "mm", "bmm", "addmm", "linear", "embedding", "cat", "transpose.int", "view", "sum.dim_IntList",
+    # the composite front ends a model calls (CompositeImplicitAutograd: differentiated through
+    # what they decompose into); their shapes come from opdb/data/hints.yaml, without which
+    # CPU refused every drawn call (skip/no_valid_inputs)
+    "conv1d", "conv2d.padding", "conv3d", "conv_transpose1d", "conv_transpose2d.input",
+    "conv_transpose3d.input", "conv_tbc", "batch_norm", "_batch_norm_impl_index", "group_norm",
+    "instance_norm", "rms_norm", "max_pool3d", "adaptive_avg_pool3d", "nll_loss", "nll_loss2d",
+    "nll_loss_nd",
 )
 
 

@@ -48,6 +48,21 @@ def test_index_tensors_are_positions_along_dim(data):
 
 @FAST
 @given(st.data())
+def test_class_targets_are_positions_along_a_fixed_dim(data):
+    """nll_loss's target (``along: 1``, a dim rather than an argument): int64 classes in
+    [0, self.size(1)), for the autograd check's draws too (drawn in 0..3, every call with
+    fewer classes was refused: the autograd check found no valid example)."""
+    for name, mode in (("nll_loss", "forward"), ("nll_loss2d", "autograd"),
+                       ("nll_loss_nd", "forward")):
+        v = dict(_draw(data, name, mode).values)
+        self_, target = v["self"], v["target"]
+        assert target.dtype == torch.int64 and target.shape == self_.shape[:1] + self_.shape[2:]
+        assert int(target.min()) >= 0 and int(target.max()) < self_.shape[1], (name, self_.shape,
+                                                                               target)
+
+
+@FAST
+@given(st.data())
 def test_index_sources_hold_one_slice_of_self_per_position(data):
     """index_add's, index_copy's and index_reduce's source (``along: dim``, ``length_of:
     index``): self's shape with its size along dim the index's length, so CPU accepts the call

@@ -96,8 +96,8 @@ def test_records_are_frozen(db):
      r"unknown dtype 'int65'", 4),
     ("ops:\n  - names: [mm]\n    max_side: 0\n", r"'max_side' must be a positive integer", 2),
     ("ops:\n  - names: [mm]\n    cpu_crashes: yes please\n", r"'cpu_crashes' must be true", 2),
-    ("ops:\n  - names: [gather]\n    args:\n      index: {along: 1}\n",
-     r"'along' must name an int argument", 4),
+    ("ops:\n  - names: [gather]\n    args:\n      index: {along: true}\n",
+     r"'along' must name an int argument \(the dim self is indexed along\) or be a dim", 4),
     ("ops: [\n", r"invalid YAML", None),
 ])
 def test_hint_errors_name_file_and_line(tmp_path, db, text, message, line):
