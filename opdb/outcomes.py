@@ -256,7 +256,8 @@ def severity(category: str | None) -> int:
     return FAIL_SEVERITY.get(category, 3)
 
 
-_NOT_IMPLEMENTED_FOR = re.compile(r"\"[A-Za-z0-9_]+\" not implemented for '([A-Za-z0-9]+)'")
+#: the kernel name as a C++ identifier, a template's ``<>`` included (``"slow_conv_dilated<>"``)
+_NOT_IMPLEMENTED_FOR = re.compile(r"\"[A-Za-z0-9_:<>]+\" not implemented for '([A-Za-z0-9]+)'")
 _SCALAR_TYPES = frozenset(SCALAR_TYPE_NAMES.values()) | {"ComplexHalf"}
 
 
