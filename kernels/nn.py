@@ -341,8 +341,13 @@ def conv_transpose_backward(
     k = weight.shape[2:]
     gi = gw = gb = None
     if output_mask[0]:
-        # the input gradient of a transposed convolution is the plain convolution
-        gi = conv_forward(grad_out, weight, None, stride, padding, dilation, groups).astype(dtype)
+        # the input gradient of a transposed convolution is the plain convolution, less the
+        # windows that start in the output_padding rows (with a stride of 1, output_padding
+        # below the dilation adds whole windows past the last input position)
+        gi = conv_forward(grad_out, weight, None, stride, padding, dilation, groups)
+        crop: tuple[slice, ...] = (slice(None), slice(None),
+                                   *(slice(0, s) for s in x.shape[2:]))
+        gi = np.ascontiguousarray(gi[crop]).astype(dtype)
     if output_mask[1]:
         gop = _channels_last_padded(grad_out, padding)
         go_cols, out = _im2col(gop, k, stride, dilation, groups)

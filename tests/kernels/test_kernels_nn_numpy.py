@@ -71,6 +71,9 @@ def test_conv1d_and_conv3d() -> None:
         ((1, 1), (0, 0), (0, 0), (1, 1), 1),
         ((2, 3), (1, 2), (1, 2), (1, 1), 2),
         ((2, 2), (1, 0), (0, 1), (2, 1), 1),
+        # output_padding below the dilation at stride 1: whole windows past the last input row
+        # (the input gradient came back a row too long)
+        ((1, 1), (0, 1), (1, 0), (2, 1), 1),
     ],
 )
 def test_conv_transpose2d(s: tuple, p: tuple, op: tuple, d: tuple, g: int) -> None:
