@@ -119,6 +119,14 @@ def _axpby(self: torch.Tensor, prod: np.ndarray, beta: Any, alpha: Any) -> np.nd
         return r + (c if beta == 1 else c * np.asarray(beta).astype(prod.dtype))
 
 
+def _unread_if_alpha_zero(prod: np.ndarray, alpha: Any) -> np.ndarray:
+    """The product as BLAS leaves it when alpha is 0: never read, so zeros (no inf/NaN)."""
+    with quiet():
+        if np.asarray(alpha).astype(prod.dtype) == 0:
+            return np.zeros_like(prod)
+    return prod
+
+
 def _check_self_dtype(self: torch.Tensor, other: torch.Tensor) -> None:
     if self.dtype != other.dtype:
         raise RuntimeError(
@@ -138,11 +146,9 @@ def _addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, beta: Any
     _check_self_dtype(self, mat1)
     prod = _mm_value(mat1, mat2, out)
     if mat1.dtype not in (torch.float16, torch.bfloat16) and prod.dtype.kind in "fc":
-        with quiet():
-            if np.asarray(alpha).astype(prod.dtype) == 0:
-                # CPU's float/double/complex GEMM does not read mat1 @ mat2 when alpha is 0
-                # (BLAS), so their inf/NaN do not reach the result; its Half/BFloat16 one does
-                prod = np.zeros_like(prod)
+        # CPU's float/double/complex GEMM does not read mat1 @ mat2 when alpha is 0 (BLAS), so
+        # their inf/NaN do not reach the result; its Half/BFloat16 one does
+        prod = _unread_if_alpha_zero(prod, alpha)
     value = _axpby(self, prod, beta, alpha)
     return emit(value, mat1.dtype, out, into=self if inplace else None, exact=True)
 
@@ -232,7 +238,12 @@ def _addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, beta: Any =
             f"{scalar_type_name(self.dtype)}, {scalar_type_name(mat.dtype)}, and "
             f"{scalar_type_name(vec.dtype)}"
         )
-    value = _axpby(self, _mv_value(mat, vec), beta, alpha)
+    prod = _mv_value(mat, vec)
+    if mat.dtype in (torch.float32, torch.float64):
+        # CPU's float/double addmv is BLAS gemv, which returns beta * self without reading mat
+        # or vec when alpha is 0; its Half/BFloat16/complex addmv (not BLAS) gives NaN for them
+        prod = _unread_if_alpha_zero(prod, alpha)
+    value = _axpby(self, prod, beta, alpha)
     return emit(value, mat.dtype, out, into=self if inplace else None, exact=True)
 
 

@@ -196,6 +196,16 @@ def test_addmm_ignores_the_product_when_alpha_is_zero() -> None:
               beta=0, alpha=0)
 
 
+def test_addmv_ignores_the_product_when_alpha_is_zero() -> None:
+    # float/double addmv is BLAS gemv: alpha = 0 returns beta * self without reading mat or vec;
+    # Half/BFloat16/complex addmv is not BLAS and gives NaN, as mlu's plain product does
+    for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.complex64):
+        _same(torch.addmv, _t([4.9e31, -2.2e-13], dtype), _t([[3.0, 4.0], [-2.0, 3.0]], dtype),
+              _t([-7.25, inf], dtype), beta=1, alpha=0)
+        _same(torch.addmv, _t([nan, 2.0], dtype), _t([[-4.6e185, 1.0], [2.0, 3.0]], torch.float64)
+              .to(dtype), _t([1.3e154, -2.0], torch.float64).to(dtype), beta=0, alpha=0)
+
+
 def test_addmm_reads_beta_in_its_compute_type() -> None:
     # beta = 1e-308 is 0 in float16's opmath float32: self's inf is then not read, as on CPU
     _same(torch.addmm, _t([[inf], [-0.04], [-0.5]], torch.float16),
