@@ -17,6 +17,7 @@ from kernels._semantics import (
     LOW_PRECISION,
     check_dtype,
     checked_scalar,
+    cpp_type_name,
     infer_size,
     quiet,
     resize_out,
@@ -467,6 +468,30 @@ def bernoulli_out(self: torch.Tensor, *, generator: Any = None, out: torch.Tenso
     return _fill_random(out, u < pa)
 
 
+#: c10's TypeMeta names of the unsigned types that ``cpp_type_name`` does not spell
+_UNSIGNED_CPP_NAMES = {torch.uint16: "short unsigned int", torch.uint32: "unsigned int",
+                       torch.uint64: "long unsigned int"}
+
+
+def _check_from_to_in_range(dtype: torch.dtype, lo: int, to_inc: int) -> None:
+    """ATen's check_from_to_in_range: both ends representable in ``dtype`` (uint64: int64's
+    non-negative range), checked before ``random_`` returns for an empty tensor."""
+    if dtype.is_floating_point:
+        fi = torch.finfo(dtype)
+        bounds: tuple[float, float] = (fi.min, fi.max)
+    elif dtype == torch.bool:
+        bounds = (0, 1)
+    elif dtype == torch.uint64:
+        bounds = (0, 2 ** 63 - 1)
+    else:
+        ii = torch.iinfo(dtype)
+        bounds = (ii.min, ii.max)
+    name = _UNSIGNED_CPP_NAMES.get(dtype) or cpp_type_name(dtype)
+    for value, what in ((lo, "from"), (to_inc, "to - 1")):
+        if not bounds[0] <= value <= bounds[1]:
+            raise RuntimeError(f"{what} is out of bounds for {name}")
+
+
 def _random_range(self: torch.Tensor, from_: int = 0, to: int | None = None, *,
                   generator: Any = None) -> torch.Tensor:
     """``random_`` (``[0, 2**mantissa]`` or the dtype's range), ``random_.to``, ``random_.from``."""
@@ -484,9 +509,13 @@ def _random_range(self: torch.Tensor, from_: int = 0, to: int | None = None, *,
             hi = 2
         else:
             hi = int(np.iinfo(npd).max) + 1
+    if to is None and lo != -(2 ** 63):  # ATen's full 64-bit range is not checked
+        _check_from_to_in_range(self.dtype, lo, hi - 1)
     if lo >= hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} "
                            f">= to={hi}")
+    if to is not None:  # [from, to): checked after from < to, before ATen's empty return
+        _check_from_to_in_range(self.dtype, lo, hi - 1)
     v = _rng(generator).integers(lo, hi, size=self.shape, dtype=np.int64, endpoint=False) if (
         hi <= 2 ** 63) else _rng(generator).integers(lo, hi, size=self.shape, dtype=np.uint64)
     return _fill_random(self, v)

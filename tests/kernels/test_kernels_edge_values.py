@@ -285,6 +285,28 @@ def test_empty_random_and_geometric_skip_the_dtype_gate() -> None:
         torch.empty(2, dtype=torch.complex64, device="mlu").random_()
 
 
+@pytest.mark.parametrize("n", [0, 3])
+def test_random_from_to_checks_the_bounds_against_the_dtype(n: int) -> None:
+    # ATen's check_from_to_in_range runs before random_ returns for an empty tensor
+    for dtype, lo, hi, message in [
+            (torch.bool, 2, 3, "from is out of bounds for bool"),
+            (torch.bool, 0, 3, "to - 1 is out of bounds for bool"),
+            (torch.uint8, -5, 3, "from is out of bounds for unsigned char"),
+            (torch.uint16, -1, 3, "from is out of bounds for short unsigned int"),
+            (torch.float16, 0, 70000, "to - 1 is out of bounds for c10::Half"),
+            (torch.int8, 200, None, "from is out of bounds for signed char"),
+            (torch.bool, 2, None, "from is out of bounds for bool")]:
+        for device in ("cpu", "mlu"):
+            with pytest.raises(RuntimeError, match=message):
+                torch.empty(n, dtype=dtype, device=device).random_(lo, hi)
+    out = torch.empty(0, dtype=torch.bool, device="mlu")
+    with pytest.raises(RuntimeError, match="to - 1 is out of bounds for bool"):
+        torch.ops.aten.random.from_out(torch.empty(0, dtype=torch.bool, device="mlu"), 0, 3,
+                                       out=out)
+    torch.empty(n, dtype=torch.bool, device="mlu").random_(0, 2)
+    torch.empty(n, dtype=torch.int8, device="mlu").random_(-128, None)
+
+
 def test_batch_norm_no_stats_out_of_nothing_leaves_its_outs_unchecked() -> None:
     def bn(x: torch.Tensor) -> Any:
         def e(dtype: torch.dtype) -> torch.Tensor:
