@@ -831,17 +831,29 @@ def max_pool_with_indices_backward(
     *,
     nd: int,
 ) -> np.ndarray:
-    """Scatter-add ``grad_out`` into the input positions named by ``indices``."""
+    """Scatter-add ``grad_out`` into the input positions named by ``indices``.
+
+    A window lying entirely in the padding (value -inf) gets, as from ATen's CPU forward, an
+    index past its plane when the input is shorter than the padding; ATen's backward adds at
+    plane start + index, so that gradient lands in the next plane, and past the end of the
+    buffer for the last plane (an out-of-bounds write). The same flat addressing here, with
+    the writes past the buffer dropped.
+    """
     k, s, _, d, _ = _pool_params(x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     volume = math.prod(x.shape[-nd:])
     planes = math.prod(x.shape[:-nd])
     go = opmath(grad_out).reshape(planes, -1)
-    flat = indices.reshape(planes, -1) + (np.arange(planes) * volume)[:, None]
+    idx = indices.reshape(planes, -1)
+    in_planes = bool(((idx >= 0) & (idx < volume)).all())
+    flat = (idx + (np.arange(planes) * volume)[:, None]).ravel()
     gx = np.zeros(planes * volume, dtype=go.dtype)
-    if all(s[i] >= d[i] * (k[i] - 1) + 1 for i in range(nd)):
-        gx[flat.ravel()] = go.ravel()  # windows do not overlap: indices are unique
+    if not in_planes:
+        inside = (flat >= 0) & (flat < planes * volume)
+        flat, go = flat[inside], go.ravel()[inside]
+    if in_planes and all(s[i] >= d[i] * (k[i] - 1) + 1 for i in range(nd)):
+        gx[flat] = go.ravel()  # windows do not overlap: indices are unique
     else:
-        np.add.at(gx, flat.ravel(), go.ravel())
+        np.add.at(gx, flat, go.ravel())
     return gx.reshape(x.shape).astype(x.dtype, copy=False)
 
 

@@ -147,6 +147,22 @@ def test_max_pool2d(case: tuple) -> None:
     parity(lambda t: F.max_pool2d(t, k, s, p, d, ceil, return_indices=True), x)
 
 
+def test_max_pool_backward_of_a_window_in_the_padding() -> None:
+    # length 1, padding 1, dilation 2, kernel 2: the only window covers positions -1 and 1, both
+    # padding; ATen's forward gives it -inf and index 1 (past the plane), and its backward adds
+    # at plane start + index: plane 0's gradient into plane 1, plane 1's past the buffer (an
+    # out-of-bounds write on CPU, not run here). mlu: the same addressing, without the overflow
+    x = torch.tensor([[2.19], [-3.68]], dtype=torch.float64, device=DEV, requires_grad=True)
+    out, idx = torch.ops.aten.max_pool1d_with_indices(x, [2], [1], [1], [2], False)
+    assert idx.cpu().tolist() == [[1], [1]] and out.isneginf().all()
+    (grad,) = torch.autograd.grad(out, x, torch.tensor([[1.5], [-0.25]], dtype=torch.float64,
+                                                       device=DEV))
+    assert grad.cpu().tolist() == [[0.0], [1.5]]
+    # in range (a longer input): unchanged, and as CPU
+    parity(lambda t: torch.ops.aten.max_pool1d_with_indices(t, [2], [1], [1], [2], False),
+           rand(2, 3, seed=1))
+
+
 def test_max_pool2d_unbatched_and_nan() -> None:
     x = rand(3, 6, 6, seed=1)
     x[0, 1, 1] = float("nan")
