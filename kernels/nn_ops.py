@@ -102,6 +102,18 @@ def native_batch_norm_legit_no_training(input: np.ndarray, weight: np.ndarray | 
     return nn.batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)
 
 
+@define("_batch_norm_no_update", dtypes=FLOATING, kernel_name="batch_norm", arrays=True)
+def batch_norm_no_update(input: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None,
+                         running_mean: np.ndarray | None, running_var: np.ndarray | None,
+                         momentum: float, eps: float
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """ATen's CompositeExplicitAutograd kernel calls batch_norm_cpu itself (eval mode), so
+    every other backend needs its own; the fourth result is an empty uint8 reserve."""
+    out, mean, invstd = nn.batch_norm(input, weight, bias, running_mean, running_var, False,
+                                      momentum, eps)
+    return out, mean, invstd, np.empty(0, np.uint8)
+
+
 @define("native_layer_norm_backward", "native_layer_norm_backward.out",
         dtypes=FLOATING, kernel_name="LayerNormBackwardKernelImpl", autogen_out=True,
         # no rows or no normalized elements: CPU returns before its dtype dispatch

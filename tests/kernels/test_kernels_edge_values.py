@@ -307,6 +307,19 @@ def test_random_from_to_checks_the_bounds_against_the_dtype(n: int) -> None:
     torch.empty(n, dtype=torch.int8, device="mlu").random_(-128, None)
 
 
+def test_batch_norm_no_update_runs_on_mlu() -> None:
+    # ATen's CompositeExplicitAutograd kernel calls batch_norm_cpu itself: without an mlu kernel
+    # every call ended in "Expected tensor to have CPU Backend" (contiguous or not)
+    x = _t([[6.19, -1.44, 2.81], [0.5, 3.25, -7.0]], torch.float32)
+    w, rv = _t([2.19, -3.68, -7.34], torch.float32), _t([0.76, 2.16, 5.96], torch.float32)
+    b = _t([-3.52], torch.float32).expand(3)
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        _same(torch.ops.aten._batch_norm_no_update, x.to(dtype), w.to(dtype), b.to(dtype),
+              w.to(dtype), rv.to(dtype), 0.0, 0.0625, exact=False)
+        _same(torch.ops.aten._batch_norm_no_update, x.t().contiguous().t().to(dtype), None,
+              b.to(dtype), w.to(dtype), rv.to(dtype), 0.1, 1e-5, exact=False)
+
+
 def test_batch_norm_no_stats_out_of_nothing_leaves_its_outs_unchecked() -> None:
     def bn(x: torch.Tensor) -> Any:
         def e(dtype: torch.dtype) -> torch.Tensor:
