@@ -29,6 +29,8 @@ MODEL_FAMILIES = (
     "conv_transpose3d.input", "conv_tbc", "batch_norm", "_batch_norm_impl_index", "group_norm",
     "instance_norm", "rms_norm", "max_pool3d", "adaptive_avg_pool3d", "nll_loss", "nll_loss2d",
     "nll_loss_nd",
+    # recurrent cells (layouts in the hints) and the attention softmax
+    "lstm_cell", "gru_cell", "_safe_softmax",
 )
 
 
