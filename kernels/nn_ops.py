@@ -435,6 +435,9 @@ def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate:
 @define("native_dropout", "native_dropout.out", ("out0", "out1"), autogen_out=True)
 def native_dropout(input: torch.Tensor, p: float, train: bool | None
                    ) -> tuple[np.ndarray, np.ndarray]:
+    if input.numel() and (train is None or train) and not 0 <= 1 - p <= 1:
+        # CPU draws its mask with bernoulli_(1 - p) before scaling: bernoulli_'s range check first
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1 - p:g}")
     if input.numel() and (train is None or train) and input.dtype not in FLOATING | COMPLEX:
         # CPU multiplies by a float scale in place: its "can't be cast" refusal
         raise RuntimeError(

@@ -380,6 +380,11 @@ CASES: dict[str, Callable[[str], Any]] = {
                                      [0] * 6, grad_input=z(0, dtype=L)(d)),
     "reflection_pad3d_backward of a 3-d self": lambda d: A.reflection_pad3d_backward(
         z(1, 1, 1)(d), z(1, 1, 1)(d), [0] * 6),
+    "native_dropout p > 1: bernoulli_'s range check": lambda d: A.native_dropout(
+        t(1.0, 2.0)(d), 2.0, None),
+    "native_dropout.out p < 0": lambda d: A.native_dropout(
+        t(1.0, 2.0)(d), -0.5, True, out0=z(0)(d), out1=z(0, dtype=torch.bool)(d)),
+    "native_dropout p = 1 keeps nothing": lambda d: A.native_dropout(t(1.0, 2.0)(d), 1.0, None),
 }
 
 
