@@ -451,6 +451,12 @@ def _real_dtype(dtype: torch.dtype) -> torch.dtype:
 def _var_std(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
              keepdim: bool = False, out: torch.Tensor | None = None, op: str) -> torch.Tensor:
     v, _, dt = _var(self, dim, correction, keepdim, op)
+    half = (torch.float16, torch.bfloat16)
+    if (out is not None and self.dtype in half and out.dtype not in half
+            and out.dtype in FLOATING | COMPLEX and self.numel() and v.size <= 1):
+        # ATen's std_var_out: a wider out makes the common dtype float, which sends a one-element
+        # result to std_var_all_cpu, and that kernel dispatches on the input's dtype (float/double)
+        raise RuntimeError(f"std_var_all: Unsupported dtype {scalar_type_name(self.dtype)}")
     return emit(np.sqrt(v) if op == "std" else v, _real_dtype(dt), out)
 
 

@@ -385,6 +385,17 @@ CASES: dict[str, Callable[[str], Any]] = {
     "native_dropout.out p < 0": lambda d: A.native_dropout(
         t(1.0, 2.0)(d), -0.5, True, out0=z(0)(d), out1=z(0, dtype=torch.bool)(d)),
     "native_dropout p = 1 keeps nothing": lambda d: A.native_dropout(t(1.0, 2.0)(d), 1.0, None),
+    # std_var_out: a float out sends a one-element result of a half input to std_var_all_cpu
+    "std.out bfloat16 into float32": lambda d: A.std.out(
+        t(1.0, 2.0, dtype=torch.bfloat16)(d), None, False, False, out=z(0)(d)),
+    "var.correction_out float16 [1, 3] over dim 1 into float64": lambda d: A.var.correction_out(
+        ar(1, 3, dtype=torch.float16)(d), [1], correction=0, out=z(0, dtype=torch.float64)(d)),
+    "std.out float16 [2, 3] over dim 1 into float32": lambda d: A.std.out(
+        z(2, 3, dtype=torch.float16)(d), [1], False, False, out=z(0)(d)),
+    "std.out bfloat16 into bfloat16": lambda d: A.std.out(
+        t(1.0, 2.0, dtype=torch.bfloat16)(d), None, False, False, out=z(0, dtype=torch.bfloat16)(d)),
+    "std.out empty bfloat16 into float32": lambda d: A.std.out(
+        z(0, dtype=torch.bfloat16)(d), None, False, False, out=z(0)(d)),
 }
 
 
