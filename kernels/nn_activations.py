@@ -227,14 +227,14 @@ def _make(act: Activation) -> None:
         check_same_shape_or_broadcast(grad_output, self)
         g, x = to_numpy(grad_output), to_numpy(self)
         promoted = torch.result_type(grad_output, self)
-        dtype = NP_DTYPE[promoted]
+        dtype = np_dtype(promoted)
         if act.backward_like_self:
             check_result_fits(promoted, self.dtype)
             dtype = NP_DTYPE[self.dtype]
         rest = real_scalars(rest, promoted)
         # TensorIterator casts both to the common dtype first (an int8 self of a bfloat16 grad
         # is read as bfloat16): a Python-number scalar then meets floats, never int8
-        common = NP_DTYPE[promoted]
+        common = np_dtype(promoted)
         return bwd_fn(opmath(g.astype(common, copy=False)), opmath(x.astype(common, copy=False)),
                       *rest).astype(dtype, copy=False)
 
@@ -261,7 +261,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: Any, scale: Any, input_scale:
     check_same_shape_or_broadcast(grad_output, self_or_result)
     g, x = to_numpy(grad_output), to_numpy(self_or_result)
     promoted = torch.result_type(grad_output, self_or_result)
-    dtype = NP_DTYPE[promoted]
+    dtype = np_dtype(promoted)
     alpha, scale, input_scale = real_scalars((alpha, scale, input_scale), promoted)
     return _elu_bwd(opmath(g), opmath(x), alpha, scale, input_scale, is_result).astype(dtype)
 

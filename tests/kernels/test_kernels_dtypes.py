@@ -150,6 +150,17 @@ def test_unsupported_dtype_is_refused_clearly() -> None:
         torch.empty(2, dtype=torch.complex32, device="mlu")
 
 
+@pytest.mark.parametrize("op", ["silu_backward", "elu_backward"])
+def test_activation_backward_promoting_to_complex32_is_refused_clearly(op: str) -> None:
+    """A float16 grad with a complex64 0-d self computes in complex32: the documented refusal,
+    not a KeyError from a dtype table."""
+    g = torch.zeros(0, dtype=torch.float16, device="mlu")
+    x = torch.tensor(1 + 1j, dtype=torch.complex64, device="mlu")
+    args = (g, 1.0, 1.0, 1.0, False, x) if op == "elu_backward" else (g, x)
+    with pytest.raises(NotImplementedError, match="does not support dtype torch.complex32"):
+        getattr(torch.ops.aten, op)(*args)
+
+
 def test_complex_to_bool_reads_both_parts() -> None:
     """complex -> bool is true when either part is non-zero (a real-part-only cast is not)."""
     x = torch.tensor([1j, 0j, 1 + 0j, complex(0, float("nan"))])
