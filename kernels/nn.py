@@ -907,9 +907,12 @@ def _avg_divisors(
 
 def _divide_like_c(a: np.ndarray, div: np.ndarray | int) -> np.ndarray:
     """``a / div``; for integers C's division, truncating toward zero (ATen's int64 pooling)."""
-    if a.dtype.kind in "iu":
-        q = np.abs(a) // np.abs(div)
-        return np.where((a < 0) != (np.asarray(div) < 0), -q, q)
+    if a.dtype.kind in "iu":  # floor quotient, one up where it was rounded down past zero;
+        # no abs(): abs(INT64_MIN) wraps to itself and flipped the quotient's sign
+        with np.errstate(all="ignore"):
+            q = a // div
+            inexact = (a - q * div) != 0
+        return np.where(inexact & ((a < 0) != (np.asarray(div) < 0)), q + 1, q)
     return a / (a.dtype.type(div) if isinstance(div, int) else div)
 
 

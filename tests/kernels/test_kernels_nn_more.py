@@ -112,6 +112,19 @@ def test_avg_pool3d(case: tuple, include_pad: bool) -> None:
     parity(lambda x: F.avg_pool3d(x, k, s, p, ceil, include_pad), rand(2, 2, 6, 7, 5, seed=1))
 
 
+@pytest.mark.parametrize("divisor", [None, 2, -3])
+def test_avg_pool3d_int64_extremes(divisor: int | None) -> None:
+    """Window sums at and past INT64_MIN: C's division truncates toward zero (no sign flip from
+    abs(INT64_MIN), which wraps), and a sum that wraps is divided as the wrapped value."""
+    big, low = 2**63 - 1, -(2**63)
+    x = torch.tensor([low, 1, big, 1, -7, 2, low + 1, 0, 5, -5, big, -9], dtype=torch.int64)
+    x = x.reshape(1, 1, 1, 3, 4)
+    for k in ([1, 1, 1], [1, 1, 2], [1, 3, 1]):
+        expected = torch.ops.aten.avg_pool3d(x, k, [1, 1, 1], [0, 0, 0], False, False, divisor)
+        got = torch.ops.aten.avg_pool3d(x.to(DEV), k, [1, 1, 1], [0, 0, 0], False, False, divisor)
+        assert torch.equal(got.cpu(), expected), (k, got.cpu(), expected)
+
+
 @pytest.mark.parametrize("out", [(1, 1, 1), (2, 3, 4), (6, 7, 5)])
 def test_adaptive_avg_pool3d(out: tuple) -> None:
     parity(lambda x: F.adaptive_avg_pool3d(x, out), rand(2, 2, 6, 7, 5, seed=1))
