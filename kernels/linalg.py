@@ -23,7 +23,7 @@ from kernels._semantics import (
     scalar_type_name,
     write_out,
 )
-from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
+from kernels._tensor import NP_DTYPE, from_numpy, np_dtype, to_numpy
 from kernels.elementwise import check_same_device
 from kernels.registry import register, register_rows
 
@@ -81,6 +81,12 @@ def _mm(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None = None
 
 def _bmm_value(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None = None
                ) -> np.ndarray:
+    _bmm_shapes(self, mat2)
+    _check_dtypes("bmm", self, mat2, out)
+    return _matmul(_operand(self), _operand(mat2))
+
+
+def _bmm_shapes(self: torch.Tensor, mat2: torch.Tensor) -> None:
     check_same_device("bmm", (self, mat2), ("self", "mat2"))
     if self.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
@@ -92,12 +98,16 @@ def _bmm_value(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None 
             f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but got: "
             f"[{mat2.shape[0]}, {mat2.shape[1]}]."
         )
-    _check_dtypes("bmm", self, mat2, out)
-    return _matmul(_operand(self), _operand(mat2))
 
 
 def _bmm(self: torch.Tensor, mat2: torch.Tensor, out: torch.Tensor | None = None
          ) -> torch.Tensor:
+    _bmm_shapes(self, mat2)
+    (b, m, k), n = self.shape, mat2.shape[2]
+    if self.dtype != mat2.dtype and (b * m * n == 0 or k == 0):
+        # CPU's bmm meta gives the result batch2's dtype, and its kernel returns an empty result
+        # or zeros (no contraction) before it reads either operand: no dtype check
+        return emit(np.zeros((b, m, n), np_dtype(mat2.dtype)), mat2.dtype, out, exact=True)
     return emit(_bmm_value(self, mat2, out), self.dtype, out, exact=True)
 
 

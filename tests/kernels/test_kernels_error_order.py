@@ -396,6 +396,18 @@ CASES: dict[str, Callable[[str], Any]] = {
         t(1.0, 2.0, dtype=torch.bfloat16)(d), None, False, False, out=z(0, dtype=torch.bfloat16)(d)),
     "std.out empty bfloat16 into float32": lambda d: A.std.out(
         z(0, dtype=torch.bfloat16)(d), None, False, False, out=z(0)(d)),
+    # bmm: an empty result or contraction returns before the kernel's dtype check, in batch2's dtype
+    "bmm of mixed dtypes, empty result": lambda d: A.bmm(
+        z(2, 0, 4, dtype=torch.float64)(d), z(2, 4, 3, dtype=torch.complex64)(d)),
+    "bmm of mixed dtypes, no contraction": lambda d: A.bmm(
+        z(2, 3, 0, dtype=torch.complex64)(d), z(2, 0, 3, dtype=torch.float64)(d)),
+    "bmm.out of mixed dtypes into batch1's dtype": lambda d: A.bmm.out(
+        z(2, 0, 4, dtype=torch.float64)(d), z(2, 4, 3, dtype=torch.complex64)(d),
+        out=z(0, dtype=torch.float64)(d)),
+    "bmm of mixed dtypes": lambda d: A.bmm(
+        z(2, 1, 4, dtype=torch.float64)(d), z(2, 4, 3, dtype=torch.complex64)(d)),
+    "_euclidean_dist of an empty float and complex: clamp_min_ refuses complex": lambda d:
+        A._euclidean_dist(z(2, 0, 2, dtype=torch.float64)(d), z(2, 0, 2, dtype=torch.complex64)(d)),
 }
 
 
