@@ -684,6 +684,14 @@ def _anyall(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
 # --------------------------------------------------------------------------------------------
 
 
+def _cum_acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """cpu_cum_base_kernel's running value: at::acc_type<scalar_t, false>, double for float
+    and complex<double> for complex<float> (float for the half types), so a cumprod that
+    overflows float32 on the way and comes back into range stays finite."""
+    return {torch.float32: torch.float64, torch.complex64: torch.complex128}.get(
+        dtype, _acc_dtype(dtype))
+
+
 def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None = None,
          out: torch.Tensor | None = None, *, fn: Any, inplace: bool = False) -> torch.Tensor:
     if inplace:
@@ -703,7 +711,7 @@ def _cum(self: torch.Tensor, dim: int, dtype: torch.dtype | None = None,
     x, _ = _input(self, result)
     d = wrap_dim(dim, x.ndim)
     with quiet():
-        v = x.copy() if x.ndim == 0 else fn(x, axis=d, dtype=NP_DTYPE[_acc_dtype(result)])
+        v = x.copy() if x.ndim == 0 else fn(x, axis=d, dtype=NP_DTYPE[_cum_acc_dtype(result)])
     if inplace:
         np.copyto(to_numpy(self), np.asarray(v).astype(NP_DTYPE[result]), casting="unsafe")
         return self

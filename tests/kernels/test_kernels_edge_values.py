@@ -678,3 +678,17 @@ def test_pow_half_exponents_as_cpus_kernels(dtype: torch.dtype, exponent: float)
     _same(torch.pow, _t(values, dtype).reshape(2, 4).t(), exponent)
     for v in values:
         _same(torch.pow, _t(v, dtype), exponent)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.complex64])
+def test_cumsum_and_cumprod_run_in_cpus_accumulator_type(dtype: torch.dtype) -> None:
+    """CPU's cumulative kernels keep the running value in acc_type (double for float32,
+    complex<double> for complex64, float for the half types): 3e38 * 10 * 1e-10 is 3e29 there,
+    not inf; cumprod.out of the default run (float32[4, 3] near 3.4e38) came back finite."""
+    big = 6e4 if dtype == torch.float16 else 3e38
+    x = _t([[big, 10.0, 1e-10, 2.0], [big, big, -big, 1.0]], dtype)
+    for fn in (torch.cumprod, torch.cumsum):
+        _same(fn, x, 1)
+        _same(fn, x.t(), 0)
+    _same(lambda t: torch.cumprod(t, 1, out=torch.empty(0, device=t.device)),
+          _t([[3e38 + 1j, 10.0, 1e-10]], torch.complex64))
