@@ -512,7 +512,8 @@ def _div_mode_kernels() -> None:
         has_mode = any(a.name == "rounding_mode" for a in op._schema.arguments)
         mode = _mode(name)
         # div_true_kernel reads a Python-number divisor of a float16/bfloat16 tensor in float32
-        # (iter.original_scalar_value<opmath_t>): x / 3.4e38 is not x / inf
+        # (iter.original_scalar_value<opmath_t>): x / 3.4e38 is not x / inf; its floor and
+        # trunc modes (and floor_divide) too: bfloat16 -9.2e-41 // 1.4e-45 is -65536, not -inf
         true_k = make_pointwise(name, _div, Kind.INT_TO_FLOAT, nin=len(args), mode=mode,
                                 argnames=tuple(a.name for a in args), scalar_opmath=True)
         if not has_mode:
@@ -520,7 +521,7 @@ def _div_mode_kernels() -> None:
             continue
         round_k = make_pointwise(name, _div, Kind.DEFAULT, nin=len(args), mode=mode,
                                  argnames=tuple(a.name for a in args), kw=("rounding_mode",),
-                                 validate=_div_mode_check)
+                                 validate=_div_mode_check, scalar_opmath=True)
 
         def kernel(*a: Any, _t: Any = true_k, _r: Any = round_k, **k: Any) -> Any:
             if k.get("rounding_mode") is None:
@@ -951,7 +952,7 @@ register_family("remainder", _remainder, Kind.DEFAULT,
                 validate=refuse("remainder", "bool", "complex"))
 register_family("fmod", _fmod, Kind.DEFAULT, validate=refuse("fmod", "bool", "complex"))
 register_family("floor_divide", _floor_divide, Kind.DEFAULT,
-                validate=refuse("div_floor", "bool", "complex"))
+                validate=refuse("div_floor", "bool", "complex"), scalar_opmath=True)
 
 
 def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:

@@ -692,3 +692,17 @@ def test_cumsum_and_cumprod_run_in_cpus_accumulator_type(dtype: torch.dtype) -> 
         _same(fn, x.t(), 0)
     _same(lambda t: torch.cumprod(t, 1, out=torch.empty(0, device=t.device)),
           _t([[3e38 + 1j, 10.0, 1e-10]], torch.complex64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("divisor", [1.401298464324817e-45, 3.4e38, 1e-8, 0.1])
+def test_floor_and_trunc_division_read_a_python_divisor_in_float32(dtype: torch.dtype,
+                                                                    divisor: float) -> None:
+    """CPU divides a float16/bfloat16 tensor by a Python number held in float32 (opmath), not
+    rounded to the tensor's dtype: bfloat16 -9.2e-41 // 1.4e-45 is -65536 and -0.0 // 1.4e-45
+    is -0.0 (a divisor rounded to 0 gives -inf and NaN); the default run's floor_divide.Scalar_out."""
+    x = _t([-9.183549615799121e-41, -0.0, 3.0, 1e-3, -2.5, inf], dtype)
+    _same(torch.floor_divide, x, divisor)
+    _same(torch.floor_divide, x[1], divisor)
+    for mode in ("floor", "trunc"):
+        _same(torch.div, x, divisor, rounding_mode=mode)
