@@ -11,6 +11,7 @@ storage offsets are torch's own. Geometry of ``view``/``unfold`` is computed by 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -117,7 +118,29 @@ def _set_storage(self: torch.Tensor, storage: Any, offset: int, size: list[int],
         storage = getattr(storage, "_untyped_storage", storage)  # a TypedStorage
     if not hasattr(storage, BUF_ATTR):
         raise RuntimeError("set_: the source storage is not an mlu storage")
+    if offset >= 0 and list(self.shape) == size and (stride is None or list(self.stride()) == stride):
+        # ATen's checkSetStorage: an unchanged geometry is not resized (the storage does not
+        # grow), so it must fit the new storage as it is
+        _check_in_bounds_for_storage(size, stride, offset, self.element_size(), storage.nbytes())
     return set_geometry(self, storage, offset, size, stride)
+
+
+def _check_in_bounds_for_storage(size: list[int], stride: list[int] | None, offset: int,
+                                 itemsize: int, nbytes: int) -> None:
+    """ATen's checkInBoundsForStorage: the bytes ``size``/``stride`` (contiguous when None) at
+    ``offset`` elements need, against the storage's ``nbytes``; a geometry of no bytes fits."""
+    if 0 in size:
+        return
+    if stride is None:
+        span = math.prod(size)
+    else:
+        span = 1 + sum((n - 1) * st for n, st in zip(size, stride, strict=True))
+    if itemsize * (span + offset) > nbytes:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride or [])}, storage offset "
+            f"{offset}, and itemsize {itemsize} requiring a storage size of "
+            f"{itemsize * (span + offset)} are out of bounds for storage of size {nbytes}"
+        )
 
 
 @register("set_.source_Storage_storage_offset")

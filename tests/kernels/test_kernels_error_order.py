@@ -408,6 +408,18 @@ CASES: dict[str, Callable[[str], Any]] = {
         z(2, 1, 4, dtype=torch.float64)(d), z(2, 4, 3, dtype=torch.complex64)(d)),
     "_euclidean_dist of an empty float and complex: clamp_min_ refuses complex": lambda d:
         A._euclidean_dist(z(2, 0, 2, dtype=torch.float64)(d), z(2, 0, 2, dtype=torch.complex64)(d)),
+    # set_: an unchanged geometry is checked against the new storage; a changed one grows it
+    # (the grown bytes are uninitialised: compare the geometry only)
+    "set_ float32 [2, 2] onto a bool tensor's 4 bytes": lambda d:
+        A.set_.source_Tensor_storage_offset(z(2, 2)(d), z(2, 2, dtype=torch.bool)(d), 0, [2, 2], []),
+    "set_ unchanged size and stride past a smaller storage": lambda d:
+        A.set_.source_Tensor_storage_offset(z(4)(d), z(2)(d), 0, [4], [1]),
+    "set_ own storage at offset 1": lambda d:
+        A.set_.source_Tensor_storage_offset(z(2)(d), z(2)(d), 1, [2], []),
+    "set_ a new size grows the storage": lambda d:
+        torch.tensor(A.set_.source_Tensor_storage_offset(z(2)(d), z(2)(d), 0, [4], []).stride()),
+    "set_ unchanged size, other stride grows the storage": lambda d:
+        torch.tensor(A.set_.source_Tensor_storage_offset(z(4)(d), z(2)(d), 0, [4], [2]).stride()),
 }
 
 
