@@ -975,6 +975,9 @@ def _histc(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0,
     for v in (lo, hi):
         checked_scalar(v, self.dtype)
     check_dtype("histogram_cpu", self.dtype, allowed=FLOATING)
+    # the kernel's bin edges are linspace(lo, hi) in the input's dtype: a range end the dtype
+    # cannot hold is rounded first (float32 min=3.6e-121 is 0.0, so -0.0 is inside)
+    lo, hi = (torch.tensor(v, dtype=self.dtype).item() for v in (lo, hi))
     x = to_numpy(self).reshape(-1).astype(np.float64)
     inside = (x >= lo) & (x <= hi)
     if hi == lo:  # a range too narrow for +-1 to widen (float32/float64): CPU's kernel puts

@@ -706,3 +706,13 @@ def test_floor_and_trunc_division_read_a_python_divisor_in_float32(dtype: torch.
     _same(torch.floor_divide, x[1], divisor)
     for mode in ("floor", "trunc"):
         _same(torch.div, x, divisor, rounding_mode=mode)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_histc_rounds_its_range_to_the_input_dtype(dtype: torch.dtype) -> None:
+    """histc's bin edges are linspace(min, max) in the input's dtype: min=3.6e-121 is 0.0 in
+    float32 and narrower types, so -0.0 falls in the histogram there (not in float64); the
+    default run's histc.out(float32[2, 2], bins=1, min=3.57e-121, max=0.5)."""
+    x = _t([[-1.0, -0.0], [3.03, 5.22]], dtype)
+    for bins, lo, hi in ((1, 3.5734053203170503e-121, 0.5), (3, 1e-50, 4.0), (2, -3.0, 1e-30)):
+        _same(torch.histc, x, bins, lo, hi)
