@@ -36,6 +36,32 @@ def _bool_mask(mask: torch.Tensor | None, mask_type: int | None, batch: int, hea
     return m.expand(batch, heads, lq, lk)
 
 
+def _mha_checks(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, embed_dim: int,
+                num_head: int, qkv_weight: torch.Tensor, qkv_bias: torch.Tensor) -> None:
+    """ATen's ``native_multi_head_attention_cpu`` argument checks, in its order."""
+    def check(ok: bool, message: str) -> None:
+        if not ok:
+            raise RuntimeError(message)
+
+    check(query.dim() == 3, f"expected 3-D `query`, got {query.dim()}-D tensor")
+    check(query.shape[2] == embed_dim,
+          f"passed-in embed_dim {embed_dim} didn't match last dim of query {query.shape[2]}")
+    check(key.dim() == 3, f"expected 3-D `key`, got {key.dim()}-D tensor")
+    check(value.dim() == 3, f"expected 3-D `value`, got {value.dim()}-D tensor")
+    check(query.shape == key.shape == value.shape,
+          "expected `query`/`key`/`value` shapes to match")
+    check(qkv_weight.dim() == 2, f"expected 2-D `qkv_weight`, got {qkv_weight.dim()}-D tensor")
+    check(qkv_weight.shape[0] == 3 * embed_dim,
+          "expected `qkv_weight` first dim to be 3x embed_dim")
+    check(qkv_weight.shape[1] == embed_dim, "expected `qkv_weight` second dim to be embed_Dim")
+    check(qkv_bias.dim() == 1, f"expected 1-D `qkv_bias`, got {qkv_bias.dim()}-D tensor")
+    check(qkv_bias.shape[0] == 3 * embed_dim,
+          "expected `qkv_bias` first dim and first dim of query to be equal")
+    # num_head 0: ATen's D % num_head is undefined behaviour; refuse it with the same check
+    check(num_head != 0 and embed_dim % num_head == 0,
+          "`embed_dim` must divide evenly by `num_heads`")
+
+
 @register("_native_multi_head_attention")
 def native_multi_head_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                                 embed_dim: int, num_head: int, qkv_weight: torch.Tensor,
@@ -44,8 +70,7 @@ def native_multi_head_attention(query: torch.Tensor, key: torch.Tensor, value: t
                                 need_weights: bool = True, average_attn_weights: bool = True,
                                 mask_type: int | None = None
                                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    if query.dim() != 3:
-        raise RuntimeError(f"expected 3-D `query`, got {query.dim()}-D tensor")
+    _mha_checks(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias)
     b, lq, e = query.shape
     lk = key.shape[1]
     d = e // num_head
@@ -78,6 +103,8 @@ def transformer_encoder_layer_fwd(src: torch.Tensor, embed_dim: int, num_heads: 
                                   ffn_weight_2: torch.Tensor, ffn_bias_2: torch.Tensor,
                                   mask: torch.Tensor | None = None, mask_type: int | None = None
                                   ) -> torch.Tensor:
+    if src.numel() == 0:  # ATen returns a copy of an empty input before any check
+        return src.clone()
     shape = (embed_dim,)
     x = src
     if norm_first:

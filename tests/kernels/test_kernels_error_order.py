@@ -420,6 +420,22 @@ CASES: dict[str, Callable[[str], Any]] = {
         torch.tensor(A.set_.source_Tensor_storage_offset(z(2)(d), z(2)(d), 0, [4], []).stride()),
     "set_ unchanged size, other stride grows the storage": lambda d:
         torch.tensor(A.set_.source_Tensor_storage_offset(z(4)(d), z(2)(d), 0, [4], [2]).stride()),
+    # _transformer_encoder_layer_fwd: an empty src is copied before any check; then
+    # _native_multi_head_attention's argument checks, in ATen's order
+    "_transformer_encoder_layer_fwd of a 3-d qkv_weight": lambda d:
+        A._transformer_encoder_layer_fwd(z(2, 2, 2)(d), 2, 1, *[z(2, 2, 2)(d)] * 4, False, False,
+                                         1e-5, *[z(2, 2, 2)(d)] * 8),
+    "_transformer_encoder_layer_fwd with no heads": lambda d:
+        A._transformer_encoder_layer_fwd(z(2, 2, 2)(d), 2, 0, *[z(2, 2, 2)(d)] * 4, False, False,
+                                         1e-5, *[z(2, 2, 2)(d)] * 8),
+    "_transformer_encoder_layer_fwd embed_dim off query's last dim": lambda d:
+        A._transformer_encoder_layer_fwd(z(2, 2, 2)(d), 0, 1, *[z(2, 2, 2)(d)] * 4, False, False,
+                                         1e-5, *[z(2, 2, 2)(d)] * 8),
+    "_transformer_encoder_layer_fwd of an empty src": lambda d:
+        A._transformer_encoder_layer_fwd(ar(2, 0, 2)(d), 0, 0, *[z(2, 2, 2)(d)] * 4, False, False,
+                                         1e-5, *[z(2, 2, 2)(d)] * 8),
+    "_native_multi_head_attention of a 1-d qkv_bias": lambda d: A._native_multi_head_attention(
+        *[z(1, 2, 2)(d)] * 3, 2, 1, z(6, 2)(d), z(6, 1)(d), z(2, 2)(d), z(2)(d)),
 }
 
 
