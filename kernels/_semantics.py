@@ -363,6 +363,16 @@ def resize_out(out: torch.Tensor, shape: Sequence[int]) -> None:
     restride(out, shape)
 
 
+def _drop_imag(value: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """A complex value stored into a real tensor: c10's cast keeps the real part, except into
+    bool, which is true where either part is nonzero (complex(-0.0, nan) and -2.5j are true)."""
+    if dst.kind == "c" or value.dtype.kind != "c":
+        return value
+    if dst.kind == "b":
+        return value != 0
+    return value.real
+
+
 def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = None,
               *, check: bool = True, exact: bool = False, silent_resize: bool = False
               ) -> torch.Tensor:
@@ -388,9 +398,7 @@ def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = 
         restride(out, value.shape)
     resize_out(out, value.shape)
     dst = to_numpy(out)
-    if dst.dtype.kind != "c" and value.dtype.kind == "c":
-        value = value.real
-    np.copyto(dst, value, casting="unsafe")
+    np.copyto(dst, _drop_imag(value, dst.dtype), casting="unsafe")
     return out
 
 
@@ -425,9 +433,7 @@ def write_inplace(self: torch.Tensor, value: Any, result_dtype: torch.dtype | No
                 f"{list(bshape) if bshape is not None else list(value.shape)}"
             )
     dst = to_numpy(self)
-    if dst.dtype.kind != "c" and value.dtype.kind == "c":
-        value = value.real
-    np.copyto(dst, value, casting="unsafe")
+    np.copyto(dst, _drop_imag(value, dst.dtype), casting="unsafe")
     return self
 
 

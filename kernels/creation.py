@@ -300,8 +300,11 @@ def linspace_out(start: Any, end: Any, steps: int, *, out: torch.Tensor) -> torc
 
 def _bound(value: Any, npd: np.dtype) -> Any:
     """A Scalar bound as ATen's ``Scalar.to<scalar_t>()`` reads it: rounded to a floating dtype,
-    truncated to an integral one (a negative int wraps into an unsigned one: -1 is 255)."""
-    if npd.kind != "c":
+    truncated to an integral one (a negative int wraps into an unsigned one: -1 is 255); a
+    complex one into bool is true where either part is nonzero (-2.5j is true)."""
+    if npd.kind == "b":
+        value = value != 0
+    elif npd.kind != "c":
         value = np.real(value)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

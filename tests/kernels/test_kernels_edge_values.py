@@ -716,3 +716,17 @@ def test_histc_rounds_its_range_to_the_input_dtype(dtype: torch.dtype) -> None:
     x = _t([[-1.0, -0.0], [3.03, 5.22]], dtype)
     for bins, lo, hi in ((1, 3.5734053203170503e-121, 0.5), (3, 1e-50, 4.0), (2, -3.0, 1e-30)):
         _same(torch.histc, x, bins, lo, hi)
+
+
+def test_a_complex_result_stored_into_bool_tests_both_parts() -> None:
+    """c10 converts a complex value to bool as value != 0: complex(-0.0, nan) and -2.5j are
+    true, not their real part's false (default run: _fft_c2c.out and
+    linspace.Tensor_Scalar_out into bool out=)."""
+    z = _t([complex(-0.0, nan), complex(-7.0, 3.2)], torch.complex64)
+    _same(lambda t: torch.ops.aten._fft_c2c.out(t, [], 0, False,
+                                                out=torch.empty(0, dtype=torch.bool,
+                                                                device=t.device)), z)
+    for v in (complex(-0.0, -2.5), complex(0.0, 0.0), complex(3.0, 0.0)):
+        _same(lambda t: torch.linspace(t, 0, 1, out=torch.empty(0, dtype=torch.bool,
+                                                                 device=t.device)),
+              _t(v, torch.complex128))
