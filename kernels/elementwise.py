@@ -989,6 +989,17 @@ def _pow(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
                 # loop; the vectorized one reads it as float: expected failures)
                 return np.power(a.astype(np.float64), float(b))
         b = np.asarray(b).astype(npd)
+    elif compute.is_floating_point and b.shape != np.broadcast_shapes(np.shape(a), b.shape):
+        # a tensor exponent broadcast over the base (a 0-dim one: float_power's double
+        # exponent): CPU's loop calls std::pow per element (pow(-inf, 0.5) is inf), where
+        # NumPy's power loop takes sqrt for a repeated 0.5 (nan); spell the exponent out
+        a = np.asarray(a)
+        full = np.empty_like(a) if a.shape == np.broadcast_shapes(a.shape, b.shape) else (
+            np.empty(np.broadcast_shapes(a.shape, b.shape), npd))
+        full[...] = b
+        b = full
+    elif compute.is_floating_point and b.ndim == 0 and np.ndim(a) == 0:  # NumPy's scalar path
+        return np.power(np.reshape(a, 1), b.reshape(1)).reshape(())
     if compute.is_floating_point or compute.is_complex:
         return np.power(a, b)
     if compute == torch.bool:

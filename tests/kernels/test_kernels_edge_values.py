@@ -730,3 +730,16 @@ def test_a_complex_result_stored_into_bool_tests_both_parts() -> None:
         _same(lambda t: torch.linspace(t, 0, 1, out=torch.empty(0, dtype=torch.bool,
                                                                  device=t.device)),
               _t(v, torch.complex128))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pow_of_a_broadcast_tensor_exponent_calls_pow_per_element(dtype: torch.dtype) -> None:
+    """A 0-dim (or broadcast) tensor exponent 0.5: CPU's pow_tensor_tensor loop calls
+    std::pow, so -inf ** 0.5 is inf and -0.0 ** 0.5 is 0.0 (a Python exponent takes sqrt
+    instead); the default run's float_power.Tensor_Tensor_out(float64[], float64[])."""
+    a = _t([[-inf, -0.0, 4.0], [inf, nan, -2.0]], dtype)
+    half = _t(0.5, dtype)
+    _same(torch.pow, a, half)
+    _same(torch.pow, a.t(), _t([0.5, 0.5], dtype))
+    _same(torch.pow, a[0, 0], half)
+    _same(torch.float_power, a[0, 0], half)
