@@ -59,9 +59,41 @@ def convolution(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         )
     x, w, b = to_numpy(input), to_numpy(weight), arr(bias)
     if transposed:
+        _check_transpose_shape(list(input.shape[2:]), list(weight.shape[2:]), stride, padding,
+                               output_padding, dilation)
         check_dtype("slow_conv_transpose2d_out_cpu", input.dtype, allowed=FLOATING | {torch.int64})
         return nn.conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, groups)
     return nn.conv_forward(x, w, b, stride, padding, dilation, groups)
+
+
+def _check_transpose_shape(size: list[int], kernel: list[int], stride: list[int],
+                           padding: list[int], output_padding: list[int], dilation: list[int]
+                           ) -> None:
+    """ATen's slow_conv_transpose{2,3}d shape checks (CPU's and CUDA's kernels alike): output
+    padding below stride or dilation, then a positive output size. A 1-d transposed convolution
+    runs as a 2-d one of height 1, so its messages name a height and a width."""
+    nd = len(size)
+    if nd not in (1, 2, 3) or not (len(kernel) == len(stride) == len(padding) == nd
+                                   == len(output_padding) == len(dilation)):
+        return  # other ranks and argument lengths: the generic convolution checks refuse them
+    if nd == 1:
+        size, kernel, stride, padding, output_padding, dilation = (
+            [1, *size], [1, *kernel], [1, *stride], [0, *padding], [0, *output_padding],
+            [1, *dilation])
+    names = ("depth", "height", "width")[3 - len(size):]
+    if not all(op < st or op < dl for op, st, dl in zip(output_padding, stride, dilation,
+                                                        strict=True)):
+        got = " ".join(f"{arg}_{n}: {v}" for arg, values in (
+            ("output_padding", output_padding), ("stride", stride), ("dilation", dilation))
+            for n, v in zip(names, values, strict=True))
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, "
+                           f"but got {got}")
+    out = [(s - 1) * st - 2 * p + (dl * (k - 1) + 1) + op for s, k, st, p, op, dl in zip(
+        size, kernel, stride, padding, output_padding, dilation, strict=True)]
+    if min(out) < 1:
+        raise RuntimeError(
+            f"Given input size per channel: ({' x '.join(map(str, size))}). Calculated output "
+            f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
 
 
 @define("convolution_backward_overrideable", "convolution_backward_overrideable.out",

@@ -436,6 +436,18 @@ CASES: dict[str, Callable[[str], Any]] = {
                                          1e-5, *[z(2, 2, 2)(d)] * 8),
     "_native_multi_head_attention of a 1-d qkv_bias": lambda d: A._native_multi_head_attention(
         *[z(1, 2, 2)(d)] * 3, 2, 1, z(6, 2)(d), z(6, 1)(d), z(2, 2)(d), z(2)(d)),
+    # transposed convolution: slow_conv_transpose's shape checks (output padding, output size)
+    "conv_transpose2d output_padding not below stride or dilation": lambda d:
+        A.conv_transpose2d(z(1, 2, 3, 3)(d), z(2, 1, 2, 2)(d), output_padding=[0, 1]),
+    "conv_transpose2d output_padding below dilation": lambda d:
+        A.conv_transpose2d(ar(1, 2, 3, 3)(d), ar(2, 1, 2, 2)(d), output_padding=[0, 1],
+                           dilation=[2, 2]),
+    "conv_transpose1d output_padding (a 2-d kernel of height 1)": lambda d:
+        A.conv_transpose1d(z(1, 2, 3)(d), z(2, 1, 2)(d), output_padding=[1]),
+    "conv_transpose3d output size 0": lambda d:
+        A.conv_transpose3d(z(1, 2, 2, 2, 2)(d), z(2, 2, 2, 2, 1)(d), padding=[0, 0, 1]),
+    "conv_transpose2d of int64, output size -1": lambda d:
+        A.conv_transpose2d(z(1, 2, 1, 1, dtype=L)(d), z(2, 1, 1, 1, dtype=L)(d), padding=[1, 1]),
 }
 
 
