@@ -202,8 +202,8 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
     result dtype. ``validate(compute, result, *args, **kw)`` may raise CPU's errors first.
     ``out_same_dtype``: ``out=`` must have exactly the result dtype (ATen's plain unary ops);
     ``"noncomplex"``: only for non-complex inputs (``abs``); ``"tensor_weight"``: only when the
-    last operand is a tensor of at least one dimension (``lerp``: a 0-dim weight promotes). ``scalar_opmath``: Python-number
-    operands keep the computation precision instead of being rounded to a float16/bfloat16
+    last operand is a tensor of at least one dimension (``lerp``: a 0-dim weight promotes). ``scalar_opmath``: a Python-number
+    last operand keeps the computation precision instead of being rounded to a float16/bfloat16
     common dtype first (``lerp``'s weight). ``raw_scalars``: Python-number operands reach ``fn``
     unconverted (``pow``'s exponent is used as a double). ``scalars(result, *operands)``: CPU's
     refusal of a Python-number operand (or keyword argument: ``alpha``) the dtype it is read in
@@ -263,8 +263,13 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
         if common in LOW_PRECISION and compute != common:
             # CPU first casts every operand to the common (low-precision) dtype.
             low = NP_DTYPE[common]
-            ops = [operand(a, npd) if (scalar_opmath and not isinstance(a, torch.Tensor))
-                   else None if a is None else operand(a, low).astype(npd) for a in operands]
+            # scalar_opmath: only the last operand (ATen's iter.is_scalar(2) /
+            # original_scalar_value); a leading Python number rounds to the common dtype too
+            last = len(operands) - 1
+            ops = [operand(a, npd) if (scalar_opmath and i == last
+                                       and not isinstance(a, torch.Tensor))
+                   else None if a is None else operand(a, low).astype(npd)
+                   for i, a in enumerate(operands)]
             if raw_scalars:  # still told apart from tensors: a NumPy scalar, not an array
                 ops = [o[()] if o is not None and not isinstance(a, torch.Tensor) else o
                        for a, o in zip(operands, ops, strict=True)]
@@ -458,7 +463,7 @@ def _mul(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
     return np.multiply(a, b)
 
 
-register_family("mul", _mul, Kind.DEFAULT)
+register_family("mul", _mul, Kind.DEFAULT, scalar_opmath=True)
 
 
 def _zero_division_check(b: Any, compute: torch.dtype, a: Any = None) -> None:

@@ -743,3 +743,20 @@ def test_pow_of_a_broadcast_tensor_exponent_calls_pow_per_element(dtype: torch.d
     _same(torch.pow, a.t(), _t([0.5, 0.5], dtype))
     _same(torch.pow, a[0, 0], half)
     _same(torch.float_power, a[0, 0], half)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_only_a_trailing_python_number_keeps_float32_in_half_arithmetic(dtype: torch.dtype
+                                                                         ) -> None:
+    """mul/div/floor_divide read a Python-number second operand in float32 (ATen's
+    iter.is_scalar(2)), a leading one rounded to the tensor's dtype: x * 1.2e-27 keeps -inf
+    (cumulative_trapezoid.dx's (left + right) * dx / 2 of the default run), 1.2e-27 * x is
+    NaN in float16, and 1.4e-45 / x divides 0 by it."""
+    x = _t([-inf, 3.0, -9.183549615799121e-41, 0.0], dtype)
+    for s in (1.2e-27, 1.401298464324817e-45):
+        _same(torch.mul, x, s)
+        _same(lambda t, _s=s: _s * t, x)
+        _same(lambda t, _s=s: torch.div(_s, t), x)
+        _same(lambda t, _s=s: torch.floor_divide(_s, t), x)
+    _same(torch.cumulative_trapezoid, _t([[nan, -inf], [3.42, -inf]], dtype),
+          dx=2.4445486640847067e-27, dim=0)
