@@ -1229,7 +1229,15 @@ def _addcmul(s: Any, t1: Any, t2: Any, *, compute: torch.dtype, result: torch.dt
              value: Any = 1) -> Any:
     if compute == torch.bool:
         return np.logical_or(s, np.logical_and(bool(value), np.logical_and(t1, t2)))
-    return s + np.asarray(value).astype(s.dtype) * t1 * t2
+    p = np.asarray(value).astype(s.dtype) * t1
+    if np.result_type(s, p, t2) == np.float32:
+        # CPU's loop is fused: fma(value * t1, t2, self), one rounding, so a product past
+        # float32's range added to an infinity keeps it (inf + 814741 * -1.35e33 is inf, not
+        # NaN). A float32 product is exact in double: add there, round once more.
+        with np.errstate(all="ignore"):
+            return (s.astype(np.float64) + p.astype(np.float64) * t2.astype(np.float64)
+                    ).astype(np.float32)
+    return s + p * t2
 
 
 def _addcdiv(s: Any, t1: Any, t2: Any, *, compute: torch.dtype, result: torch.dtype,

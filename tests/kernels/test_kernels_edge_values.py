@@ -760,3 +760,17 @@ def test_only_a_trailing_python_number_keeps_float32_in_half_arithmetic(dtype: t
         _same(lambda t, _s=s: torch.floor_divide(_s, t), x)
     _same(torch.cumulative_trapezoid, _t([[nan, -inf], [3.42, -inf]], dtype),
           dx=2.4445486640847067e-27, dim=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_addcmul_fuses_the_product_as_cpu(dtype: torch.dtype) -> None:
+    """CPU computes addcmul as fma(value * t1, t2, self) (float32 opmath for the half types):
+    inf + 814741 * -1.35e33 stays inf and -1 + (1 + 2**-12)**2 keeps the product's low bits;
+    the default run's addcmul(float32[], float32[3, 3], float32[], value=1)."""
+    big = 6e4 if dtype == torch.float16 else 3.3e38
+    s, t2 = _t(inf, dtype), _t(-big, dtype)
+    t1 = _t([[814741.0 if dtype != torch.float16 else 600.0, -3.0, 1.0], [-inf, 0.5, 2.0]], dtype)
+    _same(torch.addcmul, s, t1, t2)
+    _same(torch.addcmul, -s, t1, t2, value=2)
+    x = _t([1 + 2**-12] * 3, dtype)
+    _same(torch.addcmul, _t(-1.0, dtype), x, x)
