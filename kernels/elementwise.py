@@ -398,9 +398,15 @@ def _fused(a: Any, b: Any, alpha: Any, compute: torch.dtype, result: torch.dtype
     if wide is None or result != compute or alpha is None or isinstance(alpha, bool) \
             or alpha == 1:
         return None
-    scale = np.asarray(alpha).astype(NP_DTYPE[compute]).astype(wide)  # read in scalar_t
-    out = np.add(np.asarray(a).astype(wide), np.multiply(np.asarray(b).astype(wide), scale))
-    return out.astype(NP_DTYPE[compute])
+    scale = np.asarray(alpha).astype(NP_DTYPE[compute])  # read in scalar_t
+    return _fma_in(wide, a, b, scale).astype(NP_DTYPE[compute])
+
+
+def _fma_in(wide: Any, a: Any, b: Any, c: Any) -> Any:
+    """``a + b * c`` formed in the NumPy type ``wide`` (:data:`_FUSED_IN`): a stand-in for a
+    fused multiply-add, which NumPy lacks; the caller rounds the result to its dtype."""
+    return np.add(np.asarray(a).astype(wide),
+                  np.multiply(np.asarray(b).astype(wide), np.asarray(c).astype(wide)))
 
 
 def _add(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype, alpha: Any = 1) -> Any:
@@ -1235,8 +1241,7 @@ def _addcmul(s: Any, t1: Any, t2: Any, *, compute: torch.dtype, result: torch.dt
         # float32's range added to an infinity keeps it (inf + 814741 * -1.35e33 is inf, not
         # NaN). A float32 product is exact in double: add there, round once more.
         with np.errstate(all="ignore"):
-            return (s.astype(np.float64) + p.astype(np.float64) * t2.astype(np.float64)
-                    ).astype(np.float32)
+            return _fma_in(_FUSED_IN[torch.float32], s, p, t2).astype(np.float32)
     return s + p * t2
 
 
