@@ -333,7 +333,7 @@ def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str, draw: Any,
             raise ValueError("no recorded tensor whose dtype is free")
         if lead != dtype:
             origin += f", recorded at {lead}"
-        spec = retype(spec, sig, hints, dtype)
+        spec = retype(spec, sig, hints, dtype, lead=lead)
         out_dtype = getattr(torch, dtype)
     given = dict(spec.args)
     by_name = {a.name: a for a in sig.args}
@@ -410,7 +410,7 @@ def lead_dtype(spec: Spec, sig: Any, hints: Any) -> str | None:
                  if free and name not in outs), None)
 
 
-def retype(spec: Spec, sig: Any, hints: Any, dtype: str) -> Spec:
+def retype(spec: Spec, sig: Any, hints: Any, dtype: str, *, lead: str | None = None) -> Spec:
     """``spec`` at ``dtype``, for a ``dtypes`` sweep. The rule: its *lead* dtype is its first
     tensor's whose dtype no hint pins (``dtypes`` in ``opdb/data/hints.yaml``: ``int64``
     indices) and whose values were not kept exactly (:func:`lead_dtype`); a tensor is *free*
@@ -418,8 +418,8 @@ def retype(spec: Spec, sig: Any, hints: Any, dtype: str) -> Spec:
     a layer norm's saved ``mean``/``rstd``, a recorded out=), and keeps its recorded dtype
     otherwise (an ``int64`` target of a float loss, ``int32`` pivots). Free tensors take
     ``dtype`` with their recorded range fitted to it (:func:`fit_range`); everything else is
-    as recorded."""
-    lead = lead_dtype(spec, sig, hints)
+    as recorded. ``lead``: :func:`lead_dtype`'s answer, when the caller has it already."""
+    lead = lead or lead_dtype(spec, sig, hints)
     if lead is None:
         return spec
     free = {(name, j) for name, j, t, could in _tensor_leaves(spec, sig, hints)
@@ -573,7 +573,7 @@ def usable_specs(sig: Any, hints: Any, mode: str, corpus: Corpus | None = None
             lead = lead_dtype(spec, sig, hints)
             if lead is None:
                 continue
-            key = _structure(retype(spec, sig, hints, "float64"))
+            key = _structure(retype(spec, sig, hints, "float64", lead=lead))
             if key in structures:
                 continue
             structures.add(key)
