@@ -469,7 +469,12 @@ def _mul(a: Any, b: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:
     return np.multiply(a, b)
 
 
-register_family("mul", _mul, Kind.DEFAULT, scalar_opmath=True)
+# ATen's mul_(Tensor&, const Scalar&) is at::mul_out(self, wrapped_scalar_tensor(other), self): the
+# number is the first operand there, so a float16/bfloat16 self gets it rounded to its dtype
+# (fft_rfftfreq's arange(...).mul_(1 / (n * d)): 0 * inf = NaN where mul.Scalar gives 0).
+register_family("mul", _mul, Kind.DEFAULT, scalar_opmath=True, skip=("mul_.Scalar",))
+register("mul_.Scalar")(make_pointwise("mul_.Scalar", _mul, Kind.DEFAULT, nin=2, mode="inplace",
+                                       argnames=("self", "other")))
 
 
 def _zero_division_check(b: Any, compute: torch.dtype, a: Any = None) -> None:

@@ -774,3 +774,19 @@ def test_addcmul_fuses_the_product_as_cpu(dtype: torch.dtype) -> None:
     _same(torch.addcmul, -s, t1, t2, value=2)
     x = _t([1 + 2**-12] * 3, dtype)
     _same(torch.addcmul, _t(-1.0, dtype), x, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_in_place_mul_by_a_python_number_rounds_it_to_a_half_self(dtype: torch.dtype) -> None:
+    """ATen's mul_.Scalar is mul_out(self, wrapped number, self): the number leads, so it is
+    rounded to self's float16/bfloat16 dtype (1.85e28 -> inf in float16: 0 * inf = NaN), as
+    fft_rfftfreq(1, d=5.4e-29, dtype=float16) shows; mul.Scalar keeps it in float32 (0)."""
+    x = _t([0.0, 1.0, -3.0, 0.1], dtype)
+    for s in (1.85e28, 1.0003, 1e-30):
+        _same(lambda t, _s=s: torch.ops.aten.mul_.Scalar(t.clone(), _s), x)
+        _same(lambda t, _s=s: torch.ops.aten.mul.Scalar(t, _s), x)
+    for fn in (torch.fft.rfftfreq, torch.fft.fftfreq):
+        for n in (1, 2, 5):
+            expected, actual = (fn(n, d=5.403320847820426e-29, dtype=dtype, device=device)
+                                for device in ("cpu", "mlu"))
+            torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, rtol=0, atol=0)
