@@ -28,7 +28,10 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from conformance.expectations import Expectations
 
 #: Seconds a replay may take (one interpreter start, the backend's import, one call).
 REPLAY_TIMEOUT = 90.0
@@ -165,9 +168,12 @@ def retry_recorded(options: list[str], item: str, *, timeout: float,
 
 
 def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[str] | None = None,
-                  say: Any = None) -> dict[str, Any] | None:
+                  say: Any = None, expectations: Expectations | None = None
+                  ) -> dict[str, Any] | None:
     """A process died running the item in ``marker_path``: replay it and, if a fresh process
-    dies on it too, append its verdict to ``results`` (else ``--resume`` reruns it)."""
+    dies on it too, append its verdict to ``results`` (else ``--resume`` reruns it). Its
+    ``expected`` is the reason of the entry of ``expectations`` that explains the verdict's
+    message (a crash has no category: the message, with the replay's ``crashed (SIGABRT)``)."""
     try:
         marker = json.loads(marker_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -219,6 +225,8 @@ def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[st
         "dtypes": {}}
     if replayed is not None:
         rec["replay"] = replayed
+    if expectations is not None:
+        rec["expected"] = expectations.reason_for(item, None, rec["message"])
     writer = ResultsWriter(results, truncate=False)
     writer.write(rec)
     writer.close()
@@ -257,9 +265,11 @@ def _clear(marker_path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m conformance.crashes RESULTS ROOTDIR``: wait for the parent's stdin pipe to
-    close; if it closed without ``done``, the parent died: settle what it was running."""
-    results, rootdir = (argv if argv is not None else sys.argv[1:])[:2]
+    """``python -m conformance.crashes RESULTS ROOTDIR [EXPECTED_FAILURES]``: wait for the
+    parent's stdin pipe to close; if it closed without ``done``, the parent died: settle what it
+    was running (its verdict explained by the run's expected-failures file, when given)."""
+    args = argv if argv is not None else sys.argv[1:]
+    results, rootdir = args[:2]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     data = sys.stdin.read()
     if data.strip().endswith("done"):
@@ -274,7 +284,15 @@ def main(argv: list[str] | None = None) -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    settle_orphan(marker, Path(results), cwd=rootdir, say=say)
+    expectations = None
+    if len(args) > 2:
+        from conformance.expectations import load_expectations
+
+        try:
+            expectations = load_expectations(args[2])
+        except Exception as exc:  # noqa: BLE001 - the run read it already; never lose the verdict
+            say(f"conformance run: expected failures not read ({exc})")
+    settle_orphan(marker, Path(results), cwd=rootdir, say=say, expectations=expectations)
     return 0
 
 

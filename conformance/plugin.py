@@ -300,6 +300,10 @@ class State:
             msg, sep, running = rec["message"].partition("; it was running")
             rec["message"] = msg + tail + sep + running
             rec["replay"] = replayed
+            # explained by the final message: the replay's "backend crashed (SIGABRT)" names
+            # the signal even where the worker's own exit status was not known yet
+            rec["expected"] = self.expectations.reason_for(
+                f"{rec['overload']}::{rec['check']}", None, rec["message"])
             if rec["verdict"] != "crash":
                 rec["repro"] = None
         return rec
@@ -423,7 +427,8 @@ class State:
 
         for marker in sorted(m for m in self.inflight_dir.glob("*.json")
                              if m.name != "orphans.json"):
-            rec = settle_orphan(marker, results, cwd=self.config.rootpath, say=say)
+            rec = settle_orphan(marker, results, cwd=self.config.rootpath, say=say,
+                                expectations=self.expectations)
             if rec is not None:
                 key = f"{rec['overload']}::{rec['check']}"
                 self.written.add(key)

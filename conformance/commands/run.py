@@ -357,8 +357,12 @@ def _start_sentinel(args: argparse.Namespace) -> subprocess.Popen[str] | None:
     except OSError:
         pass
     try:
+        from conformance.expectations import expected_failures_path
+
+        expected = args.expected_failures or expected_failures_path(args.backend)
         return subprocess.Popen([sys.executable, "-m", "conformance.crashes",
-                                 str(Path(args.output).resolve()), os.getcwd()],
+                                 str(Path(args.output).resolve()), os.getcwd(),
+                                 str(Path(str(expected)).resolve())],
                                 stdin=subprocess.PIPE, text=True)
     except OSError:
         return None

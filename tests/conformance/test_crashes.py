@@ -127,6 +127,38 @@ def test_settle_orphan_records_only_what_a_fresh_process_reproduces(
         assert rec is not None and rec["verdict"] == "crash" and "twice" in rec["message"]
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_settle_orphan_explains_a_crash_by_its_replayed_signal(tmp_path: Path) -> None:
+    """The -n 0 sentinel's crash record is matched against the expected failures: an entry whose
+    message names the signal the replay saw explains it; one naming another signal does not."""
+    from conformance.crashes import main, settle_orphan
+    from conformance.expectations import load_expectations
+
+    xf = tmp_path / "xf.yaml"
+    xf.write_text("- id: abs::forward\n  message: SIGABRT\n  reason: aborts\n"
+                  "- id: abs::forward\n  message: SIGSEGV\n  reason: segfaults\n")
+    results = tmp_path / "r.jsonl"
+    run = {"record": "run", "backend": "b", "device": "mlu", "seed": 0, "run_id": "r1"}
+    marker = tmp_path / ".conformance" / "inflight" / "r1" / "main.json"
+    marker.parent.mkdir(parents=True)
+    state = json.dumps({"overload": "abs", "check": "forward", "state": "running",
+                        "side": "mlu", "call": "abs(float32[2])", "started": 1.0,
+                        "repro": _FAKE_REPRO.format(crashes=["mlu"])})
+    results.write_text(json.dumps(run) + "\n")
+    marker.write_text(state)
+    rec = settle_orphan(marker, results, cwd=tmp_path, expectations=load_expectations(xf))
+    assert rec is not None and rec["verdict"] == "crash" and rec["expected"] == "segfaults"
+    # the sentinel itself, as `conformance run -n 0` starts it: the file is its third argument
+    results.write_text(json.dumps(run) + "\n")
+    marker.write_text(state)
+    stdin, sys.stdin = sys.stdin, __import__("io").StringIO("")
+    try:
+        assert main([str(results), str(tmp_path), str(xf)]) == 0
+    finally:
+        sys.stdin = stdin
+    assert json.loads(results.read_text().splitlines()[1])["expected"] == "segfaults"
+
+
 def test_settle_orphan_in_a_cpu_call_needs_a_second_death(tmp_path: Path) -> None:
     """A run killed from outside while CPU ran is not CPU's crash; dying there twice is."""
     from conformance.crashes import settle_orphan
