@@ -230,16 +230,23 @@ class LayoutCall(Call):
 def _candidates(call: Call) -> list[tuple[str, list[str]]]:
     """Tensor arguments (out= excluded) and the layouts that fit at least one of their tensors.
     A written argument (in-place ``self``) is never ``expanded``: writing through overlapping
-    elements is refused by ATen or undefined."""
+    elements is refused by ATen or undefined. Nor is any argument of an op given its own
+    geometry (``size`` and ``stride`` lists: ``as_strided``, ``_reshape_alias``, ``set_``):
+    such an op reads the storage, and an expanded tensor's storage holds fewer elements than
+    the tensor, so a geometry that fits the drawn tensor reaches past it (ATen's
+    ``_reshape_alias`` does not check and reads whatever lies beyond: no result to compare)."""
     outs = {a.name for a in call.sig.args if a.is_out}
     written = {a.name for a in call.sig.args if a.is_write}
+    lists = {a.name for a in call.sig.args if a.is_list}
+    addresses_storage = {"size", "stride"} <= lists
     found = []
     for name, value in call.values:
         if name in outs:
             continue
         shapes = [tuple(t.shape) for t in _tensors_of(value)]
+        overlap_ok = name not in written and not addresses_storage
         fitting = [k for k, lay in LAYOUTS.items() if any(lay.fits(s) for s in shapes)
-                   and (lay.dense or k == "strided" or name not in written)]
+                   and (lay.dense or k == "strided" or overlap_ok)]
         if fitting:
             found.append((name, fitting))
     return found

@@ -80,6 +80,21 @@ def test_written_arguments_are_never_expanded():
     assert {k for _, k in seen} >= {"transposed", "strided", "offset"}
 
 
+def test_arguments_of_an_op_given_its_own_geometry_are_never_expanded(reference):
+    """_reshape_alias reads self's storage through size/stride, which the hints fit to self's
+    elements: an expanded self's storage is smaller, and ATen read past it (a false failure,
+    mlu's readback refused the view); its other layouts keep the storage whole."""
+    from conformance.layouts import layout_variants
+
+    sig = _sig("_reshape_alias")
+    call = Call(sig, (("self", torch.ones(2, 3)), ("size", [2, 3]), ("stride", [0, 1])))
+    seen = {lay for v in layout_variants(call) for lay in v.layouts}
+    assert ("self", "expanded") not in seen
+    assert {k for _, k in seen} == {"transposed", "strided", "offset"}
+    v = _run(reference, "_reshape_alias", max_examples=10)
+    assert v.verdict == "pass", f"{v.message}\n{v.repro}"
+
+
 def test_each_call_is_checked_in_every_layout_that_fits_it():
     """The variants are chosen, not drawn: each layout that fits some argument lays out every
     argument it fits, and with two tensor arguments one of them is also laid out alone; the
