@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -52,6 +54,8 @@ __all__ = [
     "dtypes",
     "dtypes3",
     "emit",
+    "exact_outs",
+    "held_exact",
     "infer_size",
     "opmath",
     "promote",
@@ -336,6 +340,29 @@ def check_result_fits(result_dtype: torch.dtype, target_dtype: torch.dtype) -> N
         )
 
 
+#: The ``out=`` tensors of the running ``out=`` overload when its CPU kernel accepts no ``out``
+#: dtype but the result's (set by :mod:`kernels.registry` from the op database,
+#: ``Overload.out_dtype_exact``: a structured kernel not built on TensorIterator).
+_EXACT_OUTS: ContextVar[tuple[torch.Tensor, ...]] = ContextVar("exact_outs", default=())
+
+
+@contextmanager
+def exact_outs(outs: tuple[torch.Tensor, ...]) -> Iterator[None]:
+    """Inside the block :func:`write_out` holds ``outs`` (and only them: not a kernel's own
+    buffers) to the result dtype exactly, unless its caller turns the check off."""
+    token = _EXACT_OUTS.set(outs)
+    try:
+        yield
+    finally:
+        _EXACT_OUTS.reset(token)
+
+
+def held_exact(out: torch.Tensor) -> bool:
+    """Whether ``out`` is an ``out=`` tensor of the running overload that CPU holds to the result
+    dtype exactly (:func:`exact_outs`)."""
+    return any(o is out for o in _EXACT_OUTS.get())
+
+
 def check_out_exact(out: torch.Tensor, dtype: torch.dtype) -> None:
     """Structured kernels that are not TensorIterator-based need ``out.dtype`` exactly."""
     if out.dtype != dtype:
@@ -374,14 +401,17 @@ def _drop_imag(value: np.ndarray, dst: np.dtype) -> np.ndarray:
 
 
 def write_out(out: torch.Tensor, value: Any, result_dtype: torch.dtype | None = None,
-              *, check: bool = True, exact: bool = False, silent_resize: bool = False
+              *, check: bool = True, exact: bool | None = None, silent_resize: bool = False
               ) -> torch.Tensor:
     """Store ``value`` (array or number) in ``out`` after CPU's dtype check and resize; return
     ``out``. ``exact``: ``out`` must have ``result_dtype`` itself (non-TensorIterator structured
-    kernels); otherwise the result type must cast safely to ``out``'s (TensorIterator's rule).
+    kernels); false: the result type must cast safely to ``out``'s (TensorIterator's rule);
+    ``None``: the running overload's rule (:func:`exact_outs`, from the op database).
     ``silent_resize``: a wrong-sized ``out`` is resized without resize_output's warning (CPU
     kernels that call a plain ``resize_``/``resize_as_``)."""
     value = np.asarray(value)
+    if exact is None:
+        exact = check and held_exact(out)
     if exact and result_dtype is not None:
         check_out_exact(out, result_dtype)
     elif check and result_dtype is not None:

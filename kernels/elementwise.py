@@ -89,7 +89,7 @@ def _finish(name: str, mode: str, result: Any, result_dtype: torch.dtype,
             self: torch.Tensor | None, out: torch.Tensor | None) -> Any:
     if mode == "out":
         assert out is not None
-        return write_out(out, result, result_dtype)
+        return write_out(out, result, result_dtype, exact=False)  # TensorIterator's rule
     if mode == "inplace":
         assert self is not None
         return write_inplace(self, result, result_dtype)

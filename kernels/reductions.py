@@ -27,6 +27,7 @@ from kernels._semantics import (
     checked_scalar,
     cpp_type_name,
     emit,
+    held_exact,
     opmath,
     quiet,
     scalar_type_name,
@@ -95,10 +96,12 @@ def _input(self: torch.Tensor, dtype: torch.dtype | None) -> tuple[np.ndarray, t
 
 
 def _emit(value: Any, dtype: torch.dtype, out: torch.Tensor | None = None,
-          exact: bool = False) -> torch.Tensor:
+          exact: bool | None = None) -> torch.Tensor:
     if out is not None:
+        # no cast rule (a reduction's meta takes its dtype from out=), but the exact one where
+        # the overload's CPU kernel has it (``None``: structured, not TensorIterator: norms...)
         return write_out(out, np.asarray(value).astype(NP_DTYPE[dtype]), dtype, check=False,
-                         exact=exact)
+                         exact=held_exact(out) if exact is None else exact)
     return from_numpy(value, dtype)
 
 
@@ -672,11 +675,11 @@ def _anyall(self: torch.Tensor, dim: Any = None, keepdim: bool = False,
     if no_dims_is_identity and dim is not None and len(dim) == 0:
         # any.dims/all.dims with dim=[] reduce nothing (unlike sum's "all dims")
         dtype = torch.uint8 if self.dtype == torch.uint8 else torch.bool
-        return _emit(x != 0, dtype, out)
+        return _emit(x != 0, dtype, out, exact=False)
     axes = reduce_axes(dim, x.ndim)
     v = _keep(fn(x != 0 if x.dtype.kind != "b" else x, axis=axes), x, axes, keepdim)
     dtype = torch.uint8 if self.dtype == torch.uint8 else torch.bool
-    return _emit(v, dtype, out)
+    return _emit(v, dtype, out, exact=False)  # the meta takes a bool or uint8 out (checked above)
 
 
 # --------------------------------------------------------------------------------------------

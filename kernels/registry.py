@@ -38,6 +38,7 @@ _lib: torch.library.Library | None = None
 _state: tuple[frozenset[str], tuple[tuple[str, int], ...]] | None = None
 _installed: frozenset[str] = frozenset()
 _loaded = False
+_exact: frozenset[str] | None = None
 
 #: Modules of this package that hold no kernels (everything else is imported by :func:`install`).
 _NOT_KERNEL_MODULES = frozenset({"registry"})
@@ -200,6 +201,38 @@ def kernel(name: str) -> Callable[[...], Any]:  # type: ignore[misc]
     return _KERNELS[name]
 
 
+def _exact_out_names() -> frozenset[str]:
+    """The ``out=`` overloads whose CPU kernel accepts no ``out`` dtype but the result's, from the
+    op database (``Overload.out_dtype_exact``; loaded at the first ``out=`` call)."""
+    global _exact
+    if _exact is None:
+        import opdb
+
+        _exact = frozenset(ov.name for ov in opdb.load().overloads if ov.out_dtype_exact)
+    return _exact
+
+
+def _with_out_rule(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` as the kernel of ``name``: for an ``out=`` overload that checks ``out``'s dtype
+    exactly on CPU, :func:`kernels._semantics.write_out` holds the given ``out=`` tensors to the
+    result dtype while ``fn`` runs (one rule from the data, not a flag in every kernel)."""
+    outs = tuple(a.name for a in resolve_overload(name)._schema.arguments if a.is_out)
+    if not outs:
+        return fn
+    from kernels._semantics import exact_outs
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        if name not in _exact_out_names():
+            return fn(*args, **kwargs)
+        with exact_outs(tuple(kwargs[n] for n in outs if n in kwargs)):
+            return fn(*args, **kwargs)
+
+    kernel.__name__ = getattr(fn, "__name__", name.replace(".", "_"))
+    kernel.__qualname__ = getattr(fn, "__qualname__", kernel.__name__)
+    kernel.__module__ = getattr(fn, "__module__", __name__)
+    return kernel
+
+
 def implemented() -> frozenset[str]:
     """Overload names currently registered for PrivateUse1 by :func:`install`."""
     return _installed
@@ -240,7 +273,7 @@ def install(without: Iterable[str] = (), overrides: Mapping[str, Callable[..., A
         for name in sorted(table):
             if name in without_set:
                 continue
-            lib.impl(name, table[name])
+            lib.impl(name, _with_out_rule(name, table[name]))
         _lib = lib
         _state = state
         _installed = frozenset(n for n in table if n not in without_set)

@@ -165,6 +165,7 @@ class Overload:
     dispatch: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     structured: bool = False
     structured_delegate: str | None = None
+    structured_inherits: str | None = None
     variants: frozenset[str] = frozenset({"function"})
     tags: frozenset[str] = frozenset()
     python_module: str | None = None
@@ -191,6 +192,15 @@ class Overload:
     def returns(self) -> tuple[str, ...]:
         """The return types as the schema spells them (``Tensor``, ``Tensor[]``, ``SymInt``)."""
         return tuple(Argument.from_torch(r).type for r in self.schema.returns)
+
+    @property
+    def out_dtype_exact(self) -> bool:
+        """An ``out=`` overload whose CPU kernel refuses an ``out`` of any dtype but the result's
+        (``Expected out tensor to have dtype float, but got double instead``): a structured kernel
+        not built on TensorIterator (torchgen's ``set_output`` checks the dtype its meta function
+        gives; TensorIterator-based ones cast into ``out`` where the result type allows)."""
+        return (self.kind == "out" and self.structured
+                and self.structured_inherits != "TensorIteratorBase")
 
     @property
     def qualname(self) -> str:

@@ -170,8 +170,9 @@ def parse_entry(
     tags |= {t for t in implied if valid_tags is None or t in valid_tags}
 
     python_module = _get(entry, "python_module")
+    inherits = _get(entry, "structured_inherits")
     for key in (
-        "structured_inherits", "precomputed", "device_guard", "device_check",
+        "precomputed", "device_guard", "device_check",
         "manual_kernel_registration", "manual_cpp_binding", "category_override",
         "cpp_no_default_args", "ufunc_inner_loop", "use_const_ref_for_mutable_tensors",
     ):
@@ -188,6 +189,7 @@ def parse_entry(
         dispatch=MappingProxyType(dispatch),
         structured=structured,
         structured_delegate=delegate,
+        structured_inherits=inherits,
         variants=variants,
         tags=frozenset(tags),
         python_module=python_module,

@@ -166,3 +166,58 @@ def test_narrow_copy_out_refuses_another_dtype_as_cpu():
         with pytest.raises(RuntimeError, match="0-dim"):
             torch.narrow_copy(torch.ones((), device=device), 0, 0, 1,
                               out=torch.empty(0, dtype=torch.float64, device=device))
+
+
+def _exact(d: str, dtype: torch.dtype) -> dict[str, Callable[[], Any]]:
+    """Structured CPU kernels not built on TensorIterator, which hold out= to the result dtype
+    (mlu: ``Overload.out_dtype_exact`` through kernels.registry), called with out= of ``dtype``."""
+    x = _t([[1.0, 2.0], [3.0, 4.0]]).to(d)
+    i = torch.tensor([[0, 1], [1, 0]]).to(d)
+
+    def o() -> torch.Tensor:
+        return torch.empty(0, dtype=dtype).to(d)
+
+    return {
+        "index_copy.out": lambda: torch.ops.aten.index_copy.out(x, 0, i[0], x, out=o()),
+        "scatter_reduce.two_out": lambda: torch.ops.aten.scatter_reduce.two_out(
+            x, 0, i, x, "sum", out=o()),
+        "norm.out": lambda: torch.ops.aten.norm.out(x, 2, [0], False, out=o()),
+        "linalg_vector_norm.out": lambda: torch.ops.aten.linalg_vector_norm.out(
+            x, 2, None, False, out=o()),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_exact("cpu", torch.float64)))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex64, torch.float16])
+def test_structured_out_refuses_another_dtype_as_cpu(name: str, dtype: torch.dtype) -> None:
+    """``Expected out tensor to have dtype float, but got double instead``, word for word: the
+    result type casts safely into these outs, and CPU still refuses them."""
+    with pytest.raises(RuntimeError) as cpu:
+        _exact("cpu", dtype)[name]()
+    with pytest.raises(RuntimeError) as dev:
+        _exact("mlu", dtype)[name]()
+    assert str(dev.value) == str(cpu.value).splitlines()[0]
+    assert torch.equal(_exact("mlu", torch.float32)[name]().cpu(),
+                       _exact("cpu", torch.float32)[name]())
+
+
+# structured, not TensorIterator, and still casting: their meta functions read out='s dtype
+CASTS: dict[str, Callable[[str], Any]] = {
+    "all.out uint8 into bool": lambda d: torch.ops.aten.all.out(
+        _t([[1, 0]], U8).to(d), 1, out=torch.empty(0, dtype=torch.bool).to(d)),
+    "any.all_out uint8 into bool": lambda d: torch.ops.aten.any.all_out(
+        _t([1, 0], U8).to(d), out=torch.empty(0, dtype=torch.bool).to(d)),
+    "cat.out int16 into float32": lambda d: torch.ops.aten.cat.out(
+        [_t([1, 2], I16).to(d)], 0, out=torch.empty(0).to(d)),
+    "pow.Scalar_out int16 into float32": lambda d: torch.ops.aten.pow.Scalar_out(
+        2, _t([1, 2], I16).to(d), out=torch.empty(0).to(d)),
+    "sum.IntList_out float32 into float64": lambda d: torch.ops.aten.sum.IntList_out(
+        _t([1.5, 2.0]).to(d), [0], out=torch.empty(0, dtype=torch.float64).to(d)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASTS))
+def test_structured_out_that_casts_accepts_as_cpu(name: str) -> None:
+    cpu = CASTS[name]("cpu")
+    dev = CASTS[name]("mlu")
+    assert dev.dtype == cpu.dtype and torch.equal(dev.cpu(), cpu)

@@ -48,6 +48,10 @@ def test_overload_fields(db: opdb.OpDB) -> None:
     assert lines[ov.loc.line - 1] == f"- func: {ov.schema_str}"
     out = db["add.out"]
     assert out.structured and out.kind == "out" and "out" in out.tags
+    assert out.structured_inherits == "TensorIteratorBase" and not out.out_dtype_exact
+    # a structured kernel of its own (no TensorIterator): CPU holds out= to the result dtype
+    assert db["index_copy.out"].structured_inherits is None and db["index_copy.out"].out_dtype_exact
+    assert not db["index_copy"].out_dtype_exact and not db["nansum.out"].out_dtype_exact
     assert db["add_.Tensor"].kind == "inplace" and "inplace" in db["add_.Tensor"].tags
     assert db["relu"].overload_name == "" and db["relu"].name == "relu"
     assert db["_adaptive_avg_pool2d_backward"].python_module == "nn"
