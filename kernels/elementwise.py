@@ -23,6 +23,7 @@ from kernels._semantics import (
     check_dtype,
     check_result_fits,
     checked_scalar,
+    cpp_type_name,
     dtype_set,
     dtypes,
     dtypes3,
@@ -1444,6 +1445,13 @@ def frexp_out(self: torch.Tensor, *, mantissa: torch.Tensor, exponent: torch.Ten
         raise RuntimeError(
             "torch.frexp() only supports floating-point dtypes"
         )
+    # ATen's frexp_out takes no other out dtypes: mantissa has self's, exponent is int32
+    if mantissa.dtype != self.dtype:
+        raise RuntimeError(f"torch.frexp() expects mantissa to have dtype "
+                           f"{cpp_type_name(self.dtype)} but got {cpp_type_name(mantissa.dtype)}")
+    if exponent.dtype != torch.int32:
+        raise RuntimeError(f"torch.frexp() expects exponent to have int dtype but got "
+                           f"{cpp_type_name(exponent.dtype)}")
     x = to_numpy(self)
     m, e = np.frexp(x.astype(np.float32) if self.dtype in LOW_PRECISION else x)
     write_out(mantissa, m, self.dtype)

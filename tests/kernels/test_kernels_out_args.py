@@ -221,3 +221,19 @@ def test_structured_out_that_casts_accepts_as_cpu(name: str) -> None:
     cpu = CASTS[name]("cpu")
     dev = CASTS[name]("mlu")
     assert dev.dtype == cpu.dtype and torch.equal(dev.cpu(), cpu)
+
+
+@pytest.mark.parametrize(("mantissa", "exponent"), [
+    (torch.complex64, torch.int32), (torch.float64, torch.int32), (torch.float32, torch.int64),
+    (torch.float16, torch.int32)])
+def test_frexp_out_takes_only_selfs_dtype_and_int32(mantissa, exponent):
+    """frexp_out: mantissa must have self's dtype, exponent int32 (no cast either way)."""
+    def call(d: str) -> Any:
+        return torch.frexp(_t([1.5, 3.0]).to(d), out=(torch.empty(0, dtype=mantissa).to(d),
+                                                       torch.empty(0, dtype=exponent).to(d)))
+
+    with pytest.raises(RuntimeError) as cpu:
+        call("cpu")
+    with pytest.raises(RuntimeError) as dev:
+        call("mlu")
+    assert str(dev.value) == str(cpu.value).splitlines()[0]
