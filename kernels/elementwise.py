@@ -843,13 +843,49 @@ register_family("bitwise_not", _plain(_bitwise_not), Kind.DEFAULT, out_same_dtyp
 # Binary: table + factory; hand-written where torch differs from NumPy
 # --------------------------------------------------------------------------------------------
 
+
+def _c10_log1p(z: np.ndarray) -> np.ndarray:
+    """c10's complex ``log1p`` (complex_math.h): the angle of 1 + z, and for |z| < 0.5 the
+    modulus' log from ``log1p(x (2 + x) + y^2) / 2`` (``x`` itself where that underflows to 0),
+    else ``log(hypot(1 + x, y))``."""
+    x, y = z.real, z.imag
+    one = np.ones((), x.dtype)
+    r = x * (one + one + x) + y * y
+    near = np.where(r == 0, x, np.log1p(r) * x.dtype.type(0.5))
+    modulus = np.where(np.abs(z) < 0.5, near, np.log(np.hypot(x + one, y)))
+    out = np.empty(z.shape, z.dtype)
+    out.real, out.imag = modulus, np.arctan2(y, x + one)
+    return out
+
+
+def log_add_exp_complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """ATen's complex ``_log_add_exp_helper`` (LogAddExp.h; logaddexp and logcumsumexp):
+    ``max + log1p(exp(min - max))`` with min/max by real part, a NaN in either part taken as
+    both, so the imaginary part is max's plus an angle in (-pi, pi], not wrapped again as
+    NumPy's ``log(exp(x) + exp(y))`` is (the same value modulo 2 pi i, another branch).
+    Equal infinite real parts: ``min`` for -inf, ``log(exp(min) + exp(max))`` for +inf."""
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    nan_x = np.isnan(x.real) | np.isnan(x.imag)
+    nan_y = np.isnan(y.real) | np.isnan(y.imag)
+    x_less = x.real < y.real
+    mn = np.where(nan_y, y, np.where(nan_x, x, np.where(x_less, x, y)))
+    mx = np.where(nan_y, y, np.where(nan_x, x, np.where(x_less, y, x)))
+    with quiet():
+        general = _c10_log1p(np.exp(mn - mx)) + mx
+        both_inf = np.log(np.exp(mn) + np.exp(mx))
+    out = np.where(~np.isfinite(mn.real) & (mn.real == mx.real),
+                   np.where(mn.real < 0, mn, both_inf), general)
+    nan = np.array(complex(np.nan, np.nan), x.dtype)
+    return np.where(np.isnan(mn.real) | np.isnan(mn.imag), nan, out).astype(x.dtype)
+
+
 #: name -> (NumPy function of two operands, promotion kind, refused dtype categories)
 BINARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "atan2": (np.arctan2, Kind.INT_TO_FLOAT, ("complex",)),
     "hypot": (np.hypot, Kind.DEFAULT, ("bool", "integral", "complex")),
     "copysign": (np.copysign, Kind.INT_TO_FLOAT, ("complex",)),
     "logaddexp": (lambda a, b: np.logaddexp(a, b) if a.dtype.kind != "c"
-                  else np.log(np.exp(a) + np.exp(b)), Kind.DEFAULT, ("bool", "integral")),
+                  else log_add_exp_complex(a, b), Kind.DEFAULT, ("bool", "integral")),
     "logaddexp2": (np.logaddexp2, Kind.DEFAULT, ("bool", "integral", "complex")),
     "maximum": (np.maximum, Kind.DEFAULT, ()),
     "minimum": (np.minimum, Kind.DEFAULT, ()),

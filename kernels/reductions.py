@@ -34,6 +34,7 @@ from kernels._semantics import (
     write_out,
 )
 from kernels._tensor import NP_DTYPE, from_numpy, to_numpy
+from kernels.elementwise import log_add_exp_complex
 from kernels.registry import register, register_rows
 
 _EINSUM_MAX = 4096
@@ -932,15 +933,22 @@ def _logcumsumexp(self: torch.Tensor, dim: int) -> np.ndarray:
     check_dtype("logcumsumexp_out_cpu", self.dtype, allowed=FLOATING | COMPLEX)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim)
-    acc = NP_DTYPE[_acc_dtype(self.dtype)] if self.dtype.is_floating_point or \
+    acc = NP_DTYPE[_cum_acc_dtype(self.dtype)] if self.dtype.is_floating_point or \
         self.dtype.is_complex else np.dtype(np.float32)
     xa = x.astype(acc, copy=False)
     if x.ndim == 0:
         return xa.copy()
     with quiet():
-        if xa.dtype.kind == "c":
-            return np.log(np.cumsum(np.exp(xa), axis=d))
-        return np.logaddexp.accumulate(xa, axis=d)
+        if xa.dtype.kind != "c":
+            return np.logaddexp.accumulate(xa, axis=d)
+        # cpu_cum_base_kernel: running = _log_add_exp_helper(x[i], running) from -inf, in
+        # that argument order (a tie of real parts takes x[i] as the max)
+        steps = np.moveaxis(xa, d, 0)
+        out = np.empty_like(steps)
+        running = np.full(steps.shape[1:], complex(-np.inf, 0.0), xa.dtype)
+        for i in range(steps.shape[0]):
+            running = out[i] = log_add_exp_complex(steps[i], running)
+        return np.moveaxis(out, 0, d)
 
 
 

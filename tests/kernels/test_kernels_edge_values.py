@@ -790,3 +790,19 @@ def test_in_place_mul_by_a_python_number_rounds_it_to_a_half_self(dtype: torch.d
             expected, actual = (fn(n, d=5.403320847820426e-29, dtype=dtype, device=device)
                                 for device in ("cpu", "mlu"))
             torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_logaddexp_keeps_atens_branch(dtype: torch.dtype) -> None:
+    """ATen's complex logaddexp/logcumsumexp is max + log1p(exp(min - max)): its imaginary
+    part is max's plus an angle, not wrapped into (-pi, pi] as NumPy's log(exp(x) + exp(y)),
+    2 pi apart where max's is near +-pi (the autograd run's logaddexp(complex64[],
+    complex64[]): CPU 2.8845 - 3.6834j); NaN in either part, equal infinite real parts too."""
+    a = _t([2.88 - 3.1j, 1.0 + 3.1j, complex(nan, 0.0), complex(inf, 1.0), complex(-inf, 2.0),
+            0.5 + 0.5j, complex(inf, inf)], dtype)
+    b = _t([-1.0 - 2.9j, 0.9 + 3.0j, 1.0 + 0.0j, complex(inf, -2.0), complex(-inf, 1.0),
+            0.5 - 0.5j, 1.0 + 0.0j], dtype)
+    _same(torch.logaddexp, a, b, exact=False)
+    grid = torch.stack([a, b, a.flip(0)])
+    _same(torch.logcumsumexp, grid, 0, exact=False)
+    _same(torch.logcumsumexp, grid, 1, exact=False)
