@@ -572,6 +572,21 @@ def _lazy_special(fname: str) -> ArrayFn:
     return f
 
 
+def _erfcx(x: Any) -> Any:
+    """erfcx; for x < 0 ATen's calc_erfcx (Math.h, Faddeeva's) computes 2 exp(x^2) -
+    erfcx(-x) in x's own dtype (2 exp(x^2) alone below -6.1, inf below -26.7): in float32, x^2
+    is rounded before exp, which that exponent amplifies (erfcx(-7.7356) = 1.9440906e26 on CPU,
+    SciPy's float64 evaluation 1.9440878e26), so float32 rounds x^2 as ATen does."""
+    r = _special().erfcx(x)
+    if x.dtype != np.float32:
+        return r  # float64: SciPy's Faddeeva evaluation is ATen's
+    with quiet():
+        big = (np.float32(2) * np.exp((x * x).astype(np.float64)).astype(np.float32))
+        tail = np.where(x < -6.1, big, big - _special().erfcx(-x).astype(np.float32))
+        tail = np.where(x < -26.7, np.float32(np.inf), tail)
+    return np.where(x < 0, tail, r).astype(r.dtype)
+
+
 def _lgamma(x: Any) -> Any:
     """log|Gamma(x)|; ATen's is +inf at x = -inf (SciPy's gammaln says -inf there), and
     -log|x| for a nonzero |x| below 2**-60 (SciPy's gammaln overflows to inf for subnormals)."""
@@ -628,7 +643,7 @@ UNARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "lgamma": (_lgamma, Kind.INT_TO_FLOAT, ("complex",)),
     "digamma": (_digamma, Kind.INT_TO_FLOAT, ("complex",)),
     "i0": (_lazy_special("i0"), Kind.INT_TO_FLOAT, ("complex",)),
-    "special_erfcx": (_lazy_special("erfcx"), Kind.INT_TO_FLOAT, ("complex", *LOW_PRECISION)),
+    "special_erfcx": (_erfcx, Kind.INT_TO_FLOAT, ("complex", *LOW_PRECISION)),
     "special_i0e": (_lazy_special("i0e"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_i1": (_lazy_special("i1"), Kind.INT_TO_FLOAT, ("complex",)),
     "special_i1e": (_lazy_special("i1e"), Kind.INT_TO_FLOAT, ("complex",)),
