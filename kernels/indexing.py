@@ -354,8 +354,12 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None,
         )
     check_out_exact(out, self.dtype)  # the structured kernel's out= check comes first
     base = np.array(to_numpy(self), copy=True)
-    # a Scalar value is read in self's dtype as c10 converts it (-2 into uint8 is 254)
-    value = to_numpy(src) if isinstance(src, torch.Tensor) else checked_scalar(src, self.dtype)
+    # a Scalar value is read in self's dtype as c10 converts it (-2 into uint8 is 254), by the
+    # kernel: ATen's scatter returns before it when the index is empty (-1.5 into uint8 passes)
+    if isinstance(src, torch.Tensor):
+        value = to_numpy(src)
+    else:
+        value = src if index.numel() == 0 else checked_scalar(src, self.dtype)
     _scatter_into(base, dim, index, value, reduce, op)
     return write_out(out, base, self.dtype, exact=True)
 

@@ -237,3 +237,22 @@ def test_frexp_out_takes_only_selfs_dtype_and_int32(mantissa, exponent):
     with pytest.raises(RuntimeError) as dev:
         call("mlu")
     assert str(dev.value) == str(cpu.value).splitlines()[0]
+
+
+@pytest.mark.parametrize("overload", ["value_out", "value_reduce_out"])
+@pytest.mark.parametrize("shape", [(0,), (2,)])
+def test_scatter_value_not_converted_for_an_empty_index(overload, shape):
+    """ATen's scatter returns before its kernel reads the Scalar when the index is empty: a
+    value uint8 cannot hold is no error there (and still is with a non-empty index)."""
+    fn = getattr(torch.ops.aten.scatter, overload)
+    kw = {"reduce": "add"} if "reduce" in overload else {}
+
+    def call(d: str, n: int) -> torch.Tensor:
+        return fn(torch.zeros(shape, dtype=U8).to(d), 0, torch.zeros(n, dtype=I64).to(d), -1.5,
+                  out=torch.empty(0, dtype=U8).to(d), **kw)
+
+    assert torch.equal(call("mlu", 0).cpu(), call("cpu", 0))
+    if shape[0]:
+        for d in ("cpu", "mlu"):
+            with pytest.raises(RuntimeError, match="without overflow"):
+                call(d, 1)
