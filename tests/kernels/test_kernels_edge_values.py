@@ -381,6 +381,32 @@ def test_fused_sgd_over_empty_parameters_reads_no_flag() -> None:
     assert [tuple(p.shape) for p in step("mlu")] == [tuple(p.shape) for p in step("cpu")]
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_fused_sgd_fuses_its_multiply_adds_as_cpu(dtype: torch.dtype, n: int) -> None:
+    """ATen's fused SGD contracts ``grad + buf * momentum`` (Nesterov), ``grad + param *
+    weight_decay`` and ``param - grad * lr`` into fused multiply-adds (float16/bfloat16 in
+    float32): a product that alone overflows leaves a finite sum, and lr = 0 keeps the
+    parameter (unfused: -inf * 0 = NaN, the default run's 26 _fused_sgd failures)."""
+    big = torch.finfo(dtype).max
+
+    def step(device: str) -> list[torch.Tensor]:
+        ps = [torch.full((n,), 1.5, dtype=dtype, device=device),
+              torch.full((n,), big / 2, dtype=dtype, device=device)]
+        gs = [torch.full((n,), big, dtype=dtype, device=device),
+              torch.full((n,), -big, dtype=dtype, device=device)]
+        bufs = [torch.zeros(n, dtype=dtype, device=device) for _ in ps]
+        for first, lr in ((True, 0.0), (False, 0.0), (False, 2.0 ** -30)):
+            torch.ops.aten._fused_sgd_(ps, [g.clone() for g in gs], bufs, weight_decay=1.5,
+                                       momentum=-1.75, lr=lr, dampening=0.0, nesterov=True,
+                                       maximize=False, is_first_step=first)
+        return ps + bufs
+
+    for c, m in zip(step("cpu"), step("mlu"), strict=True):
+        torch.testing.assert_close(m.cpu(), c, equal_nan=True)
+
+
 @pytest.mark.parametrize("input_dtype", [torch.bfloat16, torch.float16, torch.float64], ids=str)
 @pytest.mark.parametrize("shape", [(), (1, 2, 2), (2, 0)], ids=str)
 def test_softmax_backward_half_to_float_only_for_half(input_dtype: torch.dtype, shape: Any
