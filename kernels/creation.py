@@ -632,8 +632,11 @@ def multinomial(self: torch.Tensor, num_samples: int, replacement: bool = False,
 __all__ = ["memory_format_strides", "NP_DTYPE", "from_numpy", "np_dtype"]
 
 
-@register("range.out")
+@register("range.out", "range.out_")
 def range_out(start: Any, end: Any, step: Any = 1, *, out: torch.Tensor) -> torch.Tensor:
+    """``range.out`` and ``range.out_`` (no step: 1). ATen's CompositeExplicitAutograd
+    ``range.out_`` (range_out_no_step) calls CPU's range_out directly, which writes through
+    ``data_ptr`` (skipped for meta only): on mlu it fails, 'data is not allocated yet'."""
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and end < start) or (step < 0 and end > start):

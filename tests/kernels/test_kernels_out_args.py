@@ -256,3 +256,13 @@ def test_scatter_value_not_converted_for_an_empty_index(overload, shape):
         for d in ("cpu", "mlu"):
             with pytest.raises(RuntimeError, match="without overflow"):
                 call(d, 1)
+
+
+@pytest.mark.parametrize("dtype", [I64, torch.float32])
+@pytest.mark.parametrize("size", [0, 3])
+def test_range_out_without_step(dtype, size):
+    """range.out_ (no step) fills out as range.out with step 1 does, resizing it silently."""
+    def call(d: str) -> torch.Tensor:
+        return torch.ops.aten.range.out_(0, 2, out=torch.zeros(size, dtype=dtype).to(d))
+
+    assert torch.equal(call("mlu").cpu(), call("cpu"))
