@@ -23,6 +23,7 @@ from kernels._semantics import (
     check_result_fits,
     checked_scalar,
     infer_size,
+    scalar_type_name,
     write_out,
 )
 from kernels._tensor import NP_DTYPE, TORCH_DTYPE, from_numpy, to_numpy
@@ -87,9 +88,21 @@ def _promoted(args: Sequence[Any], positions: Sequence[int]) -> torch.dtype | No
 
 
 def _check_out(args: Sequence[Any], positions: Sequence[int], out: torch.Tensor,
-               exact: bool) -> None:
+               exact: bool, same_dtype: Sequence[int] = ()) -> None:
     """``out``'s dtype against the result's: equal (structured/autogen overloads) or a safe
-    cast (TensorIterator overloads)."""
+    cast (TensorIterator overloads); with ``same_dtype``, TensorIterator's
+    ``check_all_same_dtype``: ``out`` and the tensors at those positions (its inputs, in its
+    operand order) must all have the first input's dtype, the first that differs is named."""
+    if same_dtype:
+        inputs = [args[i] for i in same_dtype
+                  if i < len(args) and isinstance(args[i], torch.Tensor)]
+        if inputs:
+            common = inputs[0].dtype
+            for t in (out, *inputs):
+                if t.dtype != common:
+                    raise RuntimeError(f"Found dtype {scalar_type_name(t.dtype)} but expected "
+                                       f"{scalar_type_name(common)}")
+        return
     dtype = _promoted(args, positions)
     if dtype is None:
         return
@@ -172,6 +185,7 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
            outs_unchecked: Callable[..., bool] | None = None,
            silent_resize: bool = False,
            result_like: int | None = None,
+           same_dtype: Sequence[int] = (),
            out_first: Callable[..., None] | None = None) -> Callable[[Impl], Impl]:
     """Register ``impl`` as ``functional`` and (if given) as the ``out=`` overload ``out``.
 
@@ -204,6 +218,11 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
     argument at this position (``zeros_like(self)``: ``mse_loss_backward``, ``huber_loss``): its
     result has that argument's dtype, and a result type that does not cast to it safely is
     refused as ``out=`` refuses it.
+    ``same_dtype``: CPU's ``out=`` kernel is a TensorIterator that requires one dtype of all its
+    operands (``check_all_same_dtype``): the tensor arguments at these positions are its inputs
+    in its operand order; ``out`` and each must have the first one's dtype (``Found dtype Float
+    but expected Half``; use with ``result_like`` where the functional writes into a tensor like
+    an argument).
     ``out_first(*args)``: checks CPU's ``out=`` kernel makes before the impl's (it sizes its outs
     from the input first: batch norm of a 0-dim input is an ``IndexError`` there).
     """
@@ -229,7 +248,8 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
                     empty_any_dtype if callable(empty_any_dtype) else None):
                 result = _as_float32(call, args, kwargs, dtype_args)  # the impl's checks first
                 if out is not None:
-                    _check_out(args, dtype_args, out, exact=not castable_out)
+                    _check_out(args, dtype_args, out, exact=not castable_out,
+                               same_dtype=same_dtype)
                 return result
             pending: Exception | None = None
             with np.errstate(all="ignore"):
@@ -241,7 +261,8 @@ def define(functional: str, out: str | None = None, out_names: Sequence[str] | N
                     pending, result = exc, None
             if dtypes is not None:
                 if out is not None and not autogen_out and not unchecked(args):
-                    _check_out(args, dtype_args, out, exact=not castable_out)
+                    _check_out(args, dtype_args, out, exact=not castable_out,
+                               same_dtype=same_dtype)
                 dtype = _promoted(args, dtype_args)
                 if dtype is not None:
                     check_dtype(gate_name, dtype, allowed=dtypes)

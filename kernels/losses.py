@@ -227,7 +227,7 @@ def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
 
 @define("huber_loss_backward", "huber_loss_backward.out", ("grad_input",),
         dtypes=FLOATING, kernel_name="huber_backward_cpu_out",
-        dtype_args=(0, 1, 2), castable_out=True)
+        dtype_args=(0, 1, 2), castable_out=True, result_like=1, same_dtype=(1, 2, 0))
 def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                         reduction: int, delta: float) -> np.ndarray:
     x, t, dtype = _pair(self, target)

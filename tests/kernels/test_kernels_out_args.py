@@ -266,3 +266,29 @@ def test_range_out_without_step(dtype, size):
         return torch.ops.aten.range.out_(0, 2, out=torch.zeros(size, dtype=dtype).to(d))
 
     assert torch.equal(call("mlu").cpu(), call("cpu"))
+
+
+@pytest.mark.parametrize(("grad", "self_", "target", "out"), [
+    (F16, F16, F16, torch.bfloat16), (F16, F16, F16, torch.float32),
+    (F16, torch.float32, F16, None), (torch.float32, F16, F16, None),
+    (F16, F16, torch.float32, None), (F16, F16, F16, F16)])
+def test_huber_loss_backward_takes_one_dtype_as_cpus_tensor_iterator(grad, self_, target, out):
+    """huber_loss_backward_out builds a TensorIterator that checks all operands' dtypes (out,
+    self, target, grad_output: 'Found dtype BFloat16 but expected Half'); the functional writes
+    into zeros_like(self)."""
+    def call(d: str) -> torch.Tensor:
+        args = [torch.full((2, 2), v, dtype=t).to(d) for v, t in
+                ((0.5, grad), (1.0, self_), (0.25, target))]
+        if out is None:
+            return torch.ops.aten.huber_loss_backward(*args, 1, 0.5)
+        return torch.ops.aten.huber_loss_backward.out(
+            *args, 1, 0.5, grad_input=torch.empty(0, dtype=out).to(d))
+
+    try:
+        expected = call("cpu")
+    except RuntimeError as exc:
+        with pytest.raises(RuntimeError) as dev:
+            call("mlu")
+        assert str(dev.value) == str(exc).splitlines()[0]
+    else:
+        assert torch.equal(call("mlu").cpu(), expected)
