@@ -204,3 +204,34 @@ def test_each_call_is_judged_in_chosen_forms_that_take_turns():
     assert {k for k, _, _ in seen} == set(FORMS)
     assert ("resize", True, False) in seen and ("resize", False, False) in seen
     assert ("dtype", False, True) in seen and ("dtype", False, False) in seen
+
+
+def test_refusal_types_are_owed_only_where_the_engine_owes_them(reference):
+    """Both sides refuse an out of another dtype: where CPU's refusal is its own missing dtype
+    kernel ('"nansum_cpu" not implemented for 'Long''), another exception type from the backend
+    is no failure (as :func:`opdb.outcomes.error_type_owed` rules for every check); where CPU
+    refuses for a reason (add.out's cast rule, a RuntimeError), a TypeError still fails."""
+    from kernels.registry import kernel
+    from opdb.outcomes import OUT_DTYPE
+
+    nansum = kernel("nansum.out")
+
+    def nansum_out(self, dim=None, keepdim=False, *, dtype=None, out):
+        if self.dtype.is_floating_point and dtype is None and not (
+                out.dtype.is_floating_point):
+            raise RuntimeError(f"result type Float can't be cast to {out.dtype}")
+        return nansum(self, dim, keepdim, dtype=dtype, out=out)
+
+    v = _run_float32(_mlu_with({"nansum.out": nansum_out}), "nansum.out")
+    assert v.verdict == "pass", v.message
+
+    add = kernel("add.out")
+
+    def add_out(self, other, *, alpha=1, out):
+        if out.dtype != torch.promote_types(self.dtype, other.dtype) and not (
+                out.dtype.is_floating_point or out.dtype.is_complex):
+            raise TypeError("cannot cast")
+        return add(self, other, alpha=alpha, out=out)
+
+    v = _run_float32(_mlu_with({"add.out": add_out}), "add.out")
+    assert v.verdict == "fail" and OUT_DTYPE in _categories(v), v.message
