@@ -894,6 +894,22 @@ def log_add_exp_complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(mn.real) | np.isnan(mn.imag), nan, out).astype(x.dtype)
 
 
+def _igamma(a: Any, x: Any, *, upper: bool) -> Any:
+    """The regularized lower (upper: its complement) incomplete gamma function with ATen's
+    boundary cases first, in its order (calc_igamma / calc_igammac, Math.h): NaN for a negative
+    a or x, a = 0 (1 / 0 for x > 0, else NaN), x = 0 (0 / 1, whatever a is, NaN too), an infinite
+    a (NaN with an infinite x, else 0 / 1: also for a NaN x), an infinite x (1 / 0); SciPy's
+    gammainc/gammaincc, which return NaN for every NaN argument, only past them."""
+    lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
+    with quiet():
+        r = (_special().gammaincc if upper else _special().gammainc)(a, x)
+        nan = np.nan
+        cases = [(x < 0) | (a < 0), a == 0, x == 0, np.isinf(a), np.isinf(x)]
+        values = [nan, np.where(x > 0, hi, nan), lo, np.where(np.isinf(x), nan, lo), hi]
+        out = np.select(cases, [np.asarray(v, r.dtype) for v in values], r)
+    return out.astype(r.dtype)
+
+
 #: name -> (NumPy function of two operands, promotion kind, refused dtype categories)
 BINARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "atan2": (np.arctan2, Kind.INT_TO_FLOAT, ("complex",)),
@@ -918,8 +934,10 @@ BINARY: dict[str, tuple[ArrayFn, Kind, tuple[str | torch.dtype, ...]]] = {
     "logical_and": (np.logical_and, Kind.ALWAYS_BOOL, ()),
     "logical_or": (np.logical_or, Kind.ALWAYS_BOOL, ()),
     "logical_xor": (np.logical_xor, Kind.ALWAYS_BOOL, ()),
-    "igamma": (_lazy_special("gammainc"), Kind.DEFAULT, ("bool", "integral", "complex")),
-    "igammac": (_lazy_special("gammaincc"), Kind.DEFAULT, ("bool", "integral", "complex")),
+    "igamma": (lambda a, x: _igamma(a, x, upper=False), Kind.DEFAULT,
+               ("bool", "integral", "complex")),
+    "igammac": (lambda a, x: _igamma(a, x, upper=True), Kind.DEFAULT,
+                ("bool", "integral", "complex")),
 }
 
 

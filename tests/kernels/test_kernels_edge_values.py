@@ -842,3 +842,16 @@ def test_float32_erfcx_of_a_negative_x_rounds_x_squared_as_aten() -> None:
     x = torch.cat([torch.linspace(-27.0, 3.0, 3001), _t([-7.735558032989502, -26.7, -6.1,
                                                          -1e-30, 0.0, inf, -inf, nan], torch.float32)])
     _same(torch.special.erfcx, x, exact=False)
+
+
+@pytest.mark.parametrize("fn", [torch.igamma, torch.igammac], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+def test_igamma_takes_atens_boundary_cases_before_nan(fn: Callable[..., Any],
+                                                     dtype: torch.dtype) -> None:
+    """ATen's calc_igamma/calc_igammac test a < 0 or x < 0, a = 0, x = 0, an infinite a, an
+    infinite x in that order before anything else: igammac(NaN, -0.0) is 1 (the in-place run's
+    igammac_(float32[3, 3]) with a NaN self), igamma(inf, NaN) 0; SciPy returns NaN for both."""
+    vals = [nan, 0.0, -0.0, 1.0, -1.0, inf, -inf, 0.5, 3.0, 200.0]
+    a = _t([v for v in vals for _ in vals], dtype)
+    x = _t(vals * len(vals), dtype)
+    _same(fn, a, x, exact=False)
