@@ -681,11 +681,14 @@ def _kaiser(window_length: int, periodic: bool = True, beta: float = 12.0, *,
     if window_length < 0:
         raise RuntimeError(f"kaiser_window requires non-negative window_length, got "
                            f"window_length={window_length}")
-    if not out.dtype.is_floating_point:  # window_function_checks, before the resize
+    if not (out.dtype.is_floating_point or out.dtype.is_complex):  # window_function_checks,
+        # before the resize (it lets complex dtypes through)
         raise RuntimeError(f"kaiser_window expects floating point dtypes, got: {out.dtype}")
     resize_out(out, [window_length])  # CPU's kaiser_window_out: resize_output, warning and all
     if window_length <= 1:
         return _store(out, np.ones(window_length, np.float64))
+    # a longer window starts from arange, which CPU has no complex kernel for
+    check_dtype("arange_cpu", out.dtype, refused=COMPLEX)
     n = window_length + 1 if periodic else window_length
     w = np.kaiser(n, beta)
     return _store(out, w[:-1] if periodic else w)

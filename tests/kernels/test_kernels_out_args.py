@@ -292,3 +292,26 @@ def test_huber_loss_backward_takes_one_dtype_as_cpus_tensor_iterator(grad, self_
         assert str(dev.value) == str(exc).splitlines()[0]
     else:
         assert torch.equal(call("mlu").cpu(), expected)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+@pytest.mark.parametrize("overload", ["out", "beta_out", "beta"])
+def test_kaiser_window_complex_as_cpu(n, overload):
+    """window_function_checks lets complex dtypes through: a window of 0 or 1 element is
+    filled (ones), a longer one is refused by CPU's arange ('"arange_cpu" not implemented for
+    'ComplexFloat'', NotImplementedError)."""
+    def call(d: str) -> torch.Tensor:
+        if overload == "beta":
+            return torch.ops.aten.kaiser_window.beta(n, False, 0.5, dtype=torch.complex64,
+                                                     device=d)
+        args = (n,) if overload == "out" else (n, False, 0.5)
+        return getattr(torch.ops.aten.kaiser_window, overload)(
+            *args, out=torch.empty(0, dtype=torch.complex64).to(d))
+
+    if n > 1:
+        for d in ("cpu", "mlu"):
+            with pytest.raises(NotImplementedError, match="arange_cpu"):
+                call(d)
+    else:
+        cpu, dev = call("cpu"), call("mlu")
+        assert dev.dtype == cpu.dtype and torch.equal(dev.cpu(), cpu)
