@@ -273,6 +273,8 @@ class Context:
     _source: str = "hypothesis"
     tallies: dict[str, _Tally] = field(default_factory=dict)
     dtype_support: dict[str, str] = field(default_factory=dict)  # the dtypes check's outcomes
+    #: how results are compared, by call structure (:func:`conformance.checks.comparison_for`)
+    comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     _current: tuple[frozenset[str], list[bool]] | None = None
 
     # -- running --------------------------------------------------------------------------

@@ -63,7 +63,10 @@ def tensor_literal(t: torch.Tensor) -> str:
         values = flat.float().tolist()  # every bfloat16 is exact in float32
     else:
         values = flat.tolist()
-    body = ", ".join(_number(v) for v in values)
+    if t.is_complex() or (t.is_floating_point() and not all(map(math.isfinite, values))):
+        body = ", ".join(_number(v) for v in values)
+    else:  # repr writes finite floats, ints and bools as _number does, at C speed
+        body = repr(values)[1:-1]
     shape = ", ".join(str(d) for d in t.shape)
     text = f"torch.tensor([{body}], dtype={dtype})"
     return text if t.dim() == 1 and t.shape[0] == len(values) else f"{text}.reshape({shape})"

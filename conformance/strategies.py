@@ -187,10 +187,7 @@ class Call:
         target); CPU refusing the new dtype skips that refill. ``move=False``: values only."""
         if i == 0 or not self.fills:
             return self
-        free = [f for _, _, f in self.fills if not f.pinned]
-        old = free[0].name if free else None
-        to = refill_dtype(self.fills[0][2].seed, i, old, DTYPE_NAMES,
-                          zlib.crc32(self.describe().encode())) if old and move else None
+        old, to = self._free_dtype, self.refill_dtype(i) if move else None
         # the refill's forced headline special goes to one tensor, a different one each refill
         forced = i % len(self.fills)
         new = {(name, j): (replace(f, name=to) if to and f.name == old and not f.pinned
@@ -211,6 +208,19 @@ class Call:
                 value = torch_dtype(target) if target else value
             values.append((name, value))
         return replace(self, values=tuple(values))
+    @cached_property
+    def _free_dtype(self) -> str | None:
+        """The dtype of the first fill no hint pins (what refills move), if any."""
+        return next((f.name for _, _, f in self.fills if not f.pinned), None)
+
+    def refill_dtype(self, i: int) -> str | None:
+        """The dtype refill ``i`` moves the call's free tensors to (``None``: it keeps them)."""
+        old = self._free_dtype
+        if i == 0 or old is None:
+            return None
+        return refill_dtype(self.fills[0][2].seed, i, old, DTYPE_NAMES,
+                            zlib.crc32(self.describe().encode()))
+
     #: where the call came from: ``hypothesis`` (the schema strategies) or ``corpus``
     #: (a recorded CPU call, :mod:`conformance.corpus`)
     source: str = field(default="hypothesis", compare=False)

@@ -31,7 +31,8 @@ CTX = SimpleNamespace(tolerance=lambda name, dtype: (None, None),
 
 
 def _hinted(name: str) -> SimpleNamespace:
-    return SimpleNamespace(**{**vars(CTX), "hints": load_hints().for_op(name)})
+    return SimpleNamespace(**{**vars(CTX), "hints": load_hints().for_op(name),
+                              "comparisons": {}})
 
 
 def how(c: Call, result: torch.Tensor):
@@ -170,7 +171,8 @@ def test_undefined_conversion_is_not_counted_but_defined_ones_are_compared():
 def assert_values(c: Call, actual: torch.Tensor, expected: torch.Tensor, position=None) -> None:
     from conformance.checks import _assert_values
 
-    _assert_values(CTX, c, "out", c.describe(), actual, expected,  # type: ignore[arg-type]
+    ctx = SimpleNamespace(**vars(CTX), comparisons={})
+    _assert_values(ctx, c, "out", c.describe(), actual, expected,  # type: ignore[arg-type]
                    position=position)
 
 
