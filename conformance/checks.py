@@ -1205,8 +1205,11 @@ def verify_autograd(ctx: Context, call: Call) -> None:
     act_outs = [act_all[i] for i in idx]
     ctx.inflight.call(call, ctx.repro_fn, side=device)
     try:
+        # each upstream gradient where its output lives (an op returning CPU tensors by design,
+        # _to_cpu, takes a CPU gradient on every device)
         act_grads = torch.autograd.grad(act_outs, list(dev_leaves.values()),
-                                        [u.to(device) for u in ups], allow_unused=True)
+                                        [u.to(o.device) for u, o in zip(ups, act_outs, strict=True)],
+                                        allow_unused=True)
     except Exception as exc:  # noqa: BLE001
         ctx._unsupported(exc, call)  # a missing backward kernel: unsupported, naming it
         raise CheckFailure(BACKWARD_RAISES, f"{_backward_name(call.sig, act_outs)} raised "

@@ -113,7 +113,7 @@ _SHOW_GRADS = '''def show(device):
     outs = [o for o in (out if isinstance(out, (tuple, list)) else [out])
             if isinstance(o, torch.Tensor) and o.requires_grad]
     gen = torch.Generator().manual_seed(0)  # the upstream gradient: the same on every device
-    ups = [torch.randn(tuple(o.shape), dtype=o.dtype, generator=gen).to(device) for o in outs]
+    ups = [torch.randn(tuple(o.shape), dtype=o.dtype, generator=gen).to(o.device) for o in outs]
     try:
         grads = torch.autograd.grad(outs, list(inputs.values()), ups, allow_unused=True)
     except Exception as exc:

@@ -368,3 +368,13 @@ def test_an_argument_autograd_refuses_to_differentiate_is_passed_plainly():
                   tolerance_fn=load_tolerances(), inflight=Inflight(None), repro_fn=lambda c: "")
     verify_autograd(ctx, call)  # raised CpuRejected (the example was not counted)
     assert not ctx.cpu_errors, ctx.cpu_errors
+
+
+@pytest.mark.usefixtures("reference")
+def test_an_output_on_cpu_by_design_gets_its_upstream_gradient_on_cpu():
+    """_to_cpu returns CPU tensors from device inputs: the upstream gradient goes where the
+    output lives (it was sent to the device, and autograd refused it: 'invalid gradient at
+    index 0 - expected device cpu but got mlu:0', backward_raises)."""
+    v = _run(_mlu(), "_to_cpu", "autograd", max_examples=10)
+    assert v.verdict == "pass", f"{v.category}: {v.message}\n{v.repro}"
+    assert v.examples > 0
