@@ -1415,6 +1415,28 @@ register_family("special_zeta", _plain(_zeta), Kind.INT_TO_FLOAT,
                 validate=refuse("zeta_cpu", "complex", *LOW_PRECISION))
 
 
+def _trigamma(x: Any) -> Any:
+    """ATen's calc_trigamma (Math.h) in x's dtype (float32 for the half types): below 1/2 the
+    reflection pi^2 / sin^2(pi x) - trigamma(1 - x), then six recurrence steps and the
+    asymptotic series. At a negative integer pi x is not one in floating point, so the result
+    is large and finite (trigamma(-1.02e10) = 82.5 in float32), and -inf gives NaN; SciPy's
+    polygamma(1, x) returns inf for both."""
+    t = x.dtype.type
+    with quiet():
+        reflect = x < t(0.5)
+        pi_x = t(np.pi) * x  # rounded to x's dtype, then sin as libm's (correctly rounded)
+        s = np.sin(pi_x.astype(np.float64)).astype(x.dtype)
+        result = np.where(reflect, -(t(np.pi) * t(np.pi)) / (s * s), t(0))
+        y = np.where(reflect, t(1) - x, x)
+        for _ in range(6):
+            result = result + t(1) / (y * y)
+            y = y + t(1)
+        ixx = t(1) / (y * y)
+        series = t(1) / t(6) - ixx * (t(1) / t(30) - ixx * (t(1) / t(42)))
+        result = result + (t(1) + t(1) / (t(2) * y) + ixx * series) / y
+        return np.where(reflect, -result, result).astype(x.dtype)
+
+
 def _polygamma_kernel(mode: str) -> Callable[..., Any]:
     def kernel(n: int, self: torch.Tensor, *, out: torch.Tensor | None = None) -> Any:
         if n < 0:
@@ -1423,7 +1445,14 @@ def _polygamma_kernel(mode: str) -> Callable[..., Any]:
         refuse("polygamma", "complex")(compute, result, self)
         x = operand(self, np_dtype(compute))
         with quiet():
-            v = _digamma(x) if n == 0 else _special().polygamma(n, x)
+            if n == 0:
+                v = _digamma(x)
+            elif n == 1:
+                v = _trigamma(x)
+            else:  # ATen's calc_polygamma: +-exp(lgamma(n + 1)) zeta(n + 1, x), zeta's NaNs too
+                v = (_special().polygamma(n, x) * np.where(
+                    np.isnan(_zeta(np.asarray(n + 1.0, x.dtype), x)), np.nan, 1.0)
+                     ).astype(x.dtype)
         return _finish("polygamma", mode, v, result, None, out)
 
     return kernel

@@ -855,3 +855,17 @@ def test_igamma_takes_atens_boundary_cases_before_nan(fn: Callable[..., Any],
     a = _t([v for v in vals for _ in vals], dtype)
     x = _t(vals * len(vals), dtype)
     _same(fn, a, x, exact=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16],
+                         ids=str)
+def test_polygamma_follows_atens_trigamma_series_and_zeta(dtype: torch.dtype) -> None:
+    """polygamma(1, x) is ATen's calc_trigamma, finite at the negative-integer poles (pi x is
+    not a multiple of pi in floating point; the in-place run's polygamma_(bfloat16[2], 1) at
+    -1.02e10: CPU 82.5, SciPy inf) and NaN at -inf; polygamma(n >= 2, +inf) is NaN, as zeta(n + 1,
+    inf) in ATen's Cephes loop (polygamma_(bfloat16[2, 2], 2) with self inf: SciPy -0)."""
+    x = torch.cat([torch.linspace(-12.0, 12.0, 2401),
+                   _t([-1.02e10, -3.0, 0.0, -0.0, inf, -inf, nan, 1e-30, -3e38], torch.float32)])
+    for n in (1, 2, 3):
+        _same(lambda t, _n=n: torch.polygamma(_n, t), x.to(dtype), exact=False)
+        _same(lambda t, _n=n: t.clone().polygamma_(_n), x.to(dtype), exact=False)
