@@ -24,6 +24,7 @@ from kernels._semantics import (
     scalar_type_name,
 )
 from kernels._tensor import (
+    DEVICE,
     NP_DTYPE,
     empty,
     from_numpy,
@@ -420,13 +421,16 @@ def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None,
             raise RuntimeError("normal expects all elements of std >= 0.0")
     elif std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if out is not None and out.device.type != DEVICE:  # reached through an mlu mean/std
+        raise RuntimeError(f"Expected out tensor to have device {DEVICE}:0, but got "
+                           f"{out.device} instead")
     mean_shape = tuple(mean.shape) if isinstance(mean, torch.Tensor) else ()
     own = mean_shape if out is None else tuple(out.shape)
     shape = infer_size(mean_shape, tuple(std.shape) if isinstance(std, torch.Tensor) else own)
     if out is None:
         out = empty(shape, (mean if isinstance(mean, torch.Tensor) else std).dtype)
-    elif tuple(out.shape) != tuple(shape):
-        restride(out, shape)
+    else:
+        resize_out(out, shape)  # normal_out_impl: resize_output, warning and all
     normal_(out, 0.0, 1.0 if isinstance(std, torch.Tensor) else std, generator=generator)
     if isinstance(std, torch.Tensor):
         out.mul_(std)

@@ -290,10 +290,12 @@ NN_ROWS: dict[tuple[str, str], tuple[dict[str, Any], Callable[..., Any]]] = {
               # CPU returns an empty result before its dtype dispatch
               empty_any_dtype=lambda x, output_size: 0 in (*x.shape[:-2], *output_size)),
          nn.adaptive_avg_pool2d),
+    # not structured on CPU: its out= kernels resize with a plain resize_ (no warning)
     ("max_pool3d_with_indices", "max_pool3d_with_indices.out"):
-        (dict(dtypes=REAL, kernel_name="max_pool3d"), partial(nn.max_pool_with_indices, nd=3)),
+        (dict(dtypes=REAL, kernel_name="max_pool3d", silent_resize=True),
+         partial(nn.max_pool_with_indices, nd=3)),
     ("max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward.grad_input"):
-        (dict(dtypes=FLOATING, kernel_name="max_pool3d_backward"),
+        (dict(dtypes=FLOATING, kernel_name="max_pool3d_backward", silent_resize=True),
          partial(nn.max_pool_with_indices_backward, nd=3)),
     ("avg_pool3d", "avg_pool3d.out"):
         (dict(dtypes=_AVG_POOL3D, kernel_name="avg_pool3d_out_frame"),

@@ -262,12 +262,22 @@ def _make_pad(mode: str, torch_name: str, dims: int) -> None:
 
     forward.__name__ = name
     backward.__name__ = name + "_backward"
-    define(name, f"{name}.out", dtypes=REAL | COMPLEX)(forward)
+    define(name, f"{name}.out", dtypes=REAL | COMPLEX,
+           silent_resize=f"{name}.out" in _PLAIN_RESIZE)(forward)
     define(f"{name}_backward", f"{name}_backward.grad_input", ("grad_input",),
            dtypes=FLOATING | COMPLEX, dtype_args=(1,),
            empty_any_dtype=lambda grad_output, *rest: grad_output.numel() == 0,
            # replication_pad2d_backward's out= is only resized (ATen's others are structured)
-           castable_out=mode == "edge" and dims == 2)(backward)
+           castable_out=mode == "edge" and dims == 2,
+           silent_resize=f"{name}_backward.grad_input" in _PLAIN_RESIZE)(backward)
+
+
+#: The padding out= overloads whose CPU kernel is not structured and sizes its out= with a
+#: plain resize_/resize_as_: a non-empty out of the wrong size is resized without
+#: resize_output's deprecation warning (the structured ones give it).
+_PLAIN_RESIZE = frozenset({"reflection_pad2d.out", "reflection_pad2d_backward.grad_input",
+                           "replication_pad2d_backward.grad_input",
+                           "replication_pad3d_backward.grad_input"})
 
 
 for _dims in (1, 2, 3):

@@ -315,3 +315,66 @@ def test_kaiser_window_complex_as_cpu(n, overload):
     else:
         cpu, dev = call("cpu"), call("mlu")
         assert dev.dtype == cpu.dtype and torch.equal(dev.cpu(), cpu)
+
+
+def _resize_calls() -> dict[str, Callable[[str], Any]]:
+    A = torch.ops.aten
+    x3, x4, x5 = torch.zeros(2, 3, 3), torch.zeros(2, 3, 3, 3), torch.zeros(2, 2, 2, 2, 2)
+    pool = ([1, 1, 1], [1, 1, 1], [0, 0, 0], [1, 1, 1], False)
+    o, i = A.max_pool3d_with_indices(x5, *pool)
+
+    def out(d: str, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.zeros(1, dtype=dtype).to(d)  # non-empty, of the wrong size
+
+    return {
+        "normal.Tensor_float_out": lambda d: A.normal.Tensor_float_out(
+            x3.to(d), 1.0, out=out(d)),
+        "normal.float_Tensor_out": lambda d: A.normal.float_Tensor_out(
+            0.0, x3.to(d), out=out(d)),
+        "normal.Tensor_Tensor_out": lambda d: A.normal.Tensor_Tensor_out(
+            x3.to(d), x3.to(d), out=out(d)),
+        "max_pool3d_with_indices.out": lambda d: A.max_pool3d_with_indices.out(
+            x5.to(d), *pool, out=out(d), indices=out(d, I64)),
+        "max_pool3d_with_indices_backward.grad_input":
+            lambda d: A.max_pool3d_with_indices_backward.grad_input(
+                o.to(d), x5.to(d), *pool, i.to(d), grad_input=out(d)),
+        "reflection_pad2d.out": lambda d: A.reflection_pad2d.out(
+            x3.to(d), [1, 1, 1, 1], out=out(d)),
+        "reflection_pad2d_backward.grad_input": lambda d: A.reflection_pad2d_backward.grad_input(
+            torch.zeros(2, 5, 5).to(d), x3.to(d), [1, 1, 1, 1], grad_input=out(d)),
+        "replication_pad2d_backward.grad_input":
+            lambda d: A.replication_pad2d_backward.grad_input(
+                torch.zeros(2, 5, 5).to(d), x3.to(d), [1, 1, 1, 1], grad_input=out(d)),
+        "replication_pad3d_backward.grad_input":
+            lambda d: A.replication_pad3d_backward.grad_input(
+                torch.zeros(2, 5, 5, 5).to(d), x4.to(d), [1] * 6, grad_input=out(d)),
+        "replication_pad2d.out (structured: warns)": lambda d: A.replication_pad2d.out(
+            x3.to(d), [1, 1, 1, 1], out=out(d)),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_resize_calls()))
+def test_resize_warning_as_cpu_gives_it(name):
+    """A non-empty out= of the wrong size: resize_output's deprecation warning where CPU's
+    kernel calls it (structured kernels, normal_out_impl), none where it calls a plain resize_
+    (the non-structured pooling and padding kernels)."""
+    from conformance.variants_out import warnings_seen  # CPU's TORCH_WARN reaches stderr
+
+    call = _resize_calls()[name]
+    warned = {}
+    for device in ("cpu", "mlu"):
+        with warnings_seen() as seen:
+            call(device)
+        warned[device] = any("was resized" in w for w in seen)
+    assert warned["mlu"] == warned["cpu"], warned
+
+
+@pytest.mark.parametrize("overload", ["Tensor_float_out", "float_Tensor_out", "Tensor_Tensor_out"])
+def test_normal_out_on_cpu_refused_for_mlu_inputs(overload):
+    """normal's out= kernel for mlu inputs does not take an out on cpu (it wrote a 0-dim std's
+    samples into it through cpu's normal_)."""
+    std = torch.ones((), dtype=torch.float64).to("mlu")
+    args = {"Tensor_float_out": (std, 1.0), "float_Tensor_out": (0.0, std),
+            "Tensor_Tensor_out": (std, std)}[overload]
+    with pytest.raises(RuntimeError, match="Expected out tensor to have device"):
+        getattr(torch.ops.aten.normal, overload)(*args, out=torch.empty(0, dtype=torch.float64))
