@@ -28,6 +28,47 @@ def _arrays(*tensors: torch.Tensor | None) -> list[np.ndarray | None]:
     return [None if t is None else opmath(to_numpy(t)) for t in tensors]
 
 
+def _arg(pos: int, name: str) -> str:
+    return f"argument #{pos} '{name}'"
+
+
+def _check_sizes(checked: str, input_gates: torch.Tensor, hidden_gates: torch.Tensor,
+                 input_bias: torch.Tensor | None, hidden_bias: torch.Tensor | None,
+                 factor: int, prev_hidden: torch.Tensor) -> None:
+    """CUDA's checkSizes (RNN.cu), with ATen's TensorUtils messages: 2-d gates of one size, a
+    1-d bias of gates_size elements (both biases alike), a 2-d hidden state of batch *
+    gates_size / factor elements. A bias that broadcasts (CPU's unfused linear ops take a [4 *
+    hidden, 1] one) is refused here; its gradient could not come back in its shape."""
+    def dim(t: torch.Tensor, pos: int, name: str, want: int) -> None:
+        if t.dim() != want:
+            raise RuntimeError(f"Expected {want}-dimensional tensor, but got {t.dim()}-dimensional "
+                               f"tensor for {_arg(pos, name)} (while checking arguments for "
+                               f"{checked})")
+
+    def numel(t: torch.Tensor, pos: int, name: str, want: int) -> None:
+        if t.numel() != want:
+            raise RuntimeError(f"Expected tensor for {_arg(pos, name)} to have {want} elements; "
+                               f"but got a tensor with {t.numel()} elements (while checking "
+                               f"arguments for {checked})")
+
+    def same(a: torch.Tensor, pa: int, na: str, b: torch.Tensor, pb: int, nb: str) -> None:
+        if a.shape != b.shape:
+            raise RuntimeError(f"Expected tensor for {_arg(pa, na)} to have same size as tensor "
+                               f"for {_arg(pb, nb)}; but {list(a.shape)} does not equal "
+                               f"{list(b.shape)} (while checking arguments for {checked})")
+
+    dim(input_gates, 1, "input_gates", 2)
+    same(input_gates, 1, "input_gates", hidden_gates, 2, "hidden_gates")
+    gates_size = input_gates.shape[1]
+    if input_bias is not None:
+        dim(input_bias, 3, "input_bias", 1)
+        numel(input_bias, 3, "input_bias", gates_size)
+        if hidden_bias is not None:
+            same(input_bias, 3, "input_bias", hidden_bias, 4, "hidden_bias")
+    dim(prev_hidden, 5, "prev_hidden", 2)
+    numel(prev_hidden, 5, "prev_hidden", input_gates.shape[0] * gates_size // factor)
+
+
 def _gates(input_gates: torch.Tensor, hidden_gates: torch.Tensor,
            input_bias: torch.Tensor | None, hidden_bias: torch.Tensor | None
            ) -> tuple[np.ndarray, np.ndarray]:
@@ -47,6 +88,8 @@ def fused_lstm_cell(input_gates: torch.Tensor, hidden_gates: torch.Tensor, cx: t
                     hidden_bias: torch.Tensor | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(hy, cy, workspace)``; gates in the order input, forget, cell, output."""
+    _check_sizes("_thnn_fused_lstm_cell_cuda", input_gates, hidden_gates, input_bias,
+                 hidden_bias, 4, cx)
     dtype = to_numpy(input_gates).dtype
     ig, hg = _gates(input_gates, hidden_gates, input_bias, hidden_bias)
     i, f, g, o = np.split(ig + hg, 4, axis=1)
@@ -90,6 +133,8 @@ def fused_gru_cell(input_gates: torch.Tensor, hidden_gates: torch.Tensor, hx: to
                    input_bias: torch.Tensor | None = None, hidden_bias: torch.Tensor | None = None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """``(hy, workspace)``; gates in the order reset, update, new."""
+    _check_sizes("_thnn_fused_gru_cell_cuda", input_gates, hidden_gates, input_bias,
+                 hidden_bias, 3, hx)
     dtype = to_numpy(input_gates).dtype
     ig, hg = _gates(input_gates, hidden_gates, input_bias, hidden_bias)
     ir, iz, inn = np.split(ig, 3, axis=1)

@@ -59,3 +59,31 @@ def test_adaptive_max_pool2d(out: tuple) -> None:
     F.adaptive_max_pool2d(xa, out).backward(g)
     F.adaptive_max_pool2d(xb, out).backward(g.to(DEV))
     torch.testing.assert_close(xb.grad.cpu(), xa.grad)
+
+
+@pytest.mark.parametrize("op", ["lstm", "gru"])
+def test_fused_cells_check_sizes_as_cuda(op: str) -> None:
+    """The fused cells refuse a bias that is not 1-d of 4 (3) * hidden elements, as CUDA's
+    checkSizes: lstm_cell with b_ih/b_hh of shape [4 * hidden, 1] (CPU's linear broadcasts it)
+    computed on mlu, and the fused backward's [4 * hidden] bias gradient then failed autograd's
+    shape check (the autograd run's lstm_cell(float32[4, 1], ..., b_ih=float32[4, 1]))."""
+    gates = 4 if op == "lstm" else 3
+    x, h = torch.randn(4, 1), torch.randn(4, 1)
+    w = torch.randn(gates, 1)
+    state = [h, h] if op == "lstm" else h
+    cell = torch.lstm_cell if op == "lstm" else torch.gru_cell
+
+    def run(bias_shape: tuple[int, ...]) -> torch.Tensor:
+        b = torch.randn(bias_shape)
+        dev = [t.to("mlu") for t in state] if op == "lstm" else state.to("mlu")  # type: ignore[union-attr]
+        out = cell(x.to("mlu"), dev, w.to("mlu"), w.to("mlu"), b.to("mlu"), b.to("mlu"))
+        return out[0] if op == "lstm" else out
+
+    assert run((gates,)).shape == (4, 1)
+    with pytest.raises(RuntimeError, match=f"Expected 1-dimensional tensor, but got "
+                                           f"2-dimensional tensor for argument #3 'input_bias' "
+                                           f"\\(while checking arguments for _thnn_fused_{op}_"):
+        run((gates, 1))
+    with pytest.raises(RuntimeError, match=f"to have {gates} elements; but got a tensor with "
+                                           f"{gates + 1} elements"):
+        run((gates + 1,))
