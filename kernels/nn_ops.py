@@ -241,6 +241,13 @@ def _bn_eval_of_nothing(input: Any, weight: Any, bias: Any, running_mean: Any, r
     before any kernel reads them, so their dtypes are never checked."""
     return not training and input.numel() == 0
 
+def _bn_saves_in_eval(input: torch.Tensor, weight: Any, bias: Any, running_mean: Any,
+                      running_var: Any, training: bool, *rest: Any) -> tuple[int, ...]:
+    """batch_norm_cpu_out resizes and writes save_mean/save_invstd only in training: in eval
+    mode they stay as given (a non-empty one keeps its size and contents)."""
+    return () if training else (1, 2)
+
+
 def _bn_out_sizes(input: torch.Tensor, training: bool) -> None:
     """batch_norm_cpu_out sizes its outs from ``input.size(1)`` (training) or ``input.size(0)``
     before any argument check: a 0-dim input is torch's IndexError there."""
@@ -264,10 +271,10 @@ def _bn_out_first(input: torch.Tensor, weight: Any, bias: Any, running_mean: Any
 NN_ROWS: dict[tuple[str, str], tuple[dict[str, Any], Callable[..., Any]]] = {
     ("native_batch_norm", "native_batch_norm.out"):
         (dict(dtypes=FLOATING, kernel_name="batch_norm", outs_unchecked=_bn_eval_of_nothing,
-              out_first=_bn_out_first), nn.batch_norm),
+              out_first=_bn_out_first, outs_untouched=_bn_saves_in_eval), nn.batch_norm),
     ("_native_batch_norm_legit", "_native_batch_norm_legit.out"):
         (dict(dtypes=FLOATING, kernel_name="batch_norm", outs_unchecked=_bn_eval_of_nothing,
-              out_first=_bn_out_first), nn.batch_norm),
+              out_first=_bn_out_first, outs_untouched=_bn_saves_in_eval), nn.batch_norm),
     ("native_batch_norm_backward", "native_batch_norm_backward.out"):
         (dict(dtypes=FLOATING, kernel_name="batch_norm_backward_cpu", autogen_out=True),
          nn.batch_norm_backward),

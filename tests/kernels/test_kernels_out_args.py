@@ -378,3 +378,23 @@ def test_normal_out_on_cpu_refused_for_mlu_inputs(overload):
             "Tensor_Tensor_out": (std, std)}[overload]
     with pytest.raises(RuntimeError, match="Expected out tensor to have device"):
         getattr(torch.ops.aten.normal, overload)(*args, out=torch.empty(0, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("op", ["_native_batch_norm_legit.out", "native_batch_norm.out"])
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_eval_leaves_save_outs_as_given(op, training):
+    """batch_norm_cpu_out resizes and writes save_mean/save_invstd only in training: in eval
+    mode non-empty ones keep their size and contents."""
+    fn = getattr(torch.ops.aten, op.split(".")[0]).out
+
+    def call(device: str) -> list[torch.Tensor]:
+        x = torch.arange(27, dtype=torch.float64).reshape(3, 3, 3).to(device)
+        stats = torch.ones(3, dtype=torch.float64, device=device)
+        outs = [torch.full((2,), 7.0, dtype=torch.float64, device=device) for _ in range(3)]
+        r = fn(x, None, None, stats, stats.clone(), training, 0.1, 1e-5, out=outs[0],
+               save_mean=outs[1], save_invstd=outs[2])
+        return [t.cpu() for t in r]
+
+    for got, want in zip(call("mlu"), call("cpu"), strict=True):
+        assert got.shape == want.shape
+        torch.testing.assert_close(got, want)
