@@ -176,7 +176,7 @@ class Call:
     #: Empty where values are not the subject (promotion, broadcast, autograd's finite draws).
     fills: tuple[tuple[str, int | None, Fill], ...] = field(default=(), compare=False)
 
-    def refill(self, i: int, *, move: bool = True) -> Call:
+    def refill(self, i: int, *, move: bool = True, dtype: str | None = None) -> Call:
         """The ``i``-th refill of this call (``i`` = 0: the call itself): every tensor of
         :attr:`fills` filled again (:meth:`Fill.refill`), everything else as drawn. The engine
         checks several refills per drawn call: Hypothesis draws the structure once.
@@ -184,10 +184,13 @@ class Call:
         Odd refills also move the call to another dtype (:func:`~conformance.values.
         refill_dtype`): every tensor of the drawn dtype whose dtype no hint fixes (empty out=
         tensors too), and, half the time each, the ``ScalarType`` arguments (a conversion's
-        target); CPU refusing the new dtype skips that refill. ``move=False``: values only."""
+        target); CPU refusing the new dtype skips that refill. ``move=False``: values only.
+        ``dtype``: move to this dtype instead, whatever ``i`` is (a drawn dtype CPU refused)."""
         if i == 0 or not self.fills:
             return self
-        old, to = self._free_dtype, self.refill_dtype(i) if move else None
+        old = self._free_dtype
+        to = dtype if dtype is not None and old is not None and dtype != old \
+            else self.refill_dtype(i) if move else None
         # the refill's forced headline special goes to one tensor, a different one each refill
         forced = i % len(self.fills)
         new = {(name, j): (replace(f, name=to) if to and f.name == old and not f.pinned
