@@ -374,10 +374,39 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None,
 
 
 
+def _scatter_shape_check(self: torch.Tensor, d: int, index: torch.Tensor,
+                         src: torch.Tensor) -> None:
+    """ATen's scatter_shape_check with a src tensor (nothing for an empty index): index has
+    self's rank, and is no larger than self apart from ``d`` and no larger than src."""
+    if index.numel() == 0:
+        return
+    if max(self.dim(), 1) != max(index.dim(), 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+
+    def size(t: torch.Tensor, k: int) -> int:
+        return int(t.shape[k]) if k < t.dim() else 1
+
+    n = max(self.dim(), 1)
+    wrong = any(k != d and size(index, k) > size(self, k) for k in range(n)) or any(
+        size(index, k) > size(src, k) for k in range(n))
+    if wrong:
+        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
+                           f"{list(self.shape)} apart from dimension {d} and to be no larger "
+                           f"size than src {list(src.shape)}")
+
+
 @register("scatter_reduce.two_out")
 def scatter_reduce_two_out(self: torch.Tensor, dim: int, index: torch.Tensor,
                            src: torch.Tensor, reduce: str, *, include_self: bool = True,
                            out: torch.Tensor) -> torch.Tensor:
+    d = wrap_dim(dim, self.dim())
+    # scatter_meta_impl's order: dtypes, shapes, out= (set_output), then the reduction's name
+    if index.numel() and index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if src.dtype != self.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    _scatter_shape_check(self, d, index, src)
+    check_out_exact(out, self.dtype)
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(
             "reduce argument must be either sum, prod, mean, amax or amin, got " + reduce
@@ -386,10 +415,9 @@ def scatter_reduce_two_out(self: torch.Tensor, dim: int, index: torch.Tensor,
     base = np.array(x, copy=True)
     s = to_numpy(src)
     idx = to_numpy(index).astype(np.intp, copy=False)
-    d = wrap_dim(dim, base.ndim)
-    _gather_checks(base, d, idx, "scatter_reduce")
     if idx.size == 0:
         return write_out(out, base, self.dtype)
+    _gather_checks(base, d, idx, "scatter_reduce")
     grid = _grid(idx, d) if base.ndim else (idx.reshape(-1),)
     vals = s[tuple(slice(0, n) for n in idx.shape)] if base.ndim else s.reshape(-1)
     target = base if base.ndim else base.reshape(1)
@@ -454,15 +482,47 @@ def index_add_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: tor
     return write_out(out, base, self.dtype)
 
 
-@register("index_copy.out")
-def index_copy_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *,
-                   out: torch.Tensor) -> torch.Tensor:
+def _index_copy_checks(self: torch.Tensor, d: int, index: torch.Tensor,
+                       source: torch.Tensor) -> None:
+    """ATen's index_copy meta function, in its order (``d``: ``dim`` wrapped against self)."""
     if index.dim() > 1:
         raise IndexError(
             f"index_copy_(): Index should have dimension 1 or 0 (got {index.dim()})"
         )
+    n = index.numel()
+    if source.dim() == 0 and n != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element "
+                         f"(got {n})")
+    if source.dim() != self.dim() and source.dim() != 0 and self.dim() != 0:
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.dim()}), "
+                         f"destination dimensionality ({self.dim()})")
+    if index.dtype != torch.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
+                           f"{scalar_type_name(index.dtype)}")
+    if self.dtype != source.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {scalar_type_name(self.dtype)} and (source) "
+                           f"{scalar_type_name(source.dtype)}")
+    dst = [n for k, n in enumerate(self.shape) if k != d]
+    src = [n for k, n in enumerate(source.shape) if k != d]
+    if dst != src:
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice "
+                           f"shapes. Destination slice shape: {' '.join(map(str, dst))} at "
+                           f"dimension {d} and source slice shape: {' '.join(map(str, src))} "
+                           f"at dimension 0.")
+    if source.dim() and n != source.shape[d]:
+        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to "
+                         f"source.size(dim) ({source.shape[d]})")
+
+
+@register("index_copy.out")
+def index_copy_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *,
+                   out: torch.Tensor) -> torch.Tensor:
     base = np.array(to_numpy(self), copy=True)
     d = wrap_dim(dim, base.ndim)
+    check_out_exact(out, self.dtype)  # the meta function sets its output before its checks
+    _index_copy_checks(self, d, index, source)
     idx = _int_index(index, "index_copy").reshape(-1)
     if _restrided_empty(base, d, idx):
         return write_out(out, base, self.dtype)

@@ -398,3 +398,65 @@ def test_batch_norm_eval_leaves_save_outs_as_given(op, training):
     for got, want in zip(call("mlu"), call("cpu"), strict=True):
         assert got.shape == want.shape
         torch.testing.assert_close(got, want)
+
+
+def _ic(self_: torch.Tensor, index: torch.Tensor, source: torch.Tensor, dim: int = 0
+        ) -> Callable[[str], Any]:
+    return lambda d: torch.ops.aten.index_copy.out(
+        self_.to(d), dim, index.to(d), source.to(d), out=torch.empty(0, dtype=self_.dtype).to(d))
+
+
+_L = torch.tensor([0, 1])
+INDEX_COPY_REFUSED: dict[str, Callable[[str], Any]] = {
+    "scalar source, 3 indices": _ic(torch.zeros(()), torch.tensor([0, 0, 0]), torch.tensor(1.0)),
+    "dimensionality": _ic(torch.zeros(2, 2), _L, torch.ones(2)),
+    "int32 index": _ic(torch.zeros(2, 2), _L.int(), torch.ones(2, 2)),
+    "source dtype": _ic(torch.zeros(2, 2), _L, torch.ones(2, 2, dtype=torch.bool)),
+    "scalar source dtype": _ic(torch.zeros(()), torch.tensor([0]), torch.tensor(True)),
+    "slice shapes": _ic(torch.zeros(2, 3, 4), _L, torch.ones(2, 3, 5), dim=1),
+    "index count": _ic(torch.zeros(2, 2), torch.tensor([0]), torch.ones(2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX_COPY_REFUSED))
+def test_index_copy_checks_its_arguments_as_atens_meta(name):
+    """index_copy's meta function: index rank, a scalar source's one index, dimensionality, an
+    int64 index, source's dtype, slice shapes, the index count: CPU's type and message."""
+    with pytest.raises(Exception) as cpu:  # noqa: PT011 - whatever CPU raises
+        INDEX_COPY_REFUSED[name]("cpu")
+    with pytest.raises(type(cpu.value)) as dev:
+        INDEX_COPY_REFUSED[name]("mlu")
+    assert str(dev.value) == str(cpu.value).splitlines()[0]
+
+
+def _sr(self_: torch.Tensor, index: torch.Tensor, src: torch.Tensor, reduce: str = "sum",
+        out: torch.dtype | None = None) -> Callable[[str], Any]:
+    return lambda d: torch.ops.aten.scatter_reduce.two_out(
+        self_.to(d), 0, index.to(d), src.to(d), reduce,
+        out=torch.empty(0, dtype=out or self_.dtype).to(d))
+
+
+_F, _I = torch.zeros(2, 2), torch.zeros(2, 2, dtype=I64)
+SCATTER_REDUCE_REFUSED: dict[str, Callable[[str], Any]] = {
+    "src dtype": _sr(_F, _I, torch.ones(2, 2, dtype=torch.bool)),
+    "src dtype, empty": _sr(torch.zeros(2, 0), torch.zeros(2, 0, dtype=I64),
+                            torch.ones(2, 0, dtype=torch.bool)),
+    "src dtype before the reduction's name": _sr(_F, _I, torch.ones(2, 2, dtype=torch.bool),
+                                                 "foo"),
+    "src dtype before out's": _sr(_F, _I, torch.ones(2, 2, dtype=torch.bool),
+                                  out=torch.float64),
+    "out's dtype before the reduction's name": _sr(_F, _I, torch.ones(2, 2), "foo",
+                                                   out=torch.float64),
+    "index larger than self": _sr(_F, torch.zeros(3, 2, dtype=I64), torch.ones(2, 2)),
+    "index larger than src": _sr(_F, _I, torch.ones(1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCATTER_REDUCE_REFUSED))
+def test_scatter_reduce_checks_in_scatter_meta_impls_order(name):
+    """scatter_meta_impl: index and src dtypes, shapes, out='s dtype, then the reduction."""
+    with pytest.raises(RuntimeError) as cpu:
+        SCATTER_REDUCE_REFUSED[name]("cpu")
+    with pytest.raises(RuntimeError) as dev:
+        SCATTER_REDUCE_REFUSED[name]("mlu")
+    assert str(dev.value) == str(cpu.value).splitlines()[0]
