@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.values import (
+    MOVED_HEADLINE,
     Fill,
     cached_integers,
     cached_sampled,
@@ -193,8 +194,12 @@ class Call:
             else self.refill_dtype(i) if move else None
         # the refill's forced headline special goes to one tensor, a different one each refill
         forced = i % len(self.fills)
+        kind, forcing = None, True  # kept dtype: refill i's FORCED_HEADLINE special
+        if to and dtype is None:  # a scheduled move: by the moves to the same kind of dtype
+            kind = self._moved_kind(i)
+            forcing = kind is not None
         new = {(name, j): (replace(f, name=to) if to and f.name == old and not f.pinned
-                           else f).refill(i, k, force=k == forced)
+                           else f).refill(i, k, force=forcing and k == forced, kind=kind)
                for k, (name, j, f) in enumerate(self.fills)}
         values = []
         n_types = 0
@@ -223,6 +228,22 @@ class Call:
             return None
         return refill_dtype(self.fills[0][2].seed, i, old, DTYPE_NAMES,
                             zlib.crc32(self.describe().encode()))
+
+    def _moved_kind(self, i: int) -> int | None:
+        """The headline special forced on refill ``i``, which moves the call to another dtype:
+        by how many earlier refills moved it to a dtype of the same category (floating,
+        complex, integral, bool; :data:`~conformance.values.MOVED_HEADLINE`)."""
+        kinds = self._move_kinds
+        if i >= len(kinds) or kinds[i] is None:
+            return None
+        n = sum(1 for j in range(1, i) if kinds[j] == kinds[i])
+        return MOVED_HEADLINE[n] if n < len(MOVED_HEADLINE) else None
+
+    @cached_property
+    def _move_kinds(self) -> tuple[str | None, ...]:
+        """By refill number (below 64): the category of the dtype it moves the call to, if any."""
+        names = (self.refill_dtype(j) for j in range(64))
+        return tuple(None if n is None else category(n) for n in names)
 
     #: where the call came from: ``hypothesis`` (the schema strategies) or ``corpus``
     #: (a recorded CPU call, :mod:`conformance.corpus`)

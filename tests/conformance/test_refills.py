@@ -71,8 +71,8 @@ def test_refills_keep_the_structure_and_change_the_values(data):
 
 
 def test_scheduled_refills_carry_a_headline_special_in_one_tensor():
-    """Refills 2, 3 (NaN) and 5 (+inf) write that special into one tensor of the call, a
-    different one each refill; other refills draw their specials as before."""
+    """Refills 2, 3, 10, 11 (NaN), 5 (+inf) and 13 (-inf) write that special into one tensor
+    of the call, a different one each refill; other refills draw their specials as before."""
     from conformance.values import FORCED_HEADLINE, headline
 
     for seed in range(20):
@@ -91,11 +91,34 @@ def test_scheduled_refills_carry_a_headline_special_in_one_tensor():
                       ("other", Fill("float32", (4,), seed=2).tensor())),
                 fills=(("self", None, Fill("float32", (4,), seed=1)),
                        ("other", None, Fill("float32", (4,), seed=2))))
-    for i in (2, 3):  # refill 2 keeps float32; refill 3 may move: NaN only where floating
-        v = dict(call.refill(i).values)
-        forced, other = ("self", "other") if i % 2 == 0 else ("other", "self")
-        if v[forced].is_floating_point():
-            assert bool(v[forced].isnan().any())
+    v = dict(call.refill(2).values)  # refill 2 keeps float32: NaN in `self` (2 % 2 tensors)
+    assert bool(v["self"].isnan().any())
+
+
+@FAST
+@given(st.data())
+def test_the_first_move_to_each_floating_category_carries_a_nan(data):
+    """Whatever order the moves visit the dtypes in, the first refill that moves a call to a
+    floating dtype forces a NaN into one of its tensors, and so does the first to a complex
+    one; the second of each forces +inf."""
+    sig = _sig("sort.stable")
+    call = data.draw(calls(sig, HINTS.for_op(sig.name), mode="forward"))
+    if not call.fills or call.fills[0][2].numel < 2:
+        return  # nothing to refill, or one element (never forced)
+    seen: dict[str, int] = {}
+    for i in range(1, 16, 2):
+        to = call.refill_dtype(i)
+        cat = "complex" if to.startswith("complex") else "floating" if to.startswith(
+            ("float", "bfloat")) else None
+        if cat is None:
+            continue
+        seen[cat] = seen.get(cat, 0) + 1
+        t = torch.view_as_real(x) if (x := dict(call.refill(i).values)["self"]).is_complex() \
+            else x
+        if seen[cat] == 1:
+            assert bool(t.isnan().any()), (i, to)
+        elif seen[cat] == 2:
+            assert bool((t == float("inf")).any()), (i, to)
 
 
 def test_tensors_with_equal_seeds_refill_differently():
