@@ -198,3 +198,33 @@ def test_a_bug_on_wide_values_is_caught_by_refills_and_replays_the_same():
     assert verdicts[0].verdict == "fail", verdicts[0].message
     assert verdicts[0].examples > 2  # refills are checked examples
     assert verdicts[0].repro == verdicts[1].repro
+
+
+def test_a_drawn_call_cpu_refuses_for_its_dtype_is_rescued_in_another(monkeypatch):
+    """relu refuses bool inputs: a drawn bool call is checked in a dtype CPU takes (moved
+    refills) instead of being thrown away for another draw (12 draws thrown away, 1 with)."""
+    import hypothesis
+
+    from conformance import engine
+
+    mlu = resolve("mlu")
+    real_reject = hypothesis.reject
+    rejected = {"n": 0}
+
+    def counting_reject():
+        rejected["n"] += 1
+        return real_reject()
+
+    monkeypatch.setattr(hypothesis, "reject", counting_reject)
+    outcomes = {}
+    for tries in (0, engine.RESCUE_TRIES):
+        monkeypatch.setattr(engine, "RESCUE_TRIES", tries)
+        rejected["n"] = 0
+        v = run_check(Item(_sig("relu"), CHECKS["forward"]), mlu,
+                      settings=EngineSettings(max_examples=10, database=None),
+                      hints=HINTS.for_op("relu"), tolerance_fn=TOL,
+                      repro_fn=lambda call: snippet(call, mlu))
+        assert v.verdict == "pass", v.message
+        outcomes[tries] = (rejected["n"], v.examples)
+    (thrown, _), (rescued, _) = outcomes[0], outcomes[engine.RESCUE_TRIES]
+    assert thrown >= 3 and rescued < thrown / 2, outcomes
