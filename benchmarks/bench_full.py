@@ -8,6 +8,9 @@ by ``--checks`` (default: every check in the table). Targets (issue 11.8): all c
     python benchmarks/bench_full.py [--ops REGEX] [--checks LIST] [-n 2] [--no-anchor] [--keep DIR]
     python benchmarks/bench_full.py --results FILE   # only summarize a results file
 
+Each run starts in an empty working directory of its own, so with an empty example database
+(``.conformance/``), as from a fresh clone: neither run replays what the other found.
+
 Peak memory is each process's high-water mark (``VmHWM`` in ``/proc``), polled once a second over
 the ``conformance run`` process and its pytest-xdist workers (Linux; elsewhere the largest child's
 ``ru_maxrss``).
@@ -84,8 +87,12 @@ def run_once(label: str, args: argparse.Namespace, checks: str | None, out: Path
     if args.ops:
         cmd += ["--ops", args.ops]
     print(f"[{label}] {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+    # each run in a directory of its own: its example database (.conformance/ under the working
+    # directory) starts empty, as in a fresh clone, and one run does not warm the other's
+    home = out.parent / f"{out.stem}-cwd"
+    home.mkdir(exist_ok=True)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd)
+    proc = subprocess.Popen(cmd, cwd=home)
     watch = PeakWatcher(proc.pid)
     watch.start()
     code = proc.wait()
