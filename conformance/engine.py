@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,15 @@ class EngineSettings:
         return int.from_bytes(digest[:8], "little")
 
 
+#: The in-flight marker's fields that change with every call (:meth:`Inflight.call`).
+_CALL_FIELDS = ("call", "side", "source", "repro")
+
+
+def _json_text(value: str | None) -> bytes:
+    """``json.dumps`` of a string or ``None``, without its per-call overhead."""
+    return b"null" if value is None else encode_basestring_ascii(value).encode()
+
+
 class Inflight:
     """The about-to-run marker: one small file per process, rewritten before each backend call.
 
@@ -183,6 +193,7 @@ class Inflight:
         self._size = 0  # bytes the marker file holds (a shorter marker is padded over them)
         self._repro_of: Call | None = None
         self._repro: str | None = None
+        self._head = b"{}"  # the item's JSON as of the last start/mark (call fields apart)
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -202,7 +213,7 @@ class Inflight:
         if side != "cpu" and self._repro_of is not call:  # one repro per call (CPU reruns)
             self._repro_of, self._repro = call, repro(call)
         self.item["repro"] = self._repro if side != "cpu" else None
-        self._write()
+        self._write_call()
 
     def mark(self, state: str) -> None:
         self.item["state"] = state
@@ -219,17 +230,31 @@ class Inflight:
             os.close(self._fd)
             self._fd = None
 
+    def _write_call(self) -> None:
+        """:meth:`_write` for :meth:`call`, which runs before every example on each side: only
+        the call's four fields change, so the rest of the item is taken as encoded at the last
+        :meth:`start` or :meth:`mark`."""
+        fields = b", ".join(b'"%s": %s' % (key.encode(), _json_text(self.item[key]))
+                            for key in _CALL_FIELDS)
+        head = self._head[:-1]
+        self._put(head + (b", " if head != b"{" else b"") + fields + b"}")
+
     def _write(self) -> None:
+        if not self.path:
+            return
+        self._head = json.dumps({k: v for k, v in self.item.items()
+                                 if k not in _CALL_FIELDS}).encode()
+        self._put(json.dumps(self.item).encode())
+
+    def _put(self, data: bytes) -> None:
         """Rewrite the marker in place through one open descriptor (no open/rename per call:
         this runs before every example). A shorter marker is padded with spaces over the
         longer one before it (JSON allows trailing whitespace) instead of truncating the
         file: one system call per example, not two."""
-        if not self.path:
-            return
         if self._fd is None:
+            assert self.path is not None  # callers return early without a marker file
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
             self._size = 0
-        data = json.dumps(self.item).encode()
         os.pwrite(self._fd, data.ljust(self._size), 0)
         self._size = max(self._size, len(data))
 
