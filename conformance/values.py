@@ -170,8 +170,25 @@ def seeded(*key: int) -> np.random.Generator:
 
 
 def _to_tensor(arr: np.ndarray, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+    npd = _numpy_dtype(name)
+    if npd is not None:  # NumPy's cast (IEEE round to nearest even, integers wrap as torch's)
+        # costs a third of a torch .to(): this runs for every filled tensor
+        if arr.dtype.kind == "f" and npd.kind == "f" and npd.itemsize < arr.dtype.itemsize:
+            with np.errstate(over="ignore"):  # a hint's bounds past float16's range: inf, as
+                # torch's cast gives it, without NumPy's warning
+                return torch.from_numpy(arr.astype(npd).reshape(shape))
+        return torch.from_numpy(arr.astype(npd).reshape(shape))
     t = torch.from_numpy(np.ascontiguousarray(arr))
     return t.to(torch_dtype(name)).reshape(shape)
+
+
+@functools.cache
+def _numpy_dtype(name: str) -> np.dtype | None:
+    """NumPy's dtype of that name (the twelve's names are NumPy's), ``None`` for bfloat16."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        return None
 
 
 def fill(name: str, shape: Sequence[int], *, profile: str = "small", seed: int | Sequence[int] = 0,
