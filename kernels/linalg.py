@@ -249,6 +249,11 @@ def _addmv(self: torch.Tensor, mat: torch.Tensor, vec: torch.Tensor, beta: Any =
             f"{scalar_type_name(vec.dtype)}"
         )
     prod = _mv_value(mat, vec)
+    if mat.dtype in (torch.float16, torch.bfloat16):
+        # CPU's addmv reads beta and alpha as scalar_t before its gemv (addmm reads them in
+        # opmath float): alpha = 4.3e-13 is 0 in float16, so a row holding inf gives 0 * inf = NaN
+        beta, alpha = (b if isinstance(b, complex) else float(np.asarray(b).astype(np_dtype(
+            mat.dtype))) for b in (beta, alpha))
     if mat.dtype in (torch.float32, torch.float64):
         # CPU's float/double addmv is BLAS gemv, which returns beta * self without reading mat
         # or vec when alpha is 0; its Half/BFloat16/complex addmv (not BLAS) gives NaN for them

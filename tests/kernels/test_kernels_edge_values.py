@@ -206,6 +206,15 @@ def test_addmv_ignores_the_product_when_alpha_is_zero() -> None:
               .to(dtype), _t([1.3e154, -2.0], torch.float64).to(dtype), beta=0, alpha=0)
 
 
+def test_addmv_reads_half_beta_and_alpha_as_its_scalar_type() -> None:
+    # CPU's addmv converts beta and alpha to scalar_t: in float16 alpha = 4.3e-13 is 0, and
+    # 0 * -inf = NaN; beta = 1e-30 is 0, so self's NaN is not read
+    mat, vec = _t([[2.0, -3.0, -inf], [1.0, 2.0, 3.0]], torch.float16), _t([-1.5, 4.5, 5.5],
+                                                                          torch.float16)
+    _same(torch.addmv, _t([-4.0, -0.0], torch.float16), mat, vec, beta=0, alpha=4.25e-13)
+    _same(torch.addmv, _t([nan, 2.0], torch.float16), mat, vec, beta=1e-30, alpha=1)
+
+
 def test_addmm_reads_beta_in_its_compute_type() -> None:
     # beta = 1e-308 is 0 in float16's opmath float32: self's inf is then not read, as on CPU
     _same(torch.addmm, _t([[inf], [-0.04], [-0.5]], torch.float16),
