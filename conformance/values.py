@@ -184,11 +184,14 @@ def _to_tensor(arr: np.ndarray, name: str, shape: tuple[int, ...]) -> torch.Tens
 
 @functools.cache
 def _numpy_dtype(name: str) -> np.dtype | None:
-    """NumPy's dtype of that name (the twelve's names are NumPy's), ``None`` for bfloat16."""
+    """NumPy's own dtype of that name (the twelve's names are NumPy's), ``None`` for bfloat16:
+    NumPy has none, and ml_dtypes' (registered under that name once imported) is no dtype
+    ``torch.from_numpy`` takes."""
     try:
-        return np.dtype(name)
+        npd = np.dtype(name)
     except TypeError:
         return None
+    return npd if npd.isbuiltin == 1 else None
 
 
 def fill(name: str, shape: Sequence[int], *, profile: str = "small", seed: int | Sequence[int] = 0,

@@ -148,3 +148,16 @@ def test_promotion_scalars_keep_a_hints_bounds():
 def test_tensors_of_size_zero(data):
     t = data.draw(tensor_values("float32", (0, 3)))
     assert t.shape == (0, 3)
+
+
+def test_every_dtype_fills_with_ml_dtypes_imported():
+    """ml_dtypes registers a NumPy ``bfloat16`` (the reference backend imports it): fills of
+    every dtype still come out as torch tensors of that dtype."""
+    import ml_dtypes  # noqa: F401
+
+    from opdb.dtypes import DTYPE_NAMES, torch_dtype
+
+    for name in DTYPE_NAMES:
+        for profile in ("small", "wide"):
+            t = fill(name, (2, 3), profile=profile, seed=3, specials=[(1, 1)])
+            assert t.dtype == torch_dtype(name) and t.shape == (2, 3)
