@@ -1161,7 +1161,11 @@ def _unique2(self: torch.Tensor, sorted: bool = True, return_inverse: bool = Fal
     x = to_numpy(self)
     if x.dtype == NP_DTYPE[torch.bfloat16]:  # NumPy orders ml_dtypes' bfloat16 by its bits
         x = x.astype(np.float32)
-    vals, inv, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True)
+    # ATen compares neighbours of the sorted values with ==, so every NaN is its own value;
+    # return_index makes NumPy's sort stable, so the NaNs keep their order (as std::sort's
+    # insertion sort keeps them in short inputs)
+    vals, _, inv, counts = np.unique(x.reshape(-1), return_index=True, return_inverse=True,
+                                     return_counts=True, equal_nan=False)
     inverse = inv.reshape(x.shape) if return_inverse else np.empty((0,), np.int64)
     cnt = counts if return_counts else np.empty((0,), np.int64)
     return (from_numpy(vals, self.dtype), from_numpy(inverse, torch.int64),

@@ -82,6 +82,14 @@ def test_unique_orders_bfloat16_by_value() -> None:
           sorted=False)
 
 
+@pytest.mark.parametrize("op", [torch.ops.aten._unique2.default, torch.ops.aten._unique.default])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_unique_keeps_every_nan_apart(op: Any, dtype: torch.dtype) -> None:
+    # ATen compares sorted neighbours with ==: each NaN is a value of its own, in input order
+    x = _t([-0.0, nan, 0.5, nan, 0.5, nan], dtype)
+    _same(op, x, False, True, *([True] if op is torch.ops.aten._unique2.default else []))
+
+
 def test_pixel_unshuffle_of_an_empty_input_is_a_clone() -> None:
     _same(torch.pixel_unshuffle, torch.empty(2, 0, 3, dtype=torch.int16), 3)
     _same(torch.pixel_unshuffle, torch.arange(2 * 3 * 4 * 6.0).reshape(2, 3, 4, 6), 2)
