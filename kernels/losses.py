@@ -230,11 +230,32 @@ def huber_loss(self: torch.Tensor, target: torch.Tensor, reduction: int = 1,
         dtype_args=(0, 1, 2), castable_out=True, result_like=1, same_dtype=(1, 2, 0))
 def huber_loss_backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tensor,
                         reduction: int, delta: float) -> np.ndarray:
+    # ATen's scalar loop (huber_backward_cpu_kernel), which every input shorter than two
+    # vectors takes: x = input - target, norm_val and each product on scalar_t (a half type
+    # rounds after each operation), the comparisons and the last product with delta in double:
+    #   x <= -delta: -norm_val * grad * delta;  x >= delta: norm_val * grad * delta;
+    #   else norm_val * x * grad.
+    # So -1.8e308 * 0.5 (mean of 2) * 2.0 is -1.8e308 (not -inf), -inf * 3.7e-239 is -inf (not
+    # NaN: delta is not rounded to the dtype), and a negative delta takes the first branch.
     x, t, dtype = _pair(self, target)
     g = opmath(to_numpy(grad_output))
-    d = x - t
-    grad = np.where(d <= -delta, -g * delta, np.where(d >= delta, g * delta, d * g))
-    return _norm(grad, reduction, d.size).astype(dtype, copy=False)
+    f64 = np.dtype(np.float64)
+
+    def step(a: np.ndarray) -> np.ndarray:
+        return a.astype(dtype).astype(x.dtype)
+
+    norm = c_cast((1.0 / x.size if x.size else np.nan) if reduction == 1 else 1.0, dtype)
+    norm = norm.astype(x.dtype)
+    with np.errstate(all="ignore"):
+        d = step(x - t)
+        dd = d.astype(f64)
+        below = step(-norm * g).astype(f64) * delta
+        above = step(norm * g).astype(f64) * delta
+        inner = step(step(norm * d) * g).astype(f64)
+        grad = np.where(dd <= -delta, below, np.where(dd >= delta, above, inner))
+        if x.dtype != dtype:  # double to c10::Half/BFloat16 goes through float
+            grad = grad.astype(np.float32)
+        return grad.astype(dtype)
 
 
 _BCE_EPSILON = 1e-12

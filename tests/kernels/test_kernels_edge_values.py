@@ -90,6 +90,18 @@ def test_unique_keeps_every_nan_apart(op: Any, dtype: torch.dtype) -> None:
     _same(op, x, False, True, *([True] if op is torch.ops.aten._unique2.default else []))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_huber_loss_backward_follows_atens_scalar_loop(dtype: torch.dtype) -> None:
+    big = torch.finfo(dtype).max
+    f = torch.ops.aten.huber_loss_backward.default
+    # mean of 2: (0.5 * -max) * 2.0 stays finite, as ATen multiplies norm first
+    _same(f, _t([-3.5, -big], dtype), _t([1.0, 2.0], dtype), _t([-3.3, 5.9], dtype), 1, 2.0)
+    # delta below the dtype's least subnormal stays a double: -inf * 6e-72 is -inf, not NaN
+    _same(f, _t([-inf, inf], dtype), _t([7.7, 1.0], dtype), _t([-inf, -0.0], dtype), 0, 6.35e-72)
+    # x = input - target rounds to the dtype before it meets delta (float16: 2.0002 is 2.0)
+    _same(f, _t([-0.5, 1.5], dtype), _t([1.93e-4, 3.0], dtype), _t([-2.0, 0.5], dtype), 0, 2.0)
+
+
 def test_pixel_unshuffle_of_an_empty_input_is_a_clone() -> None:
     _same(torch.pixel_unshuffle, torch.empty(2, 0, 3, dtype=torch.int16), 3)
     _same(torch.pixel_unshuffle, torch.arange(2 * 3 * 4 * 6.0).reshape(2, 3, 4, 6), 2)
