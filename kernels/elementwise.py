@@ -1310,13 +1310,22 @@ def _addcmul(s: Any, t1: Any, t2: Any, *, compute: torch.dtype, result: torch.dt
              value: Any = 1) -> Any:
     if compute == torch.bool:
         return np.logical_or(s, np.logical_and(bool(value), np.logical_and(t1, t2)))
+    return addcmul_value(s, t1, t2, value)
+
+
+def addcmul_value(s: Any, t1: Any, t2: Any, value: Any) -> Any:
+    """``s + value * t1 * t2`` as CPU's addcmul forms it (also the kernel of its foreach
+    routes): float32/float64 fused, ``fma(value * t1, t2, self)`` with one rounding, so a
+    product past the dtype's range added to an infinity keeps it (float32 inf + 814741 *
+    -1.35e33 is inf, float64 -inf + 1.6 * -1.4e302 * -3.3e253 is -inf, not NaN) and a
+    cancelling sum keeps the product's low bits (float64 -1 + (1 + 2**-30)**2 is
+    1.8626451500983e-09, not 2**-29)."""
     p = np.asarray(value).astype(s.dtype) * t1
-    if np.result_type(s, p, t2) == np.float32:
-        # CPU's loop is fused: fma(value * t1, t2, self), one rounding, so a product past
-        # float32's range added to an infinity keeps it (inf + 814741 * -1.35e33 is inf, not
-        # NaN). A float32 product is exact in double: add there, round once more.
+    rt = np.result_type(s, p, t2)
+    wide = {np.dtype(NP_DTYPE[k]): w for k, w in _FUSED_IN.items()}.get(rt)
+    if wide is not None:
         with np.errstate(all="ignore"):
-            return _fma_in(_FUSED_IN[torch.float32], s, p, t2).astype(np.float32)
+            return _fma_in(wide, s, p, t2).astype(rt)
     return s + p * t2
 
 

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from kernels._tensor import DEVICE, NP_DTYPE, from_numpy, to_numpy
-from kernels.elementwise import _FUSED_IN, _fma_in
+from kernels.elementwise import _FUSED_IN, _fma_in, addcmul_value
 from kernels.reductions import powsum
 from kernels.registry import register
 
@@ -199,7 +199,8 @@ for _name, (_ufunc, _alpha) in _BINARY.items():
 # pointwise: addcmul / addcdiv
 
 
-def _make_pointwise(name: str, combine: Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
+def _make_pointwise(name: str,
+                    combine: Callable[[np.ndarray, np.ndarray, np.ndarray, Any], np.ndarray]
                     ) -> None:
     op, op_ = getattr(aten, name), getattr(aten, name + "_")
     fname = f"_foreach_{name}"
@@ -212,11 +213,11 @@ def _make_pointwise(name: str, combine: Callable[[np.ndarray, np.ndarray, Any], 
             with np.errstate(all="ignore"):
                 for t, a1, a2, v in zip(self, t1, t2, values, strict=True):
                     a = to_numpy(t)
-                    term = combine(to_numpy(a1), to_numpy(a2), v)
+                    value = combine(a, to_numpy(a1), to_numpy(a2), v)
                     if inplace:
-                        np.add(a, term, out=a)
+                        a[...] = value
                     else:
-                        results.append(from_numpy(a + term, t.dtype))
+                        results.append(from_numpy(value, t.dtype))
             if inplace:
                 _written(self)
             return None if inplace else results
@@ -245,20 +246,14 @@ def _make_pointwise(name: str, combine: Callable[[np.ndarray, np.ndarray, Any], 
             register(kname)(k)
 
 
-def _addcmul_term(t1: np.ndarray, t2: np.ndarray, value: Any) -> np.ndarray:
-    term = np.multiply(t1, value) if value != 1 else t1.copy()
-    term *= t2
-    return term
-
-
-def _addcdiv_term(t1: np.ndarray, t2: np.ndarray, value: Any) -> np.ndarray:
+def _addcdiv_value(s: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: Any) -> np.ndarray:
     term = np.multiply(t1, value) if value != 1 else t1.copy()
     term /= t2
-    return term
+    return s + term
 
 
-_make_pointwise("addcmul", _addcmul_term)
-_make_pointwise("addcdiv", _addcdiv_term)
+_make_pointwise("addcmul", addcmul_value)
+_make_pointwise("addcdiv", _addcdiv_value)
 
 
 # --------------------------------------------------------------------------------------------

@@ -235,6 +235,21 @@ def test_addmv_reads_half_beta_and_alpha_as_its_scalar_type() -> None:
     _same(torch.addmv, _t([nan, 2.0], torch.float16), mat, vec, beta=1e-30, alpha=1)
 
 
+def test_addcmul_is_fused_in_float32_and_float64_also_through_foreach() -> None:
+    # CPU: fma(value * t1, t2, self), one rounding. float64 -inf + 1.6 * -1.4e302 * -3.3e253 is
+    # -inf (not inf - inf = NaN); -1 + (1 + 2**-30)**2 keeps the product's low bits
+    x = 1 + 2**-30
+    cases = [(torch.float64, [-inf, -1.0], [-1.408e302, x], [-3.27e253, x], 1.61),
+             (torch.float32, [inf, 2.0], [-1.84e19, 3.0], [1.82e31, 4.0], 1.5),
+             (torch.float64, [-1.0, 2.0], [x, 1.0], [x, 1.0], 1.0)]
+    for dtype, s, a, b, value in cases:
+        _same(torch.addcmul, _t(s, dtype), _t(a, dtype), _t(b, dtype), value=value)
+        _same(lambda *ts, v=value, d=dtype: torch._foreach_addcmul(
+            [ts[0], ts[3]], [ts[1], ts[1]], [ts[2], ts[2]],
+            torch.tensor([v, 1.0], dtype=d)),
+            _t(s, dtype), _t(a, dtype), _t(b, dtype), _t([0.5, 0.5], dtype))
+
+
 def test_addmm_reads_beta_in_its_compute_type() -> None:
     # beta = 1e-308 is 0 in float16's opmath float32: self's inf is then not read, as on CPU
     _same(torch.addmm, _t([[inf], [-0.04], [-0.5]], torch.float16),
