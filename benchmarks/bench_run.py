@@ -66,8 +66,12 @@ def conformance_side(backend: str, ops: str, max_examples: int) -> dict[str, flo
     overloads = len({r["overload"] for r in recs})
     bases = sorted({r["overload"].split(".")[0].rstrip("_") for r in recs
                     if r["verdict"] in ("pass", "fail")})
+    # items the engine could not judge (a harness error, no valid input) check nothing and run
+    # fast: counted and shown, so a broken engine does not pass for a fast one
+    unjudged = sorted(f"{r['overload']} ({r['category']})" for r in recs
+                      if r["verdict"] == "skip")
     return {"examples": examples, "wall_s": wall, "cpu_s": cpu, "engine_s": engine_s,
-            "overloads": overloads, "bases": bases, "startup_s": startup}
+            "overloads": overloads, "bases": bases, "startup_s": startup, "unjudged": unjudged}
 
 
 def opinfo_side(device: str, bases: list[str]) -> dict[str, float]:
@@ -166,6 +170,11 @@ def main() -> int:
         anchors.append(_side("opinfo", args, bases))
         print(f"round {r + 1}/{args.rounds}: conformance {_rate(confs[-1], 'cpu_s'):.1f}/CPU s, "
               f"OpInfo loop {_rate(anchors[-1], 'cpu_s'):.1f}/CPU s", flush=True)
+    unjudged = confs[0]["unjudged"]
+    if unjudged:
+        print(f"warning: {len(unjudged)} of {confs[0]['overloads']} overloads were not judged "
+              f"(skip): {', '.join(unjudged[:6])}{' ...' if len(unjudged) > 6 else ''}",
+              flush=True)
     conf = max(confs, key=lambda d: _rate(d, "cpu_s"))
     anchor = max(anchors, key=lambda d: _rate(d, "cpu_s"))
     conf_wall = max(confs, key=lambda d: _rate(d, "wall_s"))
