@@ -454,32 +454,61 @@ def _real_dtype(dtype: torch.dtype) -> torch.dtype:
 
 def _var_std(self: torch.Tensor, dim: Any = None, *, correction: Any = None,
              keepdim: bool = False, out: torch.Tensor | None = None, op: str) -> torch.Tensor:
-    v, _, dt = _var(self, dim, correction, keepdim, op)
+    # ATen's std_var_out builds its reduction in the out's (real) dtype: the input is cast to it
+    # first (float64 -1.8e308 into a float32 out is -inf, and std of [-inf, -inf] is NaN) and the
+    # result is not rounded to the input's dtype on the way. One output element with a
+    # float/double out goes to std_var_all_cpu instead, which reads the uncast input.
+    # std_var_all_cpu rounds its double result to the input's dtype and fill_s the out with it,
+    # which refuses a finite value the out cannot hold (complex: each part's variance).
+    into = out.dtype if out is not None and out.dtype.is_floating_point else None
+    cast, all_cpu = None, False
+    if into is not None and into != _real_dtype(self.dtype) and (
+            self.dtype.is_floating_point or self.dtype.is_complex):
+        reduced = reduce_axes(dim, self.dim())
+        one = reduced is None or all(i in reduced or s == 1 for i, s in enumerate(self.shape))
+        all_cpu = one and into not in (torch.float16, torch.bfloat16)
+        cast = None if all_cpu else into
+    v, _, dt = _var(self, dim, correction, keepdim, op, cast=cast)
+    if all_cpu and into is not None:
+        filled = v if self.dtype.is_complex or op == "var" else np.sqrt(v)
+        with quiet():
+            filled = np.asarray(filled).astype(NP_DTYPE[_real_dtype(self.dtype)])
+        for value in filled.reshape(-1).tolist():
+            checked_scalar(value, into)
+        into = None
     half = (torch.float16, torch.bfloat16)
     if (out is not None and self.dtype in half and out.dtype not in half
             and out.dtype in FLOATING | COMPLEX and self.numel() and v.size <= 1):
         # ATen's std_var_out: a wider out makes the common dtype float, which sends a one-element
         # result to std_var_all_cpu, and that kernel dispatches on the input's dtype (float/double)
         raise RuntimeError(f"std_var_all: Unsupported dtype {scalar_type_name(self.dtype)}")
-    return emit(np.sqrt(v) if op == "std" else v, _real_dtype(dt), out)
+    return emit(np.sqrt(v) if op == "std" else v, into or _real_dtype(dt), out)
 
 
-def _var(self: torch.Tensor, dim: Any, correction: Any, keepdim: bool, op: str
-         ) -> tuple[np.ndarray, np.ndarray, torch.dtype]:
+def _var(self: torch.Tensor, dim: Any, correction: Any, keepdim: bool, op: str,
+         cast: torch.dtype | None = None) -> tuple[np.ndarray, np.ndarray, torch.dtype]:
+    """``cast``: the real dtype the parts are converted to before reducing (an out's)."""
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError("std and var only support floating point and complex dtypes")
     x = to_numpy(self)
+    re_im = (x.real, x.imag) if x.dtype.kind == "c" else None
+    if cast is not None:
+        with quiet():
+            if re_im is not None:
+                re_im = (x.real.astype(NP_DTYPE[cast]), x.imag.astype(NP_DTYPE[cast]))
+            else:
+                x = x.astype(NP_DTYPE[cast])
     axes = reduce_axes(dim, x.ndim)
     ddof = 1 if correction is None else correction
     n = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
     # ATen's std_var_all_cpu: all of a float32/float64 input reduced (dims of size 1 aside)
     kept = 1 if axes is None else int(np.prod([s for i, s in enumerate(x.shape) if i not in axes]))
-    two_pass = op in ("var", "std") and kept == 1 and x.real.dtype in (np.float32, np.float64)
+    real = x.real.dtype if re_im is None else re_im[0].dtype
+    two_pass = op in ("var", "std") and kept == 1 and real in (np.float32, np.float64)
     with quiet():
-        if x.dtype.kind == "c":  # ATen: var(real) + var(imag) in the real dtype, mean of each
-            real = x.real.dtype
-            vr, mr = _var_moments(np.ascontiguousarray(x.real), axes, ddof, n, two_pass)
-            vi, mi = _var_moments(np.ascontiguousarray(x.imag), axes, ddof, n, two_pass)
+        if re_im is not None:  # ATen: var(real) + var(imag) in the real dtype, mean of each
+            vr, mr = _var_moments(np.ascontiguousarray(re_im[0]), axes, ddof, n, two_pass)
+            vi, mi = _var_moments(np.ascontiguousarray(re_im[1]), axes, ddof, n, two_pass)
             v, mean_v = vr.astype(real) + vi.astype(real), _pair_parts(mr, mi)
         else:
             v, mean_v = _var_moments(x, axes, ddof, n, two_pass)

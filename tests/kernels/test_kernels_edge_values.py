@@ -102,6 +102,22 @@ def test_huber_loss_backward_follows_atens_scalar_loop(dtype: torch.dtype) -> No
     _same(f, _t([-0.5, 1.5], dtype), _t([1.93e-4, 3.0], dtype), _t([-2.0, 0.5], dtype), 0, 2.0)
 
 
+def test_std_out_reduces_in_the_outs_dtype() -> None:
+    def std(x: torch.Tensor, out_dtype: torch.dtype, **kw: Any) -> torch.Tensor:
+        return torch.std(x, out=torch.empty(0, dtype=out_dtype, device=x.device), **kw)
+
+    # the input is cast to the out's dtype first: -1.79e308 and -7.5e51 are -inf in float32
+    _same(std, _t([[5e-324, -1.0], [-7.49e51, -1.79e308]], torch.float64), torch.float32,
+          dim=[1], unbiased=False)
+    _same(std, _t([[complex(3.0, -1.79e308), 1j], [complex(-1.2e109, 0), 2.0]],
+                  torch.complex128), torch.float32, dim=[0], unbiased=False)
+    # and not rounded to the input's bfloat16 on the way into a float64 out
+    _same(std, _t([[1.0, 2.0, 0.3], [2.7, 0.1, 0.33]], torch.bfloat16), torch.float64, dim=[0])
+    # one element: std_var_all_cpu fills the out with the double result, which must fit
+    with pytest.raises(RuntimeError, match="without overflow"):
+        std(_t([1e30, -1e30, 3e30], torch.complex128).to("mlu"), torch.float32)
+
+
 def test_pixel_unshuffle_of_an_empty_input_is_a_clone() -> None:
     _same(torch.pixel_unshuffle, torch.empty(2, 0, 3, dtype=torch.int16), 3)
     _same(torch.pixel_unshuffle, torch.arange(2 * 3 * 4 * 6.0).reshape(2, 3, 4, 6), 2)
