@@ -769,17 +769,24 @@ class DtypeSweep:
         return "; ".join(c.describe() for _, c in self.calls)
 
 
-#: The refills a sweep's calls are checked with (:meth:`Call.refill`, dtype kept), one per call
-#: chosen by its seed: plain values, refill 2's forced NaN, refill 5's forced +inf
+#: The refills a sweep's calls are checked with (:meth:`Call.refill`, dtype kept), in turn
+#: along the dtypes (:func:`_sweep_refills`): plain values, refill 2's forced NaN, refill 5's
+#: forced +inf
 #: (:data:`~conformance.values.FORCED_HEADLINE`). Drawn at random, a NaN or an infinity
 #: reaches a given dtype's tensor in about one call in seven, and three sweeps are drawn at the
 #: default depth: ``sort``'s NaN order or ``nan_to_num``'s float64 infinity went unseen.
 SWEEP_REFILLS: tuple[int, ...] = (1, 2, 5)
 
 
-def _sweep_refill(call: Call) -> int:
-    seed = call.fills[0][2].seed if call.fills else 0
-    return SWEEP_REFILLS[seed % len(SWEEP_REFILLS)]
+def _sweep_refills(calls: Sequence[Call]) -> list[int]:
+    """The refill each call of a sweep (one per dtype, in :data:`DTYPE_NAMES` order) is
+    checked with: :data:`SWEEP_REFILLS` in turn along the dtypes, from an offset set by the
+    first call's seed, so every sweep gives a NaN and an infinity to some dtypes of each
+    category with three or more (floating: one or two of the four). Picked by each call's own
+    seed, a sweep's calls all drawn simplest (seed 0: Hypothesis' first sweep, the largest
+    shapes) got the plain refill at every dtype."""
+    lead = calls[0].fills[0][2].seed if calls and calls[0].fills else 0
+    return [SWEEP_REFILLS[(j + lead) % len(SWEEP_REFILLS)] for j in range(len(calls))]
 
 
 def dtype_sweeps(sig: OpSignature, hints: OpHints) -> st.SearchStrategy[DtypeSweep]:
@@ -797,7 +804,8 @@ def dtype_sweeps(sig: OpSignature, hints: OpHints) -> st.SearchStrategy[DtypeSwe
     # values from each call's seeded refill: the check does not shrink, and Hypothesis' first
     # examples are its simplest (profile ``small``, no specials) at every dtype
     return st.builds(lambda *cs: DtypeSweep(tuple(
-        (d, c.refill(_sweep_refill(c), move=False)) for d, c in zip(DTYPE_NAMES, cs, strict=True))),
+        (d, c.refill(i, move=False)) for d, c, i in zip(DTYPE_NAMES, cs, _sweep_refills(cs),
+                                                         strict=True))),
         *(forward_calls(sig, hints, dtype=d, large_first=True) for d in DTYPE_NAMES))
 
 
