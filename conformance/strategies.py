@@ -223,11 +223,23 @@ class Call:
 
     def refill_dtype(self, i: int) -> str | None:
         """The dtype refill ``i`` moves the call's free tensors to (``None``: it keeps them)."""
+        moves = self._moves
+        return moves[i] if i < len(moves) else self._refill_dtype(i)
+
+    @cached_property
+    def _moves(self) -> tuple[str | None, ...]:
+        """:meth:`refill_dtype` of the first 32 refills, worked out once per drawn call."""
+        return tuple(self._refill_dtype(i) for i in range(32))
+
+    def _refill_dtype(self, i: int) -> str | None:
         old = self._free_dtype
         if i == 0 or old is None:
             return None
-        return refill_dtype(self.fills[0][2].seed, i, old, DTYPE_NAMES,
-                            zlib.crc32(self.describe().encode()))
+        return refill_dtype(self.fills[0][2].seed, i, old, DTYPE_NAMES, self._salt)
+
+    @cached_property
+    def _salt(self) -> int:
+        return zlib.crc32(self.describe().encode())
 
     def _moved_kind(self, i: int) -> int | None:
         """The headline special forced on refill ``i``, which moves the call to another dtype:
@@ -241,9 +253,8 @@ class Call:
 
     @cached_property
     def _move_kinds(self) -> tuple[str | None, ...]:
-        """By refill number (below 64): the category of the dtype it moves the call to, if any."""
-        names = (self.refill_dtype(j) for j in range(64))
-        return tuple(None if n is None else category(n) for n in names)
+        """By refill number (below 32): the category of the dtype it moves the call to, if any."""
+        return tuple(None if n is None else category(n) for n in self._moves)
 
     #: where the call came from: ``hypothesis`` (the schema strategies) or ``corpus``
     #: (a recorded CPU call, :mod:`conformance.corpus`)
