@@ -521,12 +521,14 @@ def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSigna
         return list(plan.shapes[name])
     rank = _rank(plan, sig)
     hinted = hint.length is not None or hint.min is not None or hint.max is not None
-    if name in ("dim", "dims") and not hinted:
+    if name in ("dim", "dims") and hint.length is None and hint.max is None:
         r = max(rank, 1)
         def wrapped(d: int) -> int:
             return d % r
 
-        picked: list[int] = draw(st.lists(st.integers(-r, r - 1), max_size=r,
+        # a hint's min 0: wrapped dims only (a private op whose callers wrap them: _fft_c2c)
+        lo = -r if hint.min is None else max(-r, min(int(hint.min), r - 1))
+        picked: list[int] = draw(st.lists(st.integers(lo, r - 1), max_size=r,
                                           unique_by=wrapped), label=name)
         return picked
     if not hinted and (name in ("size", "shape", "sizes")
