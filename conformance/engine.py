@@ -897,15 +897,17 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
         tries = 0
         for i in range(refills):
             move: str | None = None
+            scheduled = drawn.refill_dtype(i) if i else None
             if refused:  # odd refills try their own dtype, even ones the rescuing one
-                move = drawn.refill_dtype(i) or rescue
+                move = scheduled or rescue
                 if move is None:
                     continue  # it would keep the refused dtype
                 if rescue is None:
                     if tries >= RESCUE_TRIES:
                         break
                     tries += 1
-            call = drawn.refill(i, dtype=move) if i else drawn
+            # a scheduled move keeps its forced specials by category (values.MOVED_HEADLINE)
+            call = drawn.refill(i, dtype=None if move == scheduled else move) if i else drawn
             if i and check.prepare is not None:
                 call = check.prepare(call, i)
             try:

@@ -216,6 +216,7 @@ class Call:
                 value = torch_dtype(target) if target else value
             values.append((name, value))
         return replace(self, values=tuple(values))
+
     @cached_property
     def _free_dtype(self) -> str | None:
         """The dtype of the first fill no hint pins (what refills move), if any."""
@@ -784,8 +785,7 @@ class DtypeSweep:
 
 #: The refills a sweep's calls are checked with (:meth:`Call.refill`, dtype kept), in turn
 #: along the dtypes (:func:`_sweep_refills`): plain values, refill 2's forced NaN, refill 5's
-#: forced +inf
-#: (:data:`~conformance.values.FORCED_HEADLINE`). Drawn at random, a NaN or an infinity
+#: forced +inf (:data:`~conformance.values.FORCED_HEADLINE`). Drawn at random, a NaN or an infinity
 #: reaches a given dtype's tensor in about one call in seven, and three sweeps are drawn at the
 #: default depth: ``sort``'s NaN order or ``nan_to_num``'s float64 infinity went unseen.
 SWEEP_REFILLS: tuple[int, ...] = (1, 2, 5)
