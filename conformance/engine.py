@@ -379,29 +379,44 @@ class Context:
         backend: a backend computing there is not counted."""
         __tracebackhide__ = True
         self.inflight.call(call, self.repro_fn, side=self.backend.device)
+        backend_exc: Exception | None = None
         try:
             call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
             self._unsupported(exc, call)
-            if type(exc) is not type(cpu_exc) and error_type_owed(str(cpu_exc), str(exc)):
+            backend_exc = exc
+        else:
+            self._mark(backend_ok=True)
+        self.judge_refusal(cpu_exc, backend_exc, call.describe(), values_call=call)
+
+    def judge_refusal(self, cpu_exc: BaseException, backend_exc: BaseException | None,
+                      where: str, *, values_call: Call | None = None,
+                      error_type: str = ERROR_TYPE, error_accepts: str = ERROR_ACCEPTS) -> None:
+        """CPU raised ``cpu_exc`` on a call (described by ``where``); the backend raised
+        ``backend_exc`` (``None``: it returned a result). Judged as :meth:`expect_same_error`
+        says, a failure in category ``error_type`` / ``error_accepts`` (a check's own, e.g.
+        the out check's per form). ``values_call``: the call, for a shape-only backend's
+        question whether CPU's refusal is about values (without it, not asked)."""
+        __tracebackhide__ = True
+        if backend_exc is not None:
+            if type(backend_exc) is not type(cpu_exc) and error_type_owed(str(cpu_exc),
+                                                                          str(backend_exc)):
                 raise CheckFailure(
-                    ERROR_TYPE, f"raised {error_line(exc)}, but should raise "
-                    f"{type(cpu_exc).__name__} as CPU does ({error_line(cpu_exc)}) "
-                    f"[{call.describe()}]") from None
+                    error_type, f"raised {error_line(backend_exc)}, but should raise "
+                    f"{type(cpu_exc).__name__} as CPU does ({error_line(cpu_exc)}) [{where}]")
             return
-        self._mark(backend_ok=True)
         if is_internal_assert(str(cpu_exc)) or is_cpu_specific(str(cpu_exc)):
             raise CpuRejected(cpu_exc)  # CPU's own bug or limitation: it specifies nothing
         if is_dtype_gap(str(cpu_exc)):
             self.cpu_dtype_gaps[error_line(cpu_exc)] += 1
             raise CpuRejected(cpu_exc)
-        if not self.backend.host_values and self._error_depends_on_values(call):
+        if values_call is not None and not self.backend.host_values \
+                and self._error_depends_on_values(values_call):
             # a shape-only backend cannot see values: CPU's refusal is not held against it
             self.value_errors[error_line(cpu_exc)] += 1
             raise CpuRejected(cpu_exc)
-        raise CheckFailure(ERROR_ACCEPTS, f"returned a result, but should raise "
-                                             f"{error_line(cpu_exc)} as CPU does "
-                                             f"[{call.describe()}]")
+        raise CheckFailure(error_accepts, f"returned a result, but should raise "
+                                          f"{error_line(cpu_exc)} as CPU does [{where}]")
 
     def _error_depends_on_values(self, call: Call) -> bool:
         from conformance.shapeonly import error_depends_on_values

@@ -54,10 +54,6 @@ from opdb.outcomes import (
     OUT_NOT_WRITTEN,
     OUT_RESIZE,
     OUT_VIEW,
-    error_type_owed,
-    is_cpu_specific,
-    is_dtype_gap,
-    is_internal_assert,
 )
 
 if TYPE_CHECKING:
@@ -442,24 +438,11 @@ def _judge(ctx: Context, call: Call, kind: str, form: OutForm, probe: _Side, cpu
     where = _describe(call, form, n)
     category = _CATEGORY[kind]
 
-    # -- refusals (judged as the engine's expect_same_error judges them)
+    # -- refusals (judged as every check judges them: Context.judge_refusal)
     if cpu.error is not None:
-        if dev.error is not None:
-            if type(dev.error) is not type(cpu.error) and error_type_owed(str(cpu.error),
-                                                                          str(dev.error)):
-                raise CheckFailure(category or ERROR_TYPE,
-                                   f"raised {error_line(dev.error)}, but should raise "
-                                   f"{type(cpu.error).__name__} as CPU does "
-                                   f"({error_line(cpu.error)}) [{where}]")
-            return
-        if is_internal_assert(str(cpu.error)) or is_cpu_specific(str(cpu.error)):
-            raise CpuRejected(cpu.error)  # CPU's own bug or limitation: it specifies nothing
-        if is_dtype_gap(str(cpu.error)):
-            ctx.cpu_dtype_gaps[error_line(cpu.error)] += 1
-            raise CpuRejected(cpu.error)
-        raise CheckFailure(category or ERROR_ACCEPTS,
-                           f"returned a result, but should raise {error_line(cpu.error)} as "
-                           f"CPU does [{where}]")
+        ctx.judge_refusal(cpu.error, dev.error, where, error_type=category or ERROR_TYPE,
+                          error_accepts=category or ERROR_ACCEPTS)
+        return
     if dev.error is not None:
         if kind == "device":
             return  # refused, as it should be
