@@ -84,6 +84,31 @@ def test_bad_entries_name_file_and_line(tmp_path, text, message):
     assert (info.value.file, info.value.line) == (str(path), 3)
 
 
+def test_the_index_finds_what_a_scan_of_every_entry_finds(tmp_path):
+    """Every kind of id the index files apart (exact, a literal overload with a check glob,
+    a glob starting with a wildcard, one with a literal prefix), against fnmatch over every
+    entry, on the packaged entries' own ids and on neighbours of them; ``unmatched`` too."""
+    exp = load_expectations(_write(tmp_path, (
+        "- ids: [abs::forward, 'addr::*', 'addr*::dtypes', '*::inplace', 'conv[12]d*::f?rward',\n"
+        "        '*::*', 'add?.Tensor::out', 'nosuch::*', 'nosuch*::forward']\n"
+        "  category: value\n  reason: each kind of id\n")))
+    mlu = load_expectations(expected_failures_path("mlu"))
+    ids = {e.id.replace("*", "x").replace("?", "y").replace("[", "").replace("]", "")
+           for e in mlu.entries} | {e.id for e in exp.entries}
+    ids |= {f"{i.partition('::')[0]}{tail}" for i in list(ids)
+            for tail in ("::forward", "::dtypes", "::inplace", "_::out", ".out::forward")}
+    ids |= {"abs::forward", "addr::promotion", "addr.out::dtypes", "conv2d.padding::frward",
+            "conv1d::forward", "add_.Tensor::out", "x::y"}
+    for book in (exp, mlu):
+        for t in sorted(ids):
+            assert list(book._matching(t)) == [e for e in book.entries if e.matches(t)], t
+        assert book.unmatched(ids) == [e for e in book.entries
+                                       if not any(e.matches(t) for t in ids)]
+    assert [e.id for e in exp.unmatched({"abs::forward", "addr::promotion"})] == [
+        "addr*::dtypes", "*::inplace", "conv[12]d*::f?rward", "add?.Tensor::out", "nosuch::*",
+        "nosuch*::forward"]
+
+
 def test_packaged_files_are_package_data():
     assert Path(str(expected_failures_path("mlu"))).parent == Path(str(EXPECTED_DIR))
     assert Path(str(EXPECTED_DIR)).is_relative_to(Path(__file__).parent.parent.parent / "conformance")
