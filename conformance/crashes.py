@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 REPLAY_TIMEOUT = 90.0
 
 
-def _outcome(returncode: int | None) -> str:
+def exit_outcome(returncode: int | None) -> str:
     if returncode is None:
         return "timeout"
     if returncode == 0:
@@ -67,7 +67,7 @@ def replay(repro: str, side: str, *, timeout: float = REPLAY_TIMEOUT,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        return _outcome(proc.wait(timeout=timeout))
+        return exit_outcome(proc.wait(timeout=timeout))
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -139,7 +139,7 @@ def retry_recorded(options: list[str], item: str, *, timeout: float,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         try:
-            outcome = _outcome(proc.wait(timeout=timeout + RETRY_GRACE))
+            outcome = exit_outcome(proc.wait(timeout=timeout + RETRY_GRACE))
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()

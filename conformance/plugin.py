@@ -11,6 +11,7 @@ that file into a ``crash`` or ``timeout`` verdict for the item that was running.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     from conformance.results import ResultsWriter, ResumeState
     from conformance.verdicts import Verdict
     from opdb.opdata import Hints, Tolerances
+
+#: A retry of an item on its recorded calls alone: ``(record, marker if its process died,
+#: how the process ended)``, as :func:`conformance.crashes.retry_recorded` returns.
+_Retry = Callable[[], "tuple[dict[str, Any] | None, dict[str, Any] | None, str]"]
 
 _PROP = "conformance_verdict"  # user_properties key carrying the verdict record (JSON text)
 _STATE = "conformance-state"
@@ -308,10 +313,12 @@ class State:
                 rec["repro"] = None
         return rec
 
-    def retry_recorded(self, marker: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
+    def retry_recorded(self, marker: dict[str, Any], rec: dict[str, Any],
+                       retry: _Retry | None = None) -> dict[str, Any]:
         """CPU (the oracle) died or hung on a schema-drawn example of this item (``rec`` is
         its ``cpu_crashed``/``cpu_timeout`` skip) before its recorded calls were tried: search
-        those alone in a fresh process (:func:`conformance.crashes.retry_recorded`). Its verdict
+        those alone in a fresh process (:func:`conformance.crashes.retry_recorded`), or by
+        ``retry`` (a forked child of the intact process whose child died: :func:`_forked`). Its verdict
         replaces the skip when it checked an example (the message says what killed CPU first);
         a backend that dies on a recorded call is a crash as any other (replayed before it is
         blamed); otherwise the skip stays, saying what the retry found."""
@@ -332,9 +339,12 @@ class State:
             return rec
         what = "hung" if rec.get("category") == "cpu_timeout" else "crashed the process"
         first = f"CPU (the oracle) {what} on a schema-drawn example ({marker.get('call')})"
-        got, dead, outcome = retry_recorded(
-            self._retry_options(name, check), f"{name}::{check}", timeout=self.timeout or 120.0,
-            cwd=self.config.invocation_params.dir)
+        if retry is not None:
+            got, dead, outcome = retry()
+        else:
+            got, dead, outcome = retry_recorded(
+                self._retry_options(name, check), f"{name}::{check}",
+                timeout=self.timeout or 120.0, cwd=self.config.invocation_params.dir)
         took = float(rec.get("duration_s") or 0)
         if got is not None and (got.get("verdict") in ("pass", "fail", "unsupported", "crash",
                                                          "timeout")
@@ -596,18 +606,21 @@ class ConformanceItem(pytest.Item):
         expected = state.expectations.matcher(test_id)
         hints = state.hints.for_op(self.item.sig.name)
 
-        def run() -> Verdict:
-            return run_check(self.item, backend, settings=state.settings, hints=hints,
+        def run(settings: EngineSettings = state.settings) -> Verdict:
+            return run_check(self.item, backend, settings=settings, hints=hints,
                              tolerance_fn=state.tolerances,
                              repro_fn=lambda call: snippet(call, backend),
                              inflight=state.inflight, expected=expected)
+
+        def recorded() -> Verdict:  # the item on its recorded calls alone (a retry)
+            return run(dataclasses.replace(state.settings, recorded_only=True))
 
         state.inflight.start(self.nodeid, self.item.sig.name, self.item.check.name)
         if hints.cpu_crashes and self.item.check.forks and backend.fork_safe \
                 and hasattr(os, "fork"):
             # a device the child left unusable dies with the child: nothing to end here
             try:
-                rec = _forked(state, self.nodeid, run)
+                rec = _forked(state, self.nodeid, run, recorded)
             finally:
                 state.inflight.finish()
             from conformance.verdicts import Verdict
@@ -693,13 +706,53 @@ def _warm_for_fork(state: State) -> None:
     _WARMED.append(True)
 
 
-def _forked(state: State, nodeid: str, run: Callable[[], Verdict]) -> dict[str, Any]:
+def _forked(state: State, nodeid: str, run: Callable[[], Verdict],
+            recorded: Callable[[], Verdict] | None = None) -> dict[str, Any]:
     """Run an item in a forked child and return its verdict record: one whose overload's CPU
     kernel is known to kill the process (``cpu_crashes`` in the hints) costs the child, not
-    this test worker (~4 CPU-s for xdist to start and collect a new one). The child computes on
-    one thread (OpenMP's pool does not survive a fork: a child's parallel region would hang).
-    A child that dies, or runs past the timeout (then killed), gets the record the xdist
-    controller makes of a dead worker, from the about-to-run marker the child wrote."""
+    this test worker (~4 CPU-s for xdist to start and collect a new one). A child that dies,
+    or runs past the timeout (then killed), gets the record the xdist controller makes of a
+    dead worker, from the about-to-run marker the child wrote; when CPU (the oracle) killed
+    it, the item's recorded calls alone are searched in another forked child (``recorded``:
+    the same item on recorded calls only), this process being intact, instead of in a fresh
+    pytest process (~6 CPU-s each: an all-checks run made 45 such retries)."""
+    rec, code, hung = _fork_once(state, nodeid, run)
+    if rec is not None:
+        return rec
+    from conformance.engine import Inflight
+
+    marker = Inflight.read(state.inflight.path) if state.inflight.path else None
+    if not marker or marker.get("nodeid") != nodeid:
+        overload, _, check = nodeid.partition("::")
+        marker = {"overload": overload, "check": check, "nodeid": nodeid}
+    where = f"xdist worker {state.worker}" if state.is_worker else "the test process"
+
+    def retry() -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
+        from conformance.crashes import exit_outcome
+
+        assert recorded is not None
+        state.inflight.start(nodeid, marker["overload"], marker["check"])
+        try:
+            got, code, hung = _fork_once(state, nodeid, recorded)
+        finally:
+            state.inflight.finish()
+        dead = None
+        if got is None and state.inflight.path:
+            dead = Inflight.read(state.inflight.path)
+            if not dead or dead.get("nodeid") != nodeid or not dead.get("call"):
+                dead = None
+        return got, dead, exit_outcome(None if hung else code)
+
+    return _json_safe(_dead_record(state, marker, who=f"a forked child of {where}",
+                                   code=code if code else None, ended="process ended",
+                                   hung=hung, retry=retry if recorded is not None else None))
+
+
+def _fork_once(state: State, nodeid: str, run: Callable[[], Verdict]
+               ) -> tuple[dict[str, Any] | None, int, bool]:
+    """Run ``run`` in a forked child: ``(record, exit code, hung)``, the record ``None`` when
+    the child died or hung (then killed). The child computes on one thread (OpenMP's pool does
+    not survive a fork: a child's parallel region would hang)."""
     import gc
     import select
     import signal
@@ -762,17 +815,8 @@ def _forked(state: State, nodeid: str, run: Callable[[], Verdict]) -> dict[str, 
         out = json.loads(b"".join(chunks))
         if "error" in out:
             raise RuntimeError(f"{nodeid} raised in its forked child:\n{out['error']}")
-        return dict(out["record"])
-    from conformance.engine import Inflight
-
-    marker = Inflight.read(state.inflight.path) if state.inflight.path else None
-    if not marker or marker.get("nodeid") != nodeid:
-        overload, _, check = nodeid.partition("::")
-        marker = {"overload": overload, "check": check, "nodeid": nodeid}
-    where = f"xdist worker {state.worker}" if state.is_worker else "the test process"
-    return _json_safe(_dead_record(state, marker, who=f"a forked child of {where}",
-                                   code=code if code else None, ended="process ended",
-                                   hung=hung))
+        return dict(out["record"]), code, hung
+    return None, code, hung
 
 
 class _Watchdog:
@@ -821,13 +865,13 @@ class _Watchdog:
 
 
 def _dead_record(state: State, marker: dict[str, Any], *, who: str, code: int | None,
-                 ended: str, hung: bool = False) -> dict[str, Any]:
+                 ended: str, hung: bool = False, retry: _Retry | None = None) -> dict[str, Any]:
     """The record of an item whose process died (``who``: ``xdist worker gw0``, ...; ``code``
     its exit status) from its about-to-run ``marker``: a ``timeout`` if it was marked or ran
     past the timeout (``hung``: its parent saw it do so); the oracle's death or hang a
     ``skip`` (``cpu_crashed``/``cpu_timeout``) unless its recorded calls alone give a verdict
-    (:meth:`State.retry_recorded`); else a ``crash`` once the call is replayed alone in fresh
-    processes (:meth:`State.crash_record`)."""
+    (:meth:`State.retry_recorded`, in ``retry`` where given); else a ``crash`` once the call
+    is replayed alone in fresh processes (:meth:`State.crash_record`)."""
     started = marker.get("started")
     hung = hung or bool(state.timeout and started and time.time() - started >= state.timeout)
     if marker.get("state") == "timeout" or hung:
@@ -835,12 +879,12 @@ def _dead_record(state: State, marker: dict[str, Any], *, who: str, code: int | 
                            f"ran past the {state.timeout:g}s per-item timeout; {ended}")
         if marker.get("side") == "cpu":  # the oracle hung: not a verdict on the backend
             rec["verdict"], rec["category"] = "skip", "cpu_timeout"
-            rec = state.retry_recorded(marker, rec)
+            rec = state.retry_recorded(marker, rec, retry)
         return rec
     if marker.get("side") == "cpu":  # the oracle died: not a verdict on the backend
         rec = _lost_record(state, marker, "skip", f"CPU (the oracle) crashed the process ({who})")
         rec["category"] = "cpu_crashed"
-        return state.retry_recorded(marker, rec)
+        return state.retry_recorded(marker, rec, retry)
     return state.crash_record(marker, f"the process running it died ({who}{_how_it_ended(code)})")
 
 

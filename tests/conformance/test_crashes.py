@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.crashes import _outcome, judge, one_side
+from conformance.crashes import exit_outcome, judge, one_side
 
 DATA = Path(__file__).parent.parent / "data" / "engine"
 
@@ -30,8 +30,8 @@ def test_judge_follows_who_crashes_alone() -> None:
     verdict, _, tail = judge({"cpu": "ok", "backend": "ok"})
     assert verdict == "crash" and "depended on what ran before" in tail
     assert judge(None) == ("crash", None, "")
-    assert _outcome(-11) == "crashed (SIGSEGV)" and _outcome(0) == "ok" and _outcome(1) == "ok"
-    assert _outcome(None) == "timeout" and _outcome(134) == "crashed (exit status 134)"
+    assert exit_outcome(-11) == "crashed (SIGSEGV)" and exit_outcome(0) == "ok" and exit_outcome(1) == "ok"
+    assert exit_outcome(None) == "timeout" and exit_outcome(134) == "crashed (exit status 134)"
 
 
 def test_one_side_keeps_the_snippet_and_runs_one_device() -> None:
@@ -230,3 +230,30 @@ def test_oracle_death_on_a_schema_draw_is_retried_on_recorded_calls(tmp_path: Pa
     assert [(r["overload"], r["verdict"], r["category"]) for r in recs] == [
         ("smooth_l1_loss_backward", "skip", "cpu_crashed")], recs
     assert "retried" not in recs[0]["message"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_items_oracle_death_is_retried_in_another_forked_child(tmp_path: Path) -> None:
+    """The same oracle death in an item the hints fork (``cpu_crashes``): the process that
+    forked it is intact, so the recorded calls are searched in another forked child of it, not
+    in a fresh pytest process; the verdict is the same: earned on the recorded calls, saying
+    what killed CPU first, and a -n 0 run lives on to the next item."""
+    importlib.import_module("kernels")
+    hints = tmp_path / "hints.yaml"
+    hints.write_text("ops:\n  - names: ['smooth_l1_loss_backward*']\n    cpu_crashes: true\n")
+    out = tmp_path / "r.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conformance", "--backend",
+         "privateuse1:crashy_schema_oracle", "--ops", "smooth_l1_loss_backward|neg", "--checks",
+         "forward", "--max-examples", "3", "--hypothesis-db", "none", "-p", "no:cacheprovider",
+         "-n", "0", "--hints", str(hints), "--results", str(out), "--rootdir", str(tmp_path),
+         "-q"], capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=600)
+    recs = {r["overload"]: r for r in map(json.loads, out.read_text().splitlines())
+            if r["record"] == "verdict"}
+    rec = recs.get("smooth_l1_loss_backward")
+    assert rec is not None, done.stdout[-3000:]
+    assert rec["verdict"] == "pass" and rec["examples"] > 0, rec["message"]
+    assert rec["sources"] == {"corpus": rec["examples"]}
+    assert "after CPU (the oracle) crashed the process on a schema-drawn example " \
+           "(smooth_l1_loss_backward(" in rec["message"]
+    assert recs["neg"]["verdict"] == "pass"

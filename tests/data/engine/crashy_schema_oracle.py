@@ -16,6 +16,8 @@ import torch
 
 import kernels
 
+FORK_SAFE = True  # the reference backend's host memory: items may run in forked children
+
 
 def smooth_l1_loss_backward_cpu(grad_output, self, target, reduction, beta):
     recorded = (reduction == 1 and beta == 1.0 and grad_output.dim() == 0
