@@ -13,7 +13,7 @@ import functools
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -21,7 +21,7 @@ from torch.utils._pytree import tree_flatten
 
 from conformance import readback
 from conformance import ties as tie_positions
-from conformance.strategies import Call, OpSignature
+from conformance.strategies import Call, OpSignature, written
 from conformance.variants_inplace import inplace_applies, verify_inplace
 from conformance.verdicts import CheckFailure, CpuRejected, error_line
 from opdb.dtypes import DTYPE_NAMES, default_tolerance, dtype_name, torch_dtypes
@@ -785,6 +785,7 @@ def verify_forward(ctx: Context, call: Call) -> None:
 
         layouts.verify(ctx, call, strides=False)
         return
+    call = written(call)  # an overload returning nothing: what it wrote is its result
     if _SIZED_OUT in call.notes:
         call = sized_outs(call, ctx.run_cpu(call)) or call
     seeded = "nondeterministic_seeded" in call.sig.tags
@@ -980,45 +981,6 @@ def grad_args(sig: OpSignature) -> tuple[str, ...]:
     return tuple(n for n in tensors if n in formula)
 
 
-def written_results(sig: OpSignature) -> tuple[str, ...]:
-    """Arguments that stand for the results of an overload that returns nothing and writes its
-    arguments (``_foreach_div_.List(Tensor(a!)[] self, Tensor[] other) -> ()``): autograd
-    differentiates them after the call; ``()`` for an overload with returns."""
-    if sig.returns:
-        return ()
-    return tuple(a.name for a in sig.args if a.is_write and a.base == "Tensor" and not a.is_out)
-
-
-@dataclass(frozen=True)
-class WrittenCall(Call):
-    """A call of an overload that returns nothing (:func:`written_results`): :meth:`run`
-    returns the arguments it wrote, as placed on the device, in schema order."""
-
-    placed: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    @classmethod
-    def of(cls, call: Call) -> Call:
-        """``call`` as a WrittenCall where its overload returns nothing, else itself."""
-        if isinstance(call, WrittenCall) or not written_results(call.sig):
-            return call
-        return cls(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=call.notes,
-                   fills=call.fills, source=call.source)
-
-    def place(self, name: str, value: Any, device: str) -> Any:
-        out = super().place(name, value, device)
-        self.placed[name] = out
-        return out
-
-    def run(self, device: str) -> Any:
-        self.placed.clear()
-        super().run(device)
-        out: list[Any] = []
-        for name in written_results(self.sig):
-            value = self.placed.get(name)
-            out.extend(value if isinstance(value, list) else [value] if value is not None else [])
-        return tuple(out)
-
-
 def grad_leaves(call: Call) -> list[tuple[str, str, torch.Tensor]]:
     """``(argument, label, tensor)`` for every floating/complex tensor of ``call`` that the
     autograd check differentiates, in schema order (a ``Tensor[]`` gives ``name[i]`` labels).
@@ -1132,7 +1094,7 @@ def verify_autograd(ctx: Context, call: Call) -> None:
         GRAD_VALUE,
     )
 
-    call = WrittenCall.of(call)  # an overload returning nothing: what it wrote is its result
+    call = written(call)  # an overload returning nothing: what it wrote is its result
     where = call.describe()
     picked = grad_leaves(call)
     if not picked:

@@ -150,7 +150,8 @@ def _op_call(call: Call, text: Callable[[str, Any], str]) -> str:
 def _autograd_snippet(call: Call, backend: Backend, note: str | None) -> str:
     """The repro of an ``autograd`` example: leaves that require grad, the forward on clones
     of them, and the backward of the same upstream gradient on CPU and on the device."""
-    from conformance.checks import grad_leaves, written_results
+    from conformance.checks import grad_leaves
+    from conformance.strategies import written_results
 
     sig = call.sig
     leaves = {label: t for _, label, t in grad_leaves(call)}

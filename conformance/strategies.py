@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from hypothesis import strategies as st
@@ -176,6 +176,9 @@ class Call:
     #: How the tensors whose values matter were filled: (argument, list index or None, Fill).
     #: Empty where values are not the subject (promotion, broadcast, autograd's finite draws).
     fills: tuple[tuple[str, int | None, Fill], ...] = field(default=(), compare=False)
+    #: :meth:`run` answers with the arguments written by an overload returning nothing
+    #: (:func:`written`)
+    written: bool = field(default=False, compare=False)
 
     def refill(self, i: int, *, move: bool = True, dtype: str | None = None) -> Call:
         """The ``i``-th refill of this call (``i`` = 0: the call itself): every tensor of
@@ -210,6 +213,9 @@ class Call:
                 value = [new.get((name, j), v) for j, v in enumerate(value)]
             elif to and isinstance(value, torch.Tensor) and dtype_name(value.dtype) == old:
                 value = value.to(torch_dtype(to))  # empty (out=, size-0) tensors
+            elif to and isinstance(value, list) and value and all(
+                    isinstance(t, torch.Tensor) and dtype_name(t.dtype) == old for t in value):
+                value = [t.to(torch_dtype(to)) for t in value]  # a Tensor[] out=
             elif to and isinstance(value, torch.dtype):
                 target = refill_target(self.fills[0][2].seed, i, n_types, DTYPE_NAMES)
                 n_types += 1
@@ -263,21 +269,26 @@ class Call:
 
     def split(self, device: str) -> tuple[list[Any], dict[str, Any]]:
         """Positional args and kwargs for ``sig.packet``, tensors moved to ``device``."""
+        return self._split(device)[:2]
+
+    def _split(self, device: str) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+        """:meth:`split`, and every argument by name as placed."""
         given = dict(self.values)
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
+        placed: dict[str, Any] = {}
         positional = True
         for spec in self.sig.args:
             if spec.name not in given:
                 positional = False
                 continue
-            value = self.place(spec.name, given[spec.name], device)
+            value = placed[spec.name] = self.place(spec.name, given[spec.name], device)
             if positional and not spec.kwarg_only:
                 args.append(value)
             else:
                 positional = False
                 kwargs[spec.name] = value
-        return args, kwargs
+        return args, kwargs, placed
 
     def place(self, name: str, value: Any, device: str) -> Any:
         """Argument ``name``'s ``value`` as the call on ``device`` passes it (tensors copied or
@@ -286,12 +297,22 @@ class Call:
         return _place(value, device, name in self.on_cpu)
 
     def run(self, device: str) -> Any:
-        args, kwargs = self.split(device)
+        """The overload's answer on ``device``; for a call marked :attr:`written` (see
+        :func:`written`) of an overload that returns nothing, the arguments it wrote, as
+        placed on ``device``, in schema order (a ``Tensor[]`` flattened)."""
+        args, kwargs, placed = self._split(device)
         # sparse constructors validate their parts (indices in range, sizes that fit): without
         # the check CPU builds a tensor from drawn parts that reading then faults on (a to_dense
         # IndexError, or memory errors), and compares nothing
         with torch.sparse.check_sparse_tensor_invariants():
-            return self.sig.packet(*args, **kwargs)
+            out = self.sig.packet(*args, **kwargs)
+        if not self.written:
+            return out
+        wrote: list[Any] = []
+        for name in written_results(self.sig):
+            value = placed.get(name)
+            wrote.extend(value if isinstance(value, list) else [value] if value is not None else [])
+        return tuple(wrote)
 
     @property
     def tensor_dtypes(self) -> frozenset[str]:
@@ -315,6 +336,29 @@ class Call:
             spec = next(a for a in self.sig.args if a.name == name)
             parts.append(f"{name}={text}" if spec.kwarg_only or spec.has_default else text)
         return f"{self.sig.name}({', '.join(parts)})"
+
+
+def written_results(sig: OpSignature) -> tuple[str, ...]:
+    """Arguments that stand for the results of an overload that returns nothing and writes its
+    arguments (``_foreach_div_.List(Tensor(a!)[] self, Tensor[] other) -> ()``,
+    ``_foreach_exp.out(Tensor[] self, *, Tensor(a!)[] out) -> ()``): the value checks compare
+    them, autograd differentiates them after the call; ``()`` for an overload with returns.
+    (Without them, the value checks compared ``None`` with ``None``: a kernel that wrote
+    nothing passed.)"""
+    if sig.returns:
+        return ()
+    return tuple(a.name for a in sig.args if a.is_write and a.base == "Tensor")
+
+
+_C = TypeVar("_C", bound=Call)
+
+
+def written(call: _C) -> _C:
+    """``call`` answering with what it wrote (:meth:`Call.run`) where its overload returns
+    nothing, else itself; a check's own ``Call`` subclass (layout views) stays what it is."""
+    if call.written or not written_results(call.sig):
+        return call
+    return replace(call, written=True)
 
 
 def _brief(value: Any, on_cpu: bool = False) -> str:
@@ -669,12 +713,22 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
                          slot=(spec.name, i)) for i in range(n)]
 
 
-def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan) -> Any:
+def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan,
+             drawn: Sequence[tuple[str, Any]]) -> Any:
     first = next(iter(plan.dtypes.values()), "float32")
     # mostly the operands' dtype (what most ops return); sometimes another, which CPU may refuse
     pool = hint.dtypes or (first, first, first, "float32", "int64", "bool")
     dt = draw(cached_sampled(tuple(pool)), label=f"{spec.name} dtype")
-    return torch.empty(0, dtype=torch_dtype(dt))
+    if not spec.is_list:
+        return torch.empty(0, dtype=torch_dtype(dt))
+    # a Tensor[] out= (``_foreach_exp.out``, ``_fused_adam.out``, ``unbind_copy.int_out``) needs
+    # one tensor per result, a count the schema does not give: the length of the first tensor
+    # list among the inputs (one result per element: foreach and fused ops), else drawn (a
+    # split's or unbind's count of pieces; CPU refuses the wrong ones)
+    lists = [v for _, v in drawn if isinstance(v, list) and v
+             and all(isinstance(t, torch.Tensor) for t in v)]
+    n = len(lists[0]) if lists else draw(cached_integers(0, 4), label=f"len({spec.name})")
+    return [torch.empty(0, dtype=torch_dtype(dt)) for _ in range(n)]
 
 
 def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
@@ -682,7 +736,7 @@ def _assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: _Plan) -> Call:
     for spec in sig.args:
         hint = hints.get(spec.name)
         if spec.is_out:
-            values.append((spec.name, _out_arg(draw, spec, hint, plan)))
+            values.append((spec.name, _out_arg(draw, spec, hint, plan, values)))
             continue
         if spec.base == "Tensor" and spec.is_list:
             v = _tensor_list(draw, spec, hint, plan, sig) if not (spec.optional and draw(

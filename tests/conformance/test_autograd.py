@@ -241,9 +241,8 @@ def test_overload_returning_nothing_is_differentiated_through_what_it_writes(tmp
     tensors it wrote are its results, differentiated as such, and so in its repro."""
     import torch
 
-    from conformance.checks import WrittenCall, written_results
     from conformance.repro import snippet
-    from conformance.strategies import Call
+    from conformance.strategies import Call, written, written_results
 
     assert written_results(_sig("_foreach_div_.List")) == ("self",)
     assert written_results(_sig("add_.Tensor")) == ()  # it returns self
@@ -251,7 +250,7 @@ def test_overload_returning_nothing_is_differentiated_through_what_it_writes(tmp
     assert v.verdict == "pass" and v.examples > 0, v.message
     call = Call(sig=_sig("_foreach_div_.List"), notes=("autograd",),
                 values=(("self", [torch.tensor([1.0, -2.0])]), ("other", [torch.tensor([4.0, 8.0])])))
-    out = WrittenCall.of(call).run("cpu")
+    out = written(call).run("cpu")
     assert isinstance(out, tuple) and torch.equal(out[0], torch.tensor([0.25, -0.25]))
     repro = snippet(call, _mlu())
     assert "out = [*self]" in repro

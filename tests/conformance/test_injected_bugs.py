@@ -31,6 +31,11 @@ BUGS = {
     "buggy_grad_sign": [("tanh", "autograd", "grad_value")],
     "buggy_grad_ones": [("relu", "autograd", "grad_value")],
     "buggy_grad_swap": [("native_layer_norm", "autograd", "grad_value")],
+    # an overload returning nothing (-> ()) whose kernel writes nothing: the value checks
+    # compare what it wrote (they compared None with None, and passed it)
+    "buggy_writes_nothing": [("_foreach_neg_", "forward", "value"),
+                             ("_foreach_neg_", "dtypes", "value"),
+                             ("_foreach_neg_", "noncontiguous", "value")],
 }
 
 
