@@ -235,3 +235,29 @@ def test_refusal_types_are_owed_only_where_the_engine_owes_them(reference):
 
     v = _run_float32(_mlu_with({"add.out": add_out}), "add.out")
     assert v.verdict == "fail" and OUT_DTYPE in _categories(v), v.message
+
+
+def test_a_random_result_equal_to_the_old_out_is_no_unwritten_out(reference):
+    """randint_like(low=0, high=2) into small bool outs: the result equals what the out held
+    about one time in two, which proves nothing about whether the kernel wrote it (an
+    all-checks run failed randint_like.low_dtype_out "out was not written", the next run
+    passed it). Seeded ops' outs with fewer than SEEDED_WRITE_EVIDENCE elements are not judged
+    on that; their shapes and dtypes still are."""
+    import opdb
+    from conformance.checks import CHECKS
+    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.repro import snippet
+    from conformance.strategies import OpSignature
+    from opdb.opdata import ArgHint, OpHints, load_hints, load_tolerances
+
+    name = "randint_like.low_dtype_out"
+    packaged = load_hints().for_op(name)
+    hints = OpHints(args={**packaged.args, "low": ArgHint(choices=(0,)),
+                          "high": ArgHint(choices=(2,))})
+    for seed in range(6):
+        v = run_check(Item(OpSignature.of(opdb.load()[name]), CHECKS["out"]), reference,
+                      settings=EngineSettings(max_examples=20, seed=seed, database=None),
+                      hints=hints, tolerance_fn=load_tolerances(),
+                      repro_fn=lambda call: snippet(call, reference))
+        assert not any("was not written" in f.message for f in v.failures), (seed, v.message)
+        assert v.examples > 0, v.message
