@@ -707,7 +707,7 @@ def _warm_for_fork(state: State) -> None:
 
 
 def _forked(state: State, nodeid: str, run: Callable[[], Verdict],
-            recorded: Callable[[], Verdict] | None = None) -> dict[str, Any]:
+            recorded: Callable[[], Verdict]) -> dict[str, Any]:
     """Run an item in a forked child and return its verdict record: one whose overload's CPU
     kernel is known to kill the process (``cpu_crashes`` in the hints) costs the child, not
     this test worker (~4 CPU-s for xdist to start and collect a new one). A child that dies,
@@ -730,7 +730,6 @@ def _forked(state: State, nodeid: str, run: Callable[[], Verdict],
     def retry() -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
         from conformance.crashes import exit_outcome
 
-        assert recorded is not None
         state.inflight.start(nodeid, marker["overload"], marker["check"])
         try:
             got, code, hung = _fork_once(state, nodeid, recorded)
@@ -745,7 +744,7 @@ def _forked(state: State, nodeid: str, run: Callable[[], Verdict],
 
     return _json_safe(_dead_record(state, marker, who=f"a forked child of {where}",
                                    code=code if code else None, ended="process ended",
-                                   hung=hung, retry=retry if recorded is not None else None))
+                                   hung=hung, retry=retry))
 
 
 def _fork_once(state: State, nodeid: str, run: Callable[[], Verdict]
