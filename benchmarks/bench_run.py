@@ -7,7 +7,8 @@ Both sides run in this process, on the same ops, alternating for ``--rounds`` ro
 round of each side kept: on a shared machine a side measured during a burst of other load would
 otherwise decide the ratio); the ratio is printed. Fixed start-up is left out on both sides: the
 anchor's ``op_db`` import, the engine's imports, plugin set-up and collection (from the first
-item's set-up on is counted), so the ratio compares checking, not process start.
+item's set-up to the end of the last item's report is counted, not pytest's shutdown), so the
+ratio compares checking, not process start or exit.
 
     python benchmarks/bench_run.py [--backend mlu] [--ops REGEX] [--max-examples K] [--rounds R]
 """
@@ -29,16 +30,24 @@ DEFAULT_OPS = ("add|sub|mul|div|abs|neg|exp|sigmoid|tanh|sum|mean|amax|maximum|m
                "clamp|pow|sqrt|relu|softmax")
 
 
-class _FirstItem:
-    """Clocks read when the first item's set-up begins: start-up ends there."""
+class _Clock:
+    """Clocks read when the first item's set-up begins (start-up ends there) and when each
+    item's reporting ends (the last one ends the checking: pytest's own shutdown after it, a
+    garbage collection of the whole heap among other things, is no more checking than the
+    anchor's process exit)."""
 
     def __init__(self) -> None:
         self.wall: float | None = None
         self.cpu: float | None = None
+        self.end_wall: float | None = None
+        self.end_cpu: float | None = None
 
     def pytest_runtest_setup(self) -> None:
         if self.wall is None:
             self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def pytest_runtest_logfinish(self) -> None:
+        self.end_wall, self.end_cpu = time.perf_counter(), time.process_time()
 
 
 def conformance_side(backend: str, ops: str, max_examples: int) -> dict[str, float]:
@@ -54,12 +63,13 @@ def conformance_side(backend: str, ops: str, max_examples: int) -> dict[str, flo
                 "forward", "--max-examples", str(max_examples), "--results", str(out),
                 "--hypothesis-db", "none", "-p", "no:cacheprovider", "--noconftest", "-q",
                 "-p", "no:benchmark", "--rootdir", tmp]
-        first = _FirstItem()
+        clock = _Clock()
         t0, c0 = time.perf_counter(), time.process_time()
-        pytest.main(argv, plugins=[Progress(open(os.devnull, "w"), tty=False), first])
+        pytest.main(argv, plugins=[Progress(open(os.devnull, "w"), tty=False), clock])
         t1, c1 = time.perf_counter(), time.process_time()
-        wall, cpu = t1 - (first.wall or t0), c1 - (first.cpu or c0)
-        startup = (first.wall or t0) - t0
+        wall = (clock.end_wall or t1) - (clock.wall or t0)
+        cpu = (clock.end_cpu or c1) - (clock.cpu or c0)
+        startup = (clock.wall or t0) - t0
         recs = [r for r in read_records(out) if r.get("record") == "verdict"]
     examples = sum(r["examples"] for r in recs)
     engine_s = sum(r["duration_s"] for r in recs)
@@ -182,7 +192,7 @@ def main() -> int:
 
     print(f"backend {args.backend}; ops {args.ops!r}; forward check, max_examples "
           f"{args.max_examples}; best of {args.rounds} alternating rounds, each side in a fresh "
-          f"process, start-up not counted")
+          f"process, start-up and shutdown not counted")
     print(f"{'':34}{'examples':>10}{'wall s':>9}{'CPU s':>9}{'per wall s':>12}{'per CPU s':>11}")
     for label, d, w in (("conformance run (checking)", conf, conf_wall),
                         ("anchor: OpInfo sample loop", anchor, anchor_wall)):

@@ -174,6 +174,12 @@ class State:
                 from conformance.corpus import load as load_corpus
 
                 load_corpus(corpus)  # a bad file is an InputError now, not in every item
+            elif corpus is None and not (not self.is_worker
+                                         and getattr(config.option, "numprocesses", None)):
+                from conformance.corpus import load as load_corpus
+
+                load_corpus()  # the packaged one, in a process that runs items: set-up once,
+                # not in whichever item comes first (an xdist controller runs none)
         except InputError as exc:
             raise pytest.UsageError(f"conformance: {exc}") from None
         # Hypothesis's own caches (e.g. its constants cache) go under .conformance/ too, not
