@@ -339,7 +339,7 @@ class Context:
         try:
             out = call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
-            self._unsupported(exc, call)
+            self._unsupported(exc, marker or call)  # the repro reads marker's values
             self.reject_if_vacuous(marker or call)
             raise CheckFailure(ERROR_RAISES, f"raised {error_line(exc)}, but CPU returned a "
                                                  f"result [{call.describe()}]") from None

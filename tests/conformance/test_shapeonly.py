@@ -198,6 +198,12 @@ def test_autograd_is_judged_on_metadata_with_the_about_to_run_marker(tmp_path):
         lib._destroy()
     assert v.verdict == "fail" and v.category in ("backward_raises", "grad_meta"), v.message
     assert v.repro and "relu" in v.repro
+    # a kernel missing on the way (cov reaches aten::equal, which has no Meta kernel): the run
+    # ends unsupported with a repro built from the CPU call (it was a pytest error, no verdict)
+    v = run_marked("cov")
+    assert (v.verdict, v.category, v.missing_op) == ("unsupported", "missing_kernel",
+                                                     "equal"), v.message
+    assert v.repro and "torch.ops.aten.cov" in v.repro
 
 
 @pytest.mark.parametrize("name", ["mul.out", "add.out", "sin.out"])
