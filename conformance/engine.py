@@ -376,8 +376,11 @@ class Context:
         verdict notes it (``cpu_dtype_gap``, informational). A failed internal assertion on CPU
         (:func:`~opdb.outcomes.is_internal_assert`) is CPU's bug, and a limitation CPU names as
         its own (:func:`~opdb.outcomes.is_cpu_specific`: "not supported on CPU") binds no other
-        backend: a backend computing there is not counted."""
+        backend: a backend computing there is not counted. A refusal by the schema binding
+        (:func:`binding_refusal`) reached no kernel: the backend is not asked."""
         __tracebackhide__ = True
+        if binding_refusal(cpu_exc):
+            raise CpuRejected(cpu_exc)
         self.inflight.call(call, self.repro_fn, side=self.backend.device)
         backend_exc: Exception | None = None
         try:
@@ -396,8 +399,13 @@ class Context:
         ``backend_exc`` (``None``: it returned a result). Judged as :meth:`expect_same_error`
         says, a failure in category ``error_type`` / ``error_accepts`` (a check's own, e.g.
         the out check's per form). ``values_call``: the call, for a shape-only backend's
-        question whether CPU's refusal is about values (without it, not asked)."""
+        question whether CPU's refusal is about values (without it, not asked).
+
+        A refusal by the schema binding (:func:`binding_refusal`) is not counted: the call
+        reached no kernel on either side, so the backend raising the same is no agreement."""
         __tracebackhide__ = True
+        if binding_refusal(cpu_exc):
+            raise CpuRejected(cpu_exc)
         if backend_exc is not None:
             if type(backend_exc) is not type(cpu_exc) and error_type_owed(str(cpu_exc),
                                                                           str(backend_exc)):
@@ -620,6 +628,12 @@ EXPECTED_SHRINK_EXAMPLES = 60
 #: drew 480 such calls each, 97 of them: ~90 s of item time).
 BINDING_REJECTS = 100
 _BINDING = re.compile(r"Expected a value of type '.+' for argument '\w+' but instead found type")
+
+
+def binding_refusal(exc: BaseException) -> bool:
+    """Whether ``exc`` is the dispatcher's schema binding refusing the arguments' Python types,
+    before any kernel of any backend runs."""
+    return _BINDING.search(str(exc)) is not None
 
 
 def _binding_only(errors: Counter[str]) -> bool:

@@ -26,13 +26,25 @@ _NO_KERNEL = re.compile(r"^([\w:.]+): attempted to run this operator with (\w+) 
                         r"was no fake impl or \2 kernel registered")
 
 
+#: ATen's stub for ops each backend is to implement itself (``convolution_overrideable``,
+#: ``convolution_backward_overrideable``): registered for every key, it only raises this. A
+#: device answering so has no kernel; CPU answering so is no oracle (``cpu_unsupported``).
+_OVERRIDE_STUB = re.compile(r"^(\w+)(?: not implemented\.|:) You are likely triggering this with "
+                            r"tensor backend other than [\w/]+, if this is intended, please use "
+                            r"TORCH_LIBRARY_IMPL to override this function")
+
+
 def missing_op_from(exc: BaseException) -> tuple[str, str] | None:
     """``(overload, backend)`` named by the dispatcher's missing-kernel error, else ``None``.
 
     ``aten::add.Tensor`` -> ``add.Tensor``; ``aten::abs`` -> ``abs`` (the default overload).
+    ATen's override-me stub (:data:`_OVERRIDE_STUB`) names no key: ``(op, "*")``.
     """
     if not isinstance(exc, NotImplementedError):
         return None
+    stub = _OVERRIDE_STUB.search(str(exc))
+    if stub is not None:
+        return stub.group(1), "*"
     m = _COULD_NOT_RUN.search(str(exc)) or _NO_KERNEL.search(str(exc))
     if m is None:
         return None

@@ -984,7 +984,8 @@ def _heaviside(x: Any, v: Any) -> Any:
     return np.where(x == 0, v, x > 0)  # NaN input gives 0, as ATen's (x == 0 ? v : x > 0)
 
 
-register_family("heaviside", _plain(_heaviside), Kind.DEFAULT, validate=_heaviside_check)
+register_family("heaviside", _plain(_heaviside), Kind.DEFAULT, validate=_heaviside_check,
+                out_same_dtype=True)  # ATen: "... for tensors with different dtypes" for out= too
 
 
 def _xlogy(x: Any, y: Any, *, compute: torch.dtype, result: torch.dtype) -> Any:

@@ -168,6 +168,13 @@ def test_skip_reasons_are_earned():
     v = run("miopen_batch_norm", "forward", cpu)
     assert (v.verdict, v.category) == ("skip", "cpu_unsupported")
     assert "miopen_batch_norm" in v.message
+    # CPU's only kernel is ATen's override-me stub (NotImplementedError "... please use
+    # TORCH_LIBRARY_IMPL to override this function"): no oracle, not an error type to match
+    # (the promotion check failed every backend implementing it, error_type/error_accepts)
+    for name in ("convolution_overrideable", "convolution_backward_overrideable"):
+        v = run(name, "promotion", resolve("mlu"))
+        assert (v.verdict, v.category) == ("skip", "cpu_unsupported"), (name, v.message)
+        assert name in v.message
 
 
 def test_unsupported_names_the_missing_op():
@@ -327,3 +334,19 @@ def test_an_item_whose_every_draw_fails_argument_binding_stops_early():
     assert not _binding_only(Counter({line: BINDING_REJECTS - 1}))
     assert not _binding_only(Counter({line: BINDING_REJECTS, "ValueError: other": 1}))
     assert not _binding_only(Counter({"RuntimeError: expected scalar type Float": 500}))
+
+
+def test_a_binding_refusal_on_both_sides_is_no_agreement():
+    """The checks that judge CPU's refusals (promotion, out, inplace) counted the backend raising
+    the same schema-binding error as agreeing, though no kernel ran on either side: an item
+    whose every call binding refuses passed on "examples" that checked nothing."""
+    from conformance.backends import resolve
+
+    v = run("is_contiguous.memory_format", "promotion", resolve("mlu"), k=10, corpus="off")
+    assert (v.verdict, v.category, v.examples) == ("skip", "no_valid_inputs", 0), v.message
+    from conformance.engine import binding_refusal
+
+    assert binding_refusal(RuntimeError(
+        "aten::x() Expected a value of type 'List[Tensor]' for argument 'out1' but instead "
+        "found type 'Tensor'."))
+    assert not binding_refusal(RuntimeError("expected scalar type Float but found Half"))
