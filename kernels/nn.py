@@ -479,15 +479,24 @@ def batch_norm_backward(
 ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """``native_batch_norm_backward``: gradients w.r.t. input, weight, bias."""
     dtype = x.dtype
+    if grad_out.dtype != dtype:  # ATen's first check (its dtype dispatch on input)
+        raise RuntimeError(f"expected scalar type {_scalar_name(dtype)} but found "
+                           f"{_scalar_name(grad_out.dtype)}")
     go, xf = opmath(grad_out), opmath(x)
     c = x.shape[1]
     axes = (0, *range(2, x.ndim))
     bshape = (1, c) + (1,) * (x.ndim - 2)
+    # ATen reads the statistics without checking them (CPU dies of a null read there): a
+    # refusal, of RuntimeError as every argument check's
     if training:
-        assert save_mean is not None and save_invstd is not None
+        if save_mean is None or save_invstd is None:
+            raise RuntimeError("native_batch_norm_backward: save_mean and save_invstd must be "
+                               "defined in training mode")
         mean, invstd = opmath(save_mean), opmath(save_invstd)
     else:
-        assert running_mean is not None and running_var is not None
+        if running_mean is None or running_var is None:
+            raise RuntimeError("native_batch_norm_backward: running_mean and running_var must "
+                               "be defined in evaluation mode")
         mean = opmath(running_mean)
         invstd = (1.0 / np.sqrt(opmath(running_var) + eps)).astype(mean.dtype)
     w = np.ones(c, dtype=go.dtype) if weight is None else opmath(weight)
@@ -512,6 +521,15 @@ def batch_norm_backward(
     if output_mask[2]:
         gb = sum_go.astype(dtype if weight is None else weight.dtype)
     return gi, gw, gb
+
+
+def _scalar_name(dtype: np.dtype[Any]) -> str:
+    """c10's name of a NumPy dtype (``Half``, ``ComplexFloat``), as ATen's messages write it."""
+    from kernels._semantics import scalar_type_name
+    from kernels._tensor import NP_DTYPE
+
+    torch_dtype = next((t for t, n in NP_DTYPE.items() if n == dtype), None)
+    return scalar_type_name(torch_dtype) if torch_dtype is not None else str(dtype)
 
 
 def _check_layer_norm_inputs(shape: Sequence[int], normalized_shape: Ints,
