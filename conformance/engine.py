@@ -735,6 +735,11 @@ def _no_local_constants() -> None:
     if hasattr(providers, "Constants") and hasattr(providers, "_get_local_constants"):
         empty = providers.Constants()
         providers._get_local_constants = lambda: empty
+        # pools a Hypothesis test before the first item drew from (a conftest's, a warm-up's)
+        # hold the local constants of that moment: dropped, recomputed from the hook above
+        cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+        if cache is not None and hasattr(cache, "clear"):
+            cache.clear()
 
 
 #: The shrink budget of the item searching now (set around its Hypothesis run):
