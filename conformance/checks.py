@@ -57,6 +57,26 @@ def _label(i: int, n: int) -> str:
     return "out" if n == 1 else f"out[{i}]"
 
 
+def _labels(call: Call, n: int) -> list[str]:
+    """How messages name the ``n`` results of ``call``: ``out`` / ``out[i]``, or, for an
+    overload that returns nothing (:attr:`Call.written`), the arguments it wrote (``self[1]``
+    of ``_foreach_add_``, ``out[0]`` of ``_foreach_exp.out``), in the order ``run`` gives them."""
+    if call.written:
+        from conformance.strategies import written_results
+
+        given = dict(call.values)
+        names: list[str] = []
+        for name in written_results(call.sig):
+            value = given.get(name)
+            if isinstance(value, list):
+                names += [f"{name}[{j}]" for j in range(len(value))]
+            elif value is not None:
+                names.append(name)
+        if len(names) == n:
+            return names
+    return [_label(i, n) for i in range(n)]
+
+
 def compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
                     values: bool, samples: list[Any] | None = None,
                     view_bits: bool = True) -> None:
@@ -90,8 +110,9 @@ def _compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
         raise CheckFailure("structure", f"returned {len(act)} values, but should return "
                                         f"{len(exp)} [{where}]")
     n = len(exp)
+    labels = _labels(call, n)
     for i, (e, a) in enumerate(zip(exp, act, strict=True)):
-        label = _label(i, n)
+        label = labels[i]
         if isinstance(e, torch.Tensor) != isinstance(a, torch.Tensor):
             raise CheckFailure("structure", f"{label} is {type(a).__name__}, but should be "
                                             f"{type(e).__name__} [{where}]")

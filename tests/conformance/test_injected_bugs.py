@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +89,9 @@ def test_injected_bug_is_caught_with_its_category(reference, module):
         assert category in found, f"{module}: {found} lacks {category}: {v.message}"
         assert v.repro and f"import {module}" in v.repro
         assert overload.split(".")[0] in v.message
+        if module == "buggy_writes_nothing":  # named by the argument it failed to write
+            value = next(f for f in v.failures if f.category == category)
+            assert re.search(r"\bself\[\d+\] values differ", value.message), value.message
 
 
 #: The reference backend's documented limitation (README): float16 with a complex operand
