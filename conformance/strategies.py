@@ -429,6 +429,8 @@ class _Plan:
     notes: list[str] = field(default_factory=list)
     fills: list[tuple[str, int | None, Fill]] = field(default_factory=list)
     target: str | None = None  # every ScalarType argument pinned to this dtype (dtype pairs)
+    list_form: tuple[tuple[int, ...], int] | None = None  # first Tensor[]'s (shape, length)
+    lists_zipped: bool | None = None  # later Tensor[]s take list_form (drawn at the second)
 
 
 def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int,
@@ -704,10 +706,22 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
                                     label=f"{spec.name}[{i}]", plan=plan, slot=(spec.name, i),
                                     pinned=True))
         return out
-    shape = _first_shape(plan, sig) if plan.shapes else draw(
-        hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
     dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
-    n = draw(cached_integers(1, 3), label=f"len({spec.name})")
+    if plan.list_form is not None and plan.lists_zipped is None:
+        # foreach and fused-optimizer ops zip their tensor lists (``_fused_adam_``'s six:
+        # params, grads, moments, steps), which drawn apart matched once in hundreds: mostly
+        # (and when shrunk) every later list takes the first's length and shape, one choice
+        # per call (chosen per list, all six agreed 1 in 4); sometimes all are drawn apart
+        # (lstm's hx and params differ)
+        plan.lists_zipped = draw(cached_integers(0, 3), label="lists zipped?") < 3
+    if plan.list_form is not None and plan.lists_zipped:
+        shape, n = plan.list_form
+    else:
+        shape = _first_shape(plan, sig) if plan.shapes else draw(
+            hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
+        n = draw(cached_integers(1, 3), label=f"len({spec.name})")
+        if plan.list_form is None:
+            plan.list_form = (shape, n)
     return [_draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe, bounds=None,
                          extremes=hint.extremes, label=f"{spec.name}[{i}]", plan=plan,
                          slot=(spec.name, i)) for i in range(n)]
