@@ -40,6 +40,7 @@ import torch
 
 from kernels._tensor import DEVICE, NP_DTYPE, from_numpy, to_numpy
 from kernels.elementwise import _FUSED_IN, _fma_in, addcmul_value
+from kernels.elementwise import _lerp as _fused_lerp
 from kernels.reductions import powsum
 from kernels.registry import register
 
@@ -415,36 +416,65 @@ def _fused_adam(adamw: bool, self: list[torch.Tensor], grads: list[torch.Tensor]
                 lr: Any, beta1: float, beta2: float, weight_decay: float, eps: float,
                 amsgrad: bool, maximize: bool, grad_scale: torch.Tensor | None = None,
                 found_inf: torch.Tensor | None = None) -> None:
+    """ATen's fused CPU step (FusedAdamKernel.cpp): float16/bfloat16 computed in float32, each
+    state stored rounded and its unrounded value used; ``exp_avg`` moves by ATen's two-sided
+    ``lerp`` with a fused multiply-add (an infinite gradient with ``1 - beta1 >= 0.5`` gives
+    NaN); the parameter moves by ``(step_size * exp_avg) / denom`` (the product may overflow
+    where the quotient would not). Like ``_fused_sgd_``, the loop over whole ``Vectorized``
+    widths (:func:`_vector_bytes`) and the scalar loop over the rest differ: the vectorized
+    ``exp_avg_sq * beta2 + (1 - beta2) * grad * grad`` fuses the gradient's product, the
+    scalar one the state's, and the AMSGrad maximum is :func:`_amsgrad_max`'s."""
     if _skip_step(found_inf):
         return
     lr = _scalar(lr)
     with np.errstate(all="ignore"):
         for i, p in enumerate(self):
             param = to_numpy(p)
-            grad = _grad_array(grads[i], grad_scale, maximize)
-            m, v = to_numpy(exp_avgs[i]), to_numpy(exp_avg_sqs[i])
+            op = torch.float64 if p.dtype == torch.float64 else torch.float32
+            opmath, wide, t = NP_DTYPE[op], _FUSED_IN[op], NP_DTYPE[op].type
+            rest = param.size - param.size % (_vector_bytes() // param.itemsize)
+            grad = _grad_array(grads[i], grad_scale, maximize, opmath)
+            m_out, v_out = to_numpy(exp_avgs[i]), to_numpy(exp_avg_sqs[i])
+            value, m, v = param.astype(opmath), m_out.astype(opmath), v_out.astype(opmath)
             step = _scalar(state_steps[i])
             if weight_decay != 0:
                 if adamw:
-                    param *= np.asarray(1 - lr * weight_decay, param.dtype)
+                    value = value * t(1 - lr * weight_decay)
                 else:
-                    grad = grad + param * np.asarray(weight_decay, param.dtype)
-            m += (grad - m) * np.asarray(1 - beta1, m.dtype)
-            v *= np.asarray(beta2, v.dtype)
-            v += grad * grad * np.asarray(1 - beta2, v.dtype)
+                    grad = _fma_in(wide, grad, value, t(weight_decay)).astype(opmath)
+            m = _fused_lerp(m, grad, t(1 - beta1), compute=op, result=op)
+            scaled = t(1 - beta2) * grad
+            v = np.where(np.arange(v.size).reshape(v.shape) < rest,
+                         _fma_in(wide, v * t(beta2), scaled, grad),
+                         _fma_in(wide, scaled * grad, v, t(beta2))).astype(opmath)
+            np.copyto(m_out, m, casting="unsafe")
+            np.copyto(v_out, v, casting="unsafe")
             # in double, as ATen's std::pow/std::sqrt: NaN (not a Python complex) for a
             # negative beta to a fractional step
             bias1 = 1 - np.power(np.float64(beta1), step)
             bias2_sqrt = np.sqrt(1 - np.power(np.float64(beta2), step))
             if amsgrad:
-                vmax = to_numpy(max_exp_avg_sqs[i])
-                np.maximum(vmax, v, out=vmax)
+                vmax_out = to_numpy(max_exp_avg_sqs[i])
+                vmax = _amsgrad_max(vmax_out.astype(opmath), v, rest)
+                np.copyto(vmax_out, vmax, casting="unsafe")
                 denom = np.sqrt(vmax)
             else:
                 denom = np.sqrt(v)
-            denom /= np.asarray(bias2_sqrt, denom.dtype)
-            denom += np.asarray(eps, denom.dtype)
-            param -= m / denom * np.asarray(lr / bias1, param.dtype)
+            denom = denom / t(bias2_sqrt) + t(eps)
+            np.copyto(param, value - t(lr / bias1) * m / denom, casting="unsafe")
+
+
+def _amsgrad_max(vmax: np.ndarray, v: np.ndarray, rest: int) -> np.ndarray:
+    """``max(vmax, v)`` as ATen's fused CPU step (FusedAdamKernel.cpp) takes it: ``vec::maximum``
+    over the first ``rest`` elements (whole ``Vectorized`` widths), which propagates a NaN from
+    either side, then ``std::max(max_exp_avg_sq, exp_avg_sq)`` over the scalar rest, which
+    keeps the old maximum when the new second moment is NaN (``NaN < x`` is false) and a NaN
+    maximum whatever comes. Measured on CPU's AVX2 build: the first 8 float32, 4 float64, 16
+    float16/bfloat16 elements (and their multiples) propagate, the rest keep the maximum."""
+    new, flat_v = vmax.reshape(-1).copy(), v.reshape(-1)
+    np.maximum(new[:rest], flat_v[:rest], out=new[:rest])
+    np.copyto(new[rest:], flat_v[rest:], where=new[rest:] < flat_v[rest:])
+    return new.reshape(vmax.shape)
 
 
 register("_fused_adam_", "_fused_adam_.tensor_lr")(partial(_fused_adam, False))

@@ -467,6 +467,45 @@ def test_fused_sgd_fuses_its_multiply_adds_as_cpu(dtype: torch.dtype, n: int) ->
         torch.testing.assert_close(m.cpu(), c, equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("adamw", [False, True], ids=["adam", "adamw"])
+def test_fused_adam_takes_cpus_vectorized_and_scalar_loops(dtype: torch.dtype, adamw: bool) -> None:
+    """ATen's fused Adam runs a ``Vectorized`` loop over the first multiple of 8 float32 (4
+    float64, 16 float16/bfloat16) elements and a scalar loop over the rest: the AMSGrad maximum
+    propagates a NaN second moment in the first (``vec::maximum``) and keeps the old maximum in
+    the second (``std::max``); each fuses another product of ``exp_avg_sq * beta2 + (1 - beta2)
+    * grad * grad``. ``exp_avg`` moves by the two-sided fused lerp (an infinite gradient with
+    ``1 - beta1 >= 0.5``: NaN) and the parameter by ``(step_size * exp_avg) / denom`` (the
+    product overflows first). Found by the forward check once the lists came in one form."""
+    n, big = 33, torch.finfo(dtype).max
+    cases = [  # (grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, lr)
+        (nan, 1.0, 0.5, 2.0, 0.9, 0.999, 0.1),     # NaN moments against a finite maximum
+        (inf, -2.5, 0.5, 2.0, 0.0, 0.5, 0.1),      # lerp from the gradient's end: inf - inf
+        (big / 2, -big / 2, 0.5, 2.0, 1.5, 1.0, 0.5),  # lerp weight -0.5, (1 - beta2) = 0
+        (-1.0, 2.0, big, 0.5, 0.5, -1.39453125, 0.5),  # state * beta2 overflows alone
+        (big / 4, 3.0, 0.5, 300.0, 0.0, 0.0, 1.5),  # step_size * exp_avg overflows first
+    ]
+
+    def step(device: str, case: tuple[float, ...]) -> list[torch.Tensor]:
+        g, m, v, vmax, beta1, beta2, lr = case
+
+        def full(x: float) -> torch.Tensor:
+            return torch.full((n,), x, dtype=dtype, device=device)
+        ts = [full(0.5), full(g), full(m), full(v), full(vmax)]
+        ts[1][::3] = 1.0  # finite gradients between the special ones
+        fn = torch.ops.aten._fused_adamw_ if adamw else torch.ops.aten._fused_adam_
+        fn([ts[0]], [ts[1]], [ts[2]], [ts[3]], [ts[4]], [torch.tensor(1.0, device=device)],
+           lr=lr, beta1=beta1, beta2=beta2, weight_decay=0.25, eps=1e-3, amsgrad=True,
+           maximize=False)
+        return ts
+
+    for case in cases:
+        for c, m in zip(step("cpu", case), step("mlu", case), strict=True):
+            torch.testing.assert_close(m.cpu(), c, equal_nan=True,
+                                       msg=lambda s, case=case: f"{case}: {s}")
+
+
 @pytest.mark.parametrize("input_dtype", [torch.bfloat16, torch.float16, torch.float64], ids=str)
 @pytest.mark.parametrize("shape", [(), (1, 2, 2), (2, 0)], ids=str)
 def test_softmax_backward_half_to_float_only_for_half(input_dtype: torch.dtype, shape: Any
