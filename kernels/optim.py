@@ -48,6 +48,7 @@ __all__: list[str] = []
 
 aten = torch.ops.aten
 _FAST_DTYPES = (torch.float32, torch.float64)
+_TORCH_OF = {np.dtype(NP_DTYPE[d]): d for d in _FAST_DTYPES}
 _REAL = (bool, int, float)
 
 
@@ -103,12 +104,14 @@ def _scalars_from_tensor(scalars: torch.Tensor, n: int) -> list[Any]:
 # binary: add / sub (with alpha), mul / div
 
 
-def _alpha_term(b: Any, alpha: Any) -> Any:
-    if alpha == 1:
-        return b
-    if isinstance(b, np.ndarray):
-        return np.multiply(b, alpha)
-    return b * alpha
+def _with_alpha(ufunc: np.ufunc, a: np.ndarray, b: Any, alpha: Any) -> Any:
+    """``a + alpha * b`` (``a - alpha * b``) as CPU's add/sub kernels form it for float32/float64
+    with ``alpha`` != 1: one rounding of a fused multiply-add (``kernels.elementwise._fused``),
+    so ``inf + 1.4 * -1.8e308`` stays ``inf`` where the rounded product would give NaN."""
+    if alpha == 1 or isinstance(alpha, bool):
+        return ufunc(a, b * alpha if alpha != 1 else b)
+    scale = np.asarray(alpha if ufunc is np.add else -alpha).astype(a.dtype)
+    return _fma_in(_FUSED_IN[_TORCH_OF[a.dtype]], a, b, scale).astype(a.dtype)
 
 
 _BINARY: dict[str, tuple[np.ufunc, bool]] = {
@@ -136,11 +139,11 @@ def _make_binary(name: str, ufunc: np.ufunc, has_alpha: bool) -> None:
             for t, o in zip(self, others, strict=True):
                 a = to_numpy(t)
                 b = to_numpy(o) if isinstance(o, torch.Tensor) else o
-                b = _alpha_term(b, alpha) if has_alpha else b
+                value = _with_alpha(ufunc, a, b, alpha) if has_alpha else ufunc(a, b)
                 if inplace:
-                    ufunc(a, b, out=a)
+                    np.copyto(a, value)
                 else:
-                    results.append(from_numpy(ufunc(a, b), t.dtype))
+                    results.append(from_numpy(np.asarray(value), t.dtype))
             if inplace:
                 _written(self)
             return None if inplace else results
@@ -436,7 +439,7 @@ def _fused_adam(adamw: bool, self: list[torch.Tensor], grads: list[torch.Tensor]
             grad = _grad_array(grads[i], grad_scale, maximize, opmath)
             m_out, v_out = to_numpy(exp_avgs[i]), to_numpy(exp_avg_sqs[i])
             value, m, v = param.astype(opmath), m_out.astype(opmath), v_out.astype(opmath)
-            step = _scalar(state_steps[i])
+            step = float(np.float32(_scalar(state_steps[i])))  # ATen: item<float>()
             if weight_decay != 0:
                 if adamw:
                     value = value * t(1 - lr * weight_decay)
@@ -528,7 +531,9 @@ def _fused_sgd_(self: list[torch.Tensor], grads: list[torch.Tensor],
                     new = grad
                 else:
                     old = buf.astype(opmath)
-                    new = fma(grad, t(1 - dampening), old * t(momentum))
+                    # an array, also for 0 dims (NumPy gives those a scalar, which the
+                    # remainder's assignment below would not write through)
+                    new = np.asarray(fma(grad, t(1 - dampening), old * t(momentum)))
                     if param.dtype == opmath:  # the scalar loop's remainder
                         rest = new.size - new.size % (_vector_bytes() // param.itemsize)
                         tail = fma(old, t(momentum), grad * t(1 - dampening))

@@ -467,6 +467,42 @@ def test_fused_sgd_fuses_its_multiply_adds_as_cpu(dtype: torch.dtype, n: int) ->
         torch.testing.assert_close(m.cpu(), c, equal_nan=True)
 
 
+def test_fused_sgd_of_a_zero_dim_parameter_takes_the_scalar_loop() -> None:
+    """A 0-dim parameter is all remainder: its buffer update fuses the buffer's product
+    (``inf * 1 + -inf``: NaN), as one of 1..7 elements does; NumPy's 0-dim result was a scalar
+    the remainder's assignment did not write through, so mlu gave the vectorized formula."""
+    def step(device: str) -> list[torch.Tensor]:
+        ts = [torch.tensor(x, device=device) for x in (-3.4028234663852886e38, 1.0, inf)]
+        torch.ops.aten._fused_sgd_([ts[0]], [ts[1]], [ts[2]], weight_decay=1.0, momentum=1.0,
+                                   lr=-1.0, dampening=-1.0, nesterov=False, maximize=False,
+                                   is_first_step=False)
+        return ts
+
+    for c, m in zip(step("cpu"), step("mlu"), strict=True):
+        torch.testing.assert_close(m.cpu(), c, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("op", ["_foreach_add_.List", "_foreach_sub.List"])
+def test_foreach_alpha_is_fused_as_cpus_add(op: str, dtype: torch.dtype) -> None:
+    """``self + alpha * other`` of float32/float64 lists with alpha != 1 rounds once, as the
+    per-tensor add/sub CPU runs: ``inf + 1.45 * -max`` is ``inf``, not ``inf - inf``, and
+    ``0.75 * max + 1.45 * 0.5 * max`` overflows only in the rounded product."""
+    fn = getattr(torch.ops.aten, op.split(".")[0]).List
+    big = torch.finfo(dtype).max
+
+    def step(device: str) -> list[torch.Tensor]:
+        xs = [torch.tensor([inf, 1.0], dtype=dtype, device=device),
+              torch.tensor([-0.75 * big, -2.0], dtype=dtype, device=device)]
+        ys = [torch.tensor([-big, 4.0], dtype=dtype, device=device),
+              torch.tensor([big, 0.5], dtype=dtype, device=device)]
+        out = fn(xs, ys, alpha=1.4453595070369927 if "add" in op else -1.4453595070369927)
+        return xs if out is None else list(out)
+
+    for c, m in zip(step("cpu"), step("mlu"), strict=True):
+        torch.testing.assert_close(m.cpu(), c, equal_nan=True)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64],
                          ids=str)
 @pytest.mark.parametrize("adamw", [False, True], ids=["adam", "adamw"])
