@@ -50,11 +50,19 @@ def _number(x: Any) -> str:
     return repr(x)
 
 
+#: ``torch.float32`` -> ``"torch.float32"`` (every repro of every example writes one per tensor)
+_DTYPE_TEXT: dict[torch.dtype, str] = {}
+
+
 def tensor_literal(t: torch.Tensor) -> str:
     """``torch.tensor([...], dtype=torch.float32).reshape(2, 3)`` — exact for every dtype."""
-    dtype = f"torch.{str(t.dtype).removeprefix('torch.')}"
-    t = t.detach().cpu()
-    if t.dim() == 0:
+    dtype = _DTYPE_TEXT.get(t.dtype)
+    if dtype is None:
+        dtype = _DTYPE_TEXT[t.dtype] = f"torch.{str(t.dtype).removeprefix('torch.')}"
+    if t.requires_grad or t.device.type != "cpu":
+        t = t.detach().cpu()
+    dims = t.dim()
+    if dims == 0:
         return f"torch.tensor({_number(t.item())}, dtype={dtype})"
     if t.numel() > _MAX_LITERAL:
         return f"torch.zeros({tuple(t.shape)!r}, dtype={dtype})  # too large to write literally"
@@ -67,9 +75,10 @@ def tensor_literal(t: torch.Tensor) -> str:
         body = ", ".join(_number(v) for v in values)
     else:  # repr writes finite floats, ints and bools as _number does, at C speed
         body = repr(values)[1:-1]
-    shape = ", ".join(str(d) for d in t.shape)
     text = f"torch.tensor([{body}], dtype={dtype})"
-    return text if t.dim() == 1 and t.shape[0] == len(values) else f"{text}.reshape({shape})"
+    if dims == 1:
+        return text
+    return f"{text}.reshape({', '.join(map(str, t.shape))})"
 
 
 def _value(v: Any, on_device: bool) -> str:
