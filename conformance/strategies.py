@@ -706,6 +706,9 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
                                     label=f"{spec.name}[{i}]", plan=plan, slot=(spec.name, i),
                                     pinned=True))
         return out
+    if hint.maybe_empty and plan.list_form is not None and draw(
+            st.booleans(), label=f"{spec.name} empty?"):
+        return []  # an optional state list (hints: maybe_empty), left out as its op allows
     dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
     if plan.list_form is not None and plan.lists_zipped is None:
         # foreach and fused-optimizer ops zip their tensor lists (``_fused_adam_``'s six:

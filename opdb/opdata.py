@@ -66,6 +66,10 @@ class ArgHint:
     #: with ``along``: not positions but one slice of ``self`` per position of the named index
     #: tensor (index_add's source): self's shape, its size along ``dim`` that tensor's length
     length_of: str | None = None
+    #: a Tensor[] that is empty in about half the calls: an optional state list the other
+    #: arguments decide on (fused Adam's max_exp_avg_sqs without amsgrad, fused SGD's
+    #: momentum_buffer_list without momentum), which drawn non-empty CPU always refuses there
+    maybe_empty: bool = False
 
 
 _NO_ARGS: Mapping[str, ArgHint] = MappingProxyType({})
@@ -283,7 +287,7 @@ def _database(db: OpDB | None) -> OpDB:
 # --------------------------------------------------------------------------- hints
 
 _ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes",
-             "along", "length_of"}
+             "along", "length_of", "maybe_empty"}
 _OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties", "cpu_crashes"}
 _TIE_KEYS = {"output", "unless"}
 
@@ -341,10 +345,11 @@ def _arg_hint(raw: Any, file: str, line: int | None) -> ArgHint:
             raise InputError("'device' can only be 'cpu' (an argument kept on CPU)", file=file,
                              line=line)
         kw["device"] = "cpu"
-    if "extremes" in raw:
-        if not isinstance(raw["extremes"], bool):
-            raise InputError("'extremes' must be true or false", file=file, line=line)
-        kw["extremes"] = raw["extremes"]
+    for key in ("extremes", "maybe_empty"):
+        if key in raw:
+            if not isinstance(raw[key], bool):
+                raise InputError(f"'{key}' must be true or false", file=file, line=line)
+            kw[key] = raw[key]
     if "along" in raw:
         if not isinstance(raw["along"], str | int) or isinstance(raw["along"], bool):
             raise InputError("'along' must name an int argument (the dim self is indexed along) "

@@ -98,6 +98,8 @@ def test_records_are_frozen(db):
     ("ops:\n  - names: [mm]\n    cpu_crashes: yes please\n", r"'cpu_crashes' must be true", 2),
     ("ops:\n  - names: [gather]\n    args:\n      index: {along: true}\n",
      r"'along' must name an int argument \(the dim self is indexed along\) or be a dim", 4),
+    ("arguments:\n  max_exp_avg_sqs: {maybe_empty: 1}\n", r"'maybe_empty' must be true or false",
+     2),
     ("ops: [\n", r"invalid YAML", None),
 ])
 def test_hint_errors_name_file_and_line(tmp_path, db, text, message, line):
