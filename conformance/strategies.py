@@ -440,8 +440,8 @@ def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int,
     sizes: dict[str, int] = {}
     out: dict[str, tuple[int, ...]] = {}
     for a in sig.args:
-        if a.is_out or not (a.is_tensor or (a.is_list and a.base in ("int", "SymInt"))):
-            continue
+        if a.is_out or not (a.is_tensor or a.is_list and a.base in ("int", "SymInt", "Tensor")):
+            continue  # (a Tensor[]'s: the shape of each of its tensors)
         sym = hints.get(a.name).shape
         if sym is None:
             continue
@@ -720,11 +720,14 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: _Plan, sig: OpSi
     if plan.list_form is not None and plan.lists_zipped:
         shape, n = plan.list_form
     else:
-        shape = _first_shape(plan, sig) if plan.shapes else draw(
-            hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3), label="list shape")
+        shape = _first_shape(plan, sig) if any(a.name in plan.shapes for a in sig.tensor_args) \
+            else draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3),
+                      label="list shape")
         n = draw(cached_integers(1, 3), label=f"len({spec.name})")
         if plan.list_form is None:
             plan.list_form = (shape, n)
+    # a hinted shape for this list's tensors (fused Adam's state_steps: one 0-dim step each)
+    shape = plan.shapes.get(spec.name, shape)
     return [_draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe, bounds=None,
                          extremes=hint.extremes, label=f"{spec.name}[{i}]", plan=plan,
                          slot=(spec.name, i)) for i in range(n)]
