@@ -848,6 +848,7 @@ class _Watchdog:
         self._cv = threading.Condition()
         self._deadline: float | None = None
         self._armed: tuple[State, ConformanceItem, float] | None = None
+        self._stderr: Any = None
         threading.Thread(target=self._loop, name="conformance-watchdog", daemon=True).start()
 
     @classmethod
@@ -866,17 +867,20 @@ class _Watchdog:
         # watchdog is a C thread that needs no GIL: it dumps the stacks and _exit()s. The
         # controller then sees how long the item ran (the about-to-run file) and says timeout.
         grace = min(15.0, max(2.0, seconds / 4))
-        faulthandler.dump_traceback_later(seconds + grace, exit=True, file=sys.stderr)
+        dog._stderr = sys.stderr  # parked on the same file (a later one may have no fileno)
+        faulthandler.dump_traceback_later(seconds + grace, exit=True, file=dog._stderr)
         return dog
 
     def cancel(self) -> None:
         import faulthandler
-        import sys
 
+        self._disarm()
+        faulthandler.dump_traceback_later(self._PARKED, exit=True, file=self._stderr)
+
+    def _disarm(self) -> None:
         with self._cv:
             self._deadline = self._armed = None
             self._cv.notify()
-        faulthandler.dump_traceback_later(self._PARKED, exit=True, file=sys.stderr)
 
     @classmethod
     def stop(cls) -> None:
@@ -884,7 +888,7 @@ class _Watchdog:
         import faulthandler
 
         if cls._instance is not None:
-            cls._instance.cancel()
+            cls._instance._disarm()
             faulthandler.cancel_dump_traceback_later()
 
     def _loop(self) -> None:
