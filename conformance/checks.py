@@ -28,6 +28,7 @@ from opdb.dtypes import DTYPE_NAMES, default_tolerance, dtype_name, torch_dtypes
 
 if TYPE_CHECKING:
     from conformance.engine import Context
+    from opdb.opdata import OpHints
 
 def _fmt_dtype(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
@@ -748,6 +749,9 @@ class Check:
     #: ``no_valid_inputs``, 30 of that shard's 54 s (21 s with this; 7 of its 135 items with a
     #: valid sweep then found none).
     calls_per_draw: int = 1
+    #: The reason the check does not apply to an overload by its hints (per-op data, where the
+    #: signature cannot tell: CPU ignoring strides for the noncontiguous check), or None.
+    applies_hints: Callable[[OpHints], str | None] | None = None
 
 
 def _forward_applies(sig: OpSignature) -> str | None:
@@ -1377,6 +1381,13 @@ def _noncontiguous_applies(sig: OpSignature) -> str | None:
     return layouts.applies(sig)
 
 
+def _noncontiguous_hints(hints: OpHints) -> str | None:
+    if hints.cpu_ignores_strides:
+        return ("CPU (the oracle) ignores its inputs' strides here (hints: "
+                "cpu_ignores_strides): its answer for views is no contract")
+    return None
+
+
 #: The noncontiguous check draws this share of ``--max-examples`` forward calls (4 of 10) and
 #: checks each in every layout that fits it (about five runs a call: the draws, most of them
 #: refused by CPU at ~2 refusals a valid call, cost more than the runs), where it drew 10 calls
@@ -1429,7 +1440,7 @@ CHECKS: dict[str, Check] = {
         Check("noncontiguous", "forward", "forward inputs as transposed, strided, "
               "expanded, offset and channels_last views: values as CPU, strides where a "
               "contract", _noncontiguous_applies, verify_noncontiguous,
-              examples_factor=NONCONTIGUOUS_FACTOR),
+              examples_factor=NONCONTIGUOUS_FACTOR, applies_hints=_noncontiguous_hints),
         _out_check(),
     )
 }

@@ -872,6 +872,9 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
                              expected=expected if isinstance(expected, str) else None)
     if skipped is not None:
         return skipped
+    why = check.applies_hints(hints) if check.applies_hints is not None else None
+    if why:
+        return verdict("skip", "not_applicable", f"{check.name} does not apply: {why}")
     from conformance import corpus
 
     schema, problem = None, None

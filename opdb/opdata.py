@@ -102,6 +102,10 @@ class OpHints:
     #: CPU (the oracle) kills the process on some drawn inputs: each item runs in a forked
     #: child, so a crash costs the child rather than a whole test worker
     cpu_crashes: bool = False
+    #: CPU (the oracle) ignores its inputs' strides (walks data_ptr() as numel() contiguous
+    #: elements): its answer for non-contiguous views is no contract, so the noncontiguous
+    #: check does not apply (a backend computing on the views correctly would fail it)
+    cpu_ignores_strides: bool = False
 
     def get(self, name: str) -> ArgHint:
         return self.args.get(name, ArgHint())
@@ -121,7 +125,7 @@ class Hints:
             return OpHints(args=self.arguments)
         return OpHints(args={**self.arguments, **own.args}, max_side=own.max_side,
                        values=own.values, result_on_device=own.result_on_device, ties=own.ties,
-                       cpu_crashes=own.cpu_crashes)
+                       cpu_crashes=own.cpu_crashes, cpu_ignores_strides=own.cpu_ignores_strides)
 
 
 @dataclass(frozen=True)
@@ -288,7 +292,8 @@ def _database(db: OpDB | None) -> OpDB:
 
 _ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes",
              "along", "length_of", "maybe_empty"}
-_OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties", "cpu_crashes"}
+_OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties", "cpu_crashes",
+            "cpu_ignores_strides"}
 _TIE_KEYS = {"output", "unless"}
 
 
@@ -413,8 +418,9 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
             raise InputError("'values' must be 'compared' or 'unspecified'", file=file, line=line)
         if entry.get("result_device", "input") not in ("input", "cpu"):
             raise InputError("'result_device' must be 'input' or 'cpu'", file=file, line=line)
-        if not isinstance(entry.get("cpu_crashes", False), bool):
-            raise InputError("'cpu_crashes' must be true or false", file=file, line=line)
+        for flag in ("cpu_crashes", "cpu_ignores_strides"):
+            if not isinstance(entry.get(flag, False), bool):
+                raise InputError(f"'{flag}' must be true or false", file=file, line=line)
         max_side = entry.get("max_side")
         if max_side is not None and (not isinstance(max_side, int) or max_side < 1):
             raise InputError("'max_side' must be a positive integer", file=file, line=line)
@@ -446,7 +452,8 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
             hint = OpHints(args=frozen_args, max_side=max_side,
                            values=entry.get("values", "compared") == "compared",
                            result_on_device=entry.get("result_device", "input") == "input",
-                           ties=ties, cpu_crashes=entry.get("cpu_crashes", False))
+                           ties=ties, cpu_crashes=entry.get("cpu_crashes", False),
+                           cpu_ignores_strides=entry.get("cpu_ignores_strides", False))
             earlier = ops.get(name)
             if earlier is not None:  # a second entry naming the overload adds to the first
                 hint = OpHints(args=MappingProxyType({**earlier.args, **hint.args}),
@@ -454,7 +461,9 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
                                values=hint.values and earlier.values,
                                result_on_device=hint.result_on_device and earlier.result_on_device,
                                ties=hint.ties or earlier.ties,
-                               cpu_crashes=hint.cpu_crashes or earlier.cpu_crashes)
+                               cpu_crashes=hint.cpu_crashes or earlier.cpu_crashes,
+                               cpu_ignores_strides=hint.cpu_ignores_strides
+                               or earlier.cpu_ignores_strides)
             ops[name] = hint
             source[name] = (file, line)
     return Hints(arguments=MappingProxyType(arguments), ops=MappingProxyType(ops),

@@ -177,6 +177,21 @@ def test_skip_reasons_are_earned():
         assert name in v.message
 
 
+def test_a_hint_that_cpu_ignores_strides_makes_noncontiguous_inapplicable():
+    """CPU's fused optimizers walk data_ptr() as contiguous memory (hints: cpu_ignores_strides):
+    their noncontiguous item is not applicable (a backend right on views failed it), and the
+    hint leaves the other checks alone."""
+    from conformance.backends import resolve
+
+    v = run("_fused_sgd_", "noncontiguous", resolve("mlu"))
+    assert (v.verdict, v.category) == ("skip", "not_applicable"), v.message
+    assert "cpu_ignores_strides" in v.message and v.examples == 0
+    assert HINTS.for_op("_fused_sgd_").cpu_ignores_strides
+    assert not HINTS.for_op("_foreach_add_.List").cpu_ignores_strides
+    v = run("_foreach_add_.List", "noncontiguous", resolve("mlu"), k=2)
+    assert v.category != "not_applicable", v.message
+
+
 def test_unsupported_names_the_missing_op():
     kernels = importlib.import_module("kernels")
     gone = ("mul.Tensor", "mul.out", "pow.Tensor_Scalar", "pow.Tensor_Scalar_out")

@@ -96,6 +96,8 @@ def test_records_are_frozen(db):
      r"unknown dtype 'int65'", 4),
     ("ops:\n  - names: [mm]\n    max_side: 0\n", r"'max_side' must be a positive integer", 2),
     ("ops:\n  - names: [mm]\n    cpu_crashes: yes please\n", r"'cpu_crashes' must be true", 2),
+    ("ops:\n  - names: [mm]\n    cpu_ignores_strides: 1\n", r"'cpu_ignores_strides' must be true",
+     2),
     ("ops:\n  - names: [gather]\n    args:\n      index: {along: true}\n",
      r"'along' must name an int argument \(the dim self is indexed along\) or be a dim", 4),
     ("arguments:\n  max_exp_avg_sqs: {maybe_empty: 1}\n", r"'maybe_empty' must be true or false",
