@@ -63,16 +63,9 @@ def _labels(call: Call, n: int) -> list[str]:
     overload that returns nothing (:attr:`Call.written`), the arguments it wrote (``self[1]``
     of ``_foreach_add_``, ``out[0]`` of ``_foreach_exp.out``), in the order ``run`` gives them."""
     if call.written:
-        from conformance.strategies import written_results
+        from conformance.strategies import written_parts
 
-        given = dict(call.values)
-        names: list[str] = []
-        for name in written_results(call.sig):
-            value = given.get(name)
-            if isinstance(value, list):
-                names += [f"{name}[{j}]" for j in range(len(value))]
-            elif value is not None:
-                names.append(name)
+        names = [label for label, _ in written_parts(call.sig, dict(call.values))]
         if len(names) == n:
             return names
     return [_label(i, n) for i in range(n)]

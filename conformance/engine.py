@@ -686,12 +686,15 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
 
 
 def not_applicable(item: Item, backend: Backend, *, settings: EngineSettings,
-                   expected: str | None = None) -> Verdict | None:
+                   hints: OpHints | None = None, expected: str | None = None) -> Verdict | None:
     """The ``skip``/``not_applicable`` verdict of an item whose check does not apply to its
-    overload (``Check.applies``), or None when it applies. Decided from the signature alone, so
-    the plugin records these verdicts at collection without running the items; ``expected`` is
-    the reason of a whole-item expected-failure entry naming the item."""
+    overload (``Check.applies``; with ``hints``, also ``Check.applies_hints``: per-op data), or
+    None when it applies. Decided without running anything, so the plugin records these
+    verdicts at collection; ``expected`` is the reason of a whole-item expected-failure entry
+    naming the item."""
     reason = item.check.applies(item.sig)
+    if not reason and hints is not None and item.check.applies_hints is not None:
+        reason = item.check.applies_hints(hints)
     if not reason:
         return None
     return Verdict(
@@ -868,13 +871,10 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
             sources=dict(ctx.sources) if ctx else {},
         )
 
-    skipped = not_applicable(item, backend, settings=settings,
+    skipped = not_applicable(item, backend, settings=settings, hints=hints,
                              expected=expected if isinstance(expected, str) else None)
     if skipped is not None:
         return skipped
-    why = check.applies_hints(hints) if check.applies_hints is not None else None
-    if why:
-        return verdict("skip", "not_applicable", f"{check.name} does not apply: {why}")
     from conformance import corpus
 
     schema, problem = None, None

@@ -63,8 +63,10 @@ class NotApplicable:
         for node in items:
             if isinstance(node, ConformanceItem):
                 whole = state.expectations.for_item(node.item.id)
+                hints = state.hints.for_op(node.item.sig.name) \
+                    if node.item.check.applies_hints is not None else None
                 verdict = not_applicable(node.item, state.backend, settings=state.settings,
-                                         expected=whole.reason if whole else None)
+                                         hints=hints, expected=whole.reason if whole else None)
                 if verdict is not None:
                     records.append(_json_safe(verdict.to_json()))
                     continue

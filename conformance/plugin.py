@@ -174,8 +174,8 @@ class State:
                 from conformance.corpus import load as load_corpus
 
                 load_corpus(corpus)  # a bad file is an InputError now, not in every item
-            elif corpus is None and not (not self.is_worker
-                                         and getattr(config.option, "numprocesses", None)):
+            elif corpus is None and (self.is_worker
+                                     or not getattr(config.option, "numprocesses", None)):
                 from conformance.corpus import load as load_corpus
 
                 load_corpus()  # the packaged one, in a process that runs items: set-up once,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any, TypeVar
@@ -308,11 +308,7 @@ class Call:
             out = self.sig.packet(*args, **kwargs)
         if not self.written:
             return out
-        wrote: list[Any] = []
-        for name in written_results(self.sig):
-            value = placed.get(name)
-            wrote.extend(value if isinstance(value, list) else [value] if value is not None else [])
-        return tuple(wrote)
+        return tuple(value for _, value in written_parts(self.sig, placed))
 
     @property
     def tensor_dtypes(self) -> frozenset[str]:
@@ -348,6 +344,21 @@ def written_results(sig: OpSignature) -> tuple[str, ...]:
     if sig.returns:
         return ()
     return tuple(a.name for a in sig.args if a.is_write and a.base == "Tensor")
+
+
+def written_parts(sig: OpSignature, values: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The results of an overload that returns nothing, from its arguments' ``values`` by
+    name: ``(label, tensor)`` per written argument in schema order, a ``Tensor[]`` flattened
+    (``self[1]``), one left out (``None``) skipped. What :meth:`Call.run` answers and how
+    messages name each part."""
+    parts: list[tuple[str, Any]] = []
+    for name in written_results(sig):
+        value = values.get(name)
+        if isinstance(value, list):
+            parts += [(f"{name}[{j}]", v) for j, v in enumerate(value)]
+        elif value is not None:
+            parts.append((name, value))
+    return parts
 
 
 _C = TypeVar("_C", bound=Call)

@@ -480,8 +480,11 @@ def batch_norm_backward(
     """``native_batch_norm_backward``: gradients w.r.t. input, weight, bias."""
     dtype = x.dtype
     if grad_out.dtype != dtype:  # ATen's first check (its dtype dispatch on input)
-        raise RuntimeError(f"expected scalar type {_scalar_name(dtype)} but found "
-                           f"{_scalar_name(grad_out.dtype)}")
+        from kernels._semantics import scalar_type_name
+        from kernels._tensor import TORCH_DTYPE
+
+        raise RuntimeError(f"expected scalar type {scalar_type_name(TORCH_DTYPE[dtype])} but "
+                           f"found {scalar_type_name(TORCH_DTYPE[grad_out.dtype])}")
     go, xf = opmath(grad_out), opmath(x)
     c = x.shape[1]
     axes = (0, *range(2, x.ndim))
@@ -521,15 +524,6 @@ def batch_norm_backward(
     if output_mask[2]:
         gb = sum_go.astype(dtype if weight is None else weight.dtype)
     return gi, gw, gb
-
-
-def _scalar_name(dtype: np.dtype[Any]) -> str:
-    """c10's name of a NumPy dtype (``Half``, ``ComplexFloat``), as ATen's messages write it."""
-    from kernels._semantics import scalar_type_name
-    from kernels._tensor import NP_DTYPE
-
-    torch_dtype = next((t for t, n in NP_DTYPE.items() if n == dtype), None)
-    return scalar_type_name(torch_dtype) if torch_dtype is not None else str(dtype)
 
 
 def _check_layer_norm_inputs(shape: Sequence[int], normalized_shape: Ints,

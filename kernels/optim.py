@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from kernels._tensor import DEVICE, NP_DTYPE, from_numpy, to_numpy
+from kernels._tensor import DEVICE, NP_DTYPE, TORCH_DTYPE, from_numpy, to_numpy
 from kernels.elementwise import _FUSED_IN, _fma_in, addcmul_value
 from kernels.elementwise import _lerp as _fused_lerp
 from kernels.reductions import powsum
@@ -48,7 +48,6 @@ __all__: list[str] = []
 
 aten = torch.ops.aten
 _FAST_DTYPES = (torch.float32, torch.float64)
-_TORCH_OF = {np.dtype(NP_DTYPE[d]): d for d in _FAST_DTYPES}
 _REAL = (bool, int, float)
 
 
@@ -111,7 +110,7 @@ def _with_alpha(ufunc: np.ufunc, a: np.ndarray, b: Any, alpha: Any) -> Any:
     if alpha == 1 or isinstance(alpha, bool):
         return ufunc(a, b * alpha if alpha != 1 else b)
     scale = np.asarray(alpha if ufunc is np.add else -alpha).astype(a.dtype)
-    return _fma_in(_FUSED_IN[_TORCH_OF[a.dtype]], a, b, scale).astype(a.dtype)
+    return _fma_in(_FUSED_IN[TORCH_DTYPE[a.dtype]], a, b, scale).astype(a.dtype)
 
 
 _BINARY: dict[str, tuple[np.ufunc, bool]] = {
