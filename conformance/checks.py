@@ -799,9 +799,9 @@ def verify_forward(ctx: Context, call: Call) -> None:
     """Values (dtype-aware tolerances), dtype and shape agree with CPU."""
     __tracebackhide__ = True
     if "noncontiguous" in call.notes:  # the view refill: a failure the layout's alone
-        from conformance import layouts
+        from conformance.layouts import verify as verify_layouts
 
-        layouts.verify(ctx, call, strides=False)
+        verify_layouts(ctx, call, strides=False)
         return
     call = written(call)  # an overload returning nothing: what it wrote is its result
     if _SIZED_OUT in call.notes:
@@ -1369,9 +1369,9 @@ INPLACE_FACTOR = 0.6
 
 
 def _noncontiguous_applies(sig: OpSignature) -> str | None:
-    from conformance import layouts
+    from conformance.layouts import applies
 
-    return layouts.applies(sig)
+    return applies(sig)
 
 
 def _noncontiguous_hints(hints: OpHints) -> str | None:
@@ -1392,9 +1392,9 @@ def verify_noncontiguous(ctx: Context, call: Call) -> None:
     """The forward inputs as non-contiguous views (conformance/layouts.py): each drawn call in
     every layout that fits it."""
     __tracebackhide__ = True
-    from conformance import layouts
+    from conformance.layouts import verify as verify_layouts
 
-    layouts.verify(ctx, call)
+    verify_layouts(ctx, call)
 
 
 def _out_check() -> Check:
