@@ -107,7 +107,7 @@ def run_once(label: str, args: argparse.Namespace, checks: str | None, out: Path
 
 
 def summarize(path: Path) -> dict[str, Any]:
-    from conformance.results import read_records
+    from conformance.store.results import read_records
 
     recs = [r for r in read_records(path) if r.get("record") == "verdict"]
     by_check: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
@@ -143,7 +143,7 @@ def show(res: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    from conformance.checks import CHECKS, DEFAULT_CHECKS
+    from conformance.checks.registry import CHECKS, DEFAULT_CHECKS
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backend", default="mlu")

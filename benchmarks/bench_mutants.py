@@ -53,7 +53,7 @@ DEEP = 10  # the "10x" factor
 def failure_key(category: str | None, message: str) -> str:
     """The engine's failure fingerprint (an engine without one: category and message head)."""
     try:
-        from conformance.engine import failure_key as key
+        from conformance.engine.fingerprints import failure_key as key
     except ImportError:  # an engine from before distinct failures
         return f"{category}: {message.split(' [')[0]}"
     return key(category, message)
@@ -64,7 +64,7 @@ def _setup() -> Any:
 
     warnings.filterwarnings("ignore")
     import kernels
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     kernels.install()
     return resolve("mlu", without=())
@@ -75,11 +75,11 @@ def harness_failures(backend: Any, overload: str, max_examples: int,
     """Run the default checks on ``overload``; return the unexpected failure keys, per item, and
     the verdicts in brief."""
     import opdb
-    from conformance.checks import CHECKS, DEFAULT_CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.expectations import expected_failures_path, load_expectations
-    from conformance.repro import snippet
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS, DEFAULT_CHECKS
+    from conformance.core.signature import OpSignature
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
+    from conformance.store.expectations import expected_failures_path, load_expectations
     from opdb.opdata import load_hints, load_tolerances
 
     db = opdb.load()
@@ -112,7 +112,7 @@ def harness_failures(backend: Any, overload: str, max_examples: int,
 
 def _inflight(marks: str) -> Any:
     """This worker's about-to-run file (the engine's), read back if the worker dies."""
-    from conformance.engine import Inflight
+    from conformance.core.inflight import Inflight
 
     return Inflight(Path(marks) / f"{os.getpid()}.json")
 

@@ -38,7 +38,7 @@ TARGETS = {"backward": 0.85, "autograd": 0.90}
 
 
 def _verdicts(paths: Iterable[str]) -> dict[tuple[str, str], Mapping[str, Any]]:
-    from conformance.results import read_records
+    from conformance.store.results import read_records
 
     out: dict[tuple[str, str], Mapping[str, Any]] = {}
     for path in paths:

@@ -54,8 +54,8 @@ def conformance_side(backend: str, ops: str, max_examples: int) -> dict[str, flo
     """Run the engine (pytest plugin, in this process, no workers) on the forward check."""
     import pytest
 
-    from conformance.progress import Progress
-    from conformance.results import read_records
+    from conformance.pytest_plugin.progress import Progress
+    from conformance.store.results import read_records
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.jsonl"
@@ -129,7 +129,7 @@ def _side(side: str, args: argparse.Namespace, bases: list[str]) -> dict[str, An
 
 
 def _measure_one(side: str, args: argparse.Namespace) -> dict[str, Any]:
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     backend = resolve(args.backend)
     _warm(backend.device)

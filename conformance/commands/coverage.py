@@ -75,7 +75,7 @@ def render_table(cov: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.backends import parse_without, resolve
+    from conformance.core.backends import parse_without, resolve
     from opdb.coverage import static_coverage
     from opdb.errors import InputError
 

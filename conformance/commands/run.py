@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from conformance.backends import Backend
+    from conformance.core.backends import Backend
 
 
 class _HelpWithChecks(argparse.Action):
@@ -39,7 +39,7 @@ class _HelpWithChecks(argparse.Action):
 
 
 def checks_epilog() -> str:
-    from conformance.checks import CHECKS, DEFAULT_CHECKS
+    from conformance.checks.registry import CHECKS, DEFAULT_CHECKS
 
     width = max(len(n) for n in CHECKS)
     lines = ["checks (--checks; default: " + ",".join(DEFAULT_CHECKS) + "):"]
@@ -112,13 +112,13 @@ def _validate(args: argparse.Namespace) -> Backend:
     if args.workers is not None and args.workers < 0:
         raise InputError("-n/--workers must be 0 or more")
     if args.shard:
-        from conformance.shards import parse_shard
+        from conformance.store.shards import parse_shard
 
         parse_shard(args.shard)
     if args.durations:
         if not args.shard:
             raise InputError("--durations balances shards: it needs --shard K/N")
-        from conformance.shards import load_durations
+        from conformance.store.shards import load_durations
 
         load_durations(args.durations)
     if args.resume and args.overwrite:
@@ -131,7 +131,7 @@ def _validate(args: argparse.Namespace) -> Backend:
         except re.error as exc:
             raise InputError(f"--ops: invalid regular expression {args.ops!r}: {exc}") from None
     if args.checks is not None:
-        from conformance.checks import CHECKS
+        from conformance.checks.registry import CHECKS
 
         named = [c.strip() for c in args.checks.split(",") if c.strip()]
         if not named:
@@ -151,7 +151,7 @@ def _validate(args: argparse.Namespace) -> Backend:
         raise InputError(f"-o {args.output} exists (from an earlier run): continue it with "
                          f"--resume or replace it with --overwrite")
     if args.corpus and args.corpus != "off":
-        from conformance.corpus import load as load_corpus
+        from conformance.inputs.corpus import load as load_corpus
 
         load_corpus(args.corpus)  # InputError (file:line) before the workers start
     for opt in ("native_functions", "expected_failures", "hints", "tolerances"):
@@ -179,7 +179,7 @@ def _validate(args: argparse.Namespace) -> Backend:
         if not any(rx.fullmatch(s) for ov in db.overloads for s in (ov.name, ov.base, ov.family)):
             raise InputError(f"--ops {args.ops!r} matched no overload")
     # Resolving brings the backend up: an unknown or unavailable one is bad input here.
-    from conformance.backends import parse_without, resolve
+    from conformance.core.backends import parse_without, resolve
 
     backend = resolve(args.backend, without=parse_without(args.without) if args.without else None)
     if args.resume:
@@ -191,9 +191,9 @@ def _check_resumable(args: argparse.Namespace, backend: Backend) -> None:
     """``--resume`` continues only a file of the same run settings (one line, exit 2 if not)."""
     import torch
 
-    from conformance.checks import DEFAULT_CHECKS
-    from conformance.engine import EngineSettings
-    from conformance.results import load_for_resume, resume_mismatch
+    from conformance.checks.registry import DEFAULT_CHECKS
+    from conformance.engine.search import EngineSettings
+    from conformance.store.results import load_for_resume, resume_mismatch
     from opdb.errors import InputError
 
     state = load_for_resume(args.output)
@@ -256,7 +256,7 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
 def run(args: argparse.Namespace) -> int:
     import pytest
 
-    from conformance.progress import Progress, summarize
+    from conformance.pytest_plugin.progress import Progress, summarize
     from opdb.errors import InputError
 
     backend = _validate(args)
@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
         workers = 0
     done = 0
     if args.resume:
-        from conformance.results import load_for_resume
+        from conformance.store.results import load_for_resume
 
         state = load_for_resume(args.output)  # also cuts a half-written last line
         done = len(state.done) if state else 0
@@ -296,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
         text = progress.captured.getvalue().strip().splitlines()
         raise InputError(text[-1] if text else "pytest rejected the options")
     if code == pytest.ExitCode.INTERRUPTED:
-        from conformance.results import load_for_resume
+        from conformance.store.results import load_for_resume
 
         state = load_for_resume(args.output)
         kept = len(state.done) if state else 0
@@ -357,10 +357,10 @@ def _start_sentinel(args: argparse.Namespace) -> subprocess.Popen[str] | None:
     except OSError:
         pass
     try:
-        from conformance.expectations import expected_failures_path
+        from conformance.store.expectations import expected_failures_path
 
         expected = args.expected_failures or expected_failures_path(args.backend)
-        return subprocess.Popen([sys.executable, "-m", "conformance.crashes",
+        return subprocess.Popen([sys.executable, "-m", "conformance.pytest_plugin.crashes",
                                  str(Path(args.output).resolve()), os.getcwd(),
                                  str(Path(str(expected)).resolve())],
                                 stdin=subprocess.PIPE, text=True)
@@ -370,7 +370,7 @@ def _start_sentinel(args: argparse.Namespace) -> subprocess.Popen[str] | None:
 
 def xpassed(path: str) -> list[dict[str, Any]]:
     """Verdict records of items an expected-failure entry named that passed (xpass)."""
-    from conformance.results import read_records
+    from conformance.store.results import read_records
 
     return [r for r in read_records(path) if r.get("record") == "verdict"
             and r.get("verdict") == "pass" and r.get("expected")]
@@ -378,8 +378,8 @@ def xpassed(path: str) -> list[dict[str, Any]]:
 
 def _stale_expectations(args: argparse.Namespace) -> list[Any]:
     import opdb
-    from conformance.checks import CHECKS
-    from conformance.expectations import expected_failures_path, load_expectations
+    from conformance.checks.registry import CHECKS
+    from conformance.store.expectations import expected_failures_path, load_expectations
 
     path = args.expected_failures or expected_failures_path(args.backend)
     exp = load_expectations(path)

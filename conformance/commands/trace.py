@@ -17,7 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from conformance.census import Census, RunCheck
+    from conformance.trace.census import Census, RunCheck
 
 FORMATS = ("table", "json")
 
@@ -72,7 +72,7 @@ def _validate(args: argparse.Namespace) -> Any:
         raise InputError("--examples must be 0 or more")
     if args.backend is None:
         return None
-    from conformance.backends import parse_without, resolve
+    from conformance.core.backends import parse_without, resolve
 
     without = parse_without(args.without) if args.without is not None else None
     return resolve(args.backend, without=without)
@@ -80,7 +80,7 @@ def _validate(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     import opdb
-    from conformance import census as cs
+    from conformance.trace import census as cs
     from opdb.errors import InputError
 
     backend = _validate(args)
@@ -216,8 +216,8 @@ def _shown_diffs(runcheck: RunCheck) -> list[Any]:
 
 def _check(args: argparse.Namespace, result: Census, db: Any) -> int:
     """``conformance run --ops`` with the model's aten overloads; 1 if any unexpected fail."""
-    from conformance.cli import build_parser
-    from conformance.results import read_verdicts
+    from conformance.commands import run as run_command
+    from conformance.store.results import read_verdicts
 
     names = [n.name for n in (*result.needs, *result.composites) if n.name in db]
     names = list(dict.fromkeys(names))
@@ -229,7 +229,9 @@ def _check(args: argparse.Namespace, result: Census, db: Any) -> int:
         if value is not None:
             argv += [flag, str(value)]
     print(f"\n--check: conformance run on the model's {len(names)} overloads", flush=True)
-    ns = build_parser(argv).parse_args(argv)
+    parser = argparse.ArgumentParser(prog="conformance")
+    run_command.register(parser.add_subparsers(dest="command"))
+    ns = parser.parse_args(argv)
     code = int(ns.func(ns) or 0)
     bad = [v for v in read_verdicts(args.output)
            if v.verdict in ("fail", "crash", "timeout") and not v.expected]

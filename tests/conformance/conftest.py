@@ -11,7 +11,7 @@ import pytest
 def reference():
     """The reference backend, restored to its unmodified kernels afterwards."""
     kernels = importlib.import_module("kernels")
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     kernels.install(without=())
     yield resolve("mlu", without=())

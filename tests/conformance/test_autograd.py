@@ -10,7 +10,7 @@ from test_injected_bugs import _buggy, _run, run_repro
 
 def _mlu():
     """The unmodified reference backend (the ``reference`` fixture installs and restores it)."""
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     return resolve("mlu", without=())
 
@@ -38,7 +38,7 @@ MODEL_FAMILIES = (
 @pytest.mark.usefixtures("reference")
 def test_reference_backend_passes_autograd_on_model_families(overload):
     """Pass, or fail as its expected-failure entry (with the reason) says."""
-    from conformance.expectations import expected_failures_path, load_expectations
+    from conformance.store.expectations import expected_failures_path, load_expectations
 
     v = _run(_mlu(), overload, "autograd", max_examples=5)
     if v.verdict == "fail":
@@ -53,7 +53,7 @@ def test_reference_backend_passes_autograd_on_model_families(overload):
 @pytest.mark.usefixtures("reference")
 def test_missing_backward_kernel_is_unsupported_naming_the_backward_op():
     import kernels
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     kernels.install(without=["_adaptive_avg_pool2d_backward"])
     backend = resolve("mlu", without=("_adaptive_avg_pool2d_backward",))
@@ -123,8 +123,9 @@ def test_forward_disagreement_is_reported_as_such_not_as_a_gradient():
 
 def test_applies_only_to_differentiable_overloads():
     import opdb
-    from conformance.checks import CHECKS, grad_args
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS
+    from conformance.compare.gradients import grad_args
+    from conformance.core.signature import OpSignature
 
     db = opdb.load()
     applies = CHECKS["autograd"].applies
@@ -157,7 +158,7 @@ def test_gradients_are_compared_with_tolerances_not_the_forwards_exactness(overl
     # padding is data movement (its values compared exactly), but its backward sums the
     # gradients of every padded copy of an element, in an order CPU does not promise; the
     # schema cannot feed these (5-d input): the packaged corpus's OpInfo calls do
-    from conformance import corpus
+    from conformance.inputs import corpus
 
     if not corpus.usable_specs(_sig(overload), None, "autograd"):
         pytest.skip("no packaged corpus calls for this overload")
@@ -168,7 +169,7 @@ def test_gradients_are_compared_with_tolerances_not_the_forwards_exactness(overl
 
 def _sig(name: str):
     import opdb
-    from conformance.strategies import OpSignature
+    from conformance.core.signature import OpSignature
 
     return OpSignature.of(opdb.load()[name])
 
@@ -176,10 +177,10 @@ def _sig(name: str):
 def _run_hinted(backend, overload: str, args: dict, max_examples: int = 10):
     """``_run`` with the packaged hints of ``overload`` plus argument hints ``args``."""
     import opdb
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.repro import snippet
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS
+    from conformance.core.signature import OpSignature
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
     from opdb.opdata import OpHints, load_hints, load_tolerances
 
     packaged = load_hints().for_op(overload)
@@ -241,8 +242,8 @@ def test_overload_returning_nothing_is_differentiated_through_what_it_writes(tmp
     tensors it wrote are its results, differentiated as such, and so in its repro."""
     import torch
 
-    from conformance.repro import snippet
-    from conformance.strategies import Call, written, written_results
+    from conformance.core.call import Call, written, written_results
+    from conformance.repro.snippet import snippet
 
     assert written_results(_sig("_foreach_div_.List")) == ("self",)
     assert written_results(_sig("add_.Tensor")) == ()  # it returns self
@@ -278,8 +279,8 @@ def test_a_nested_result_gets_a_nested_upstream_gradient():
     and CPU against itself differentiates _nested_tensor_from_tensor_list."""
     import torch
 
-    from conformance.backends import resolve
-    from conformance.checks import upstream_grads
+    from conformance.compare.gradients import upstream_grads
+    from conformance.core.backends import resolve
 
     parts = [torch.randn(2, 3, requires_grad=True), torch.randn(1, 3, requires_grad=True)]
     out = torch.ops.aten._nested_tensor_from_tensor_list(parts)
@@ -354,9 +355,11 @@ def test_an_argument_autograd_refuses_to_differentiate_is_passed_plainly():
     import torch
 
     import opdb
-    from conformance.checks import verify_autograd
-    from conformance.engine import Context, Inflight
-    from conformance.strategies import Call, OpSignature
+    from conformance.checks.autograd import verify_autograd
+    from conformance.compare.context import Context
+    from conformance.core.call import Call
+    from conformance.core.inflight import Inflight
+    from conformance.core.signature import OpSignature
     from opdb.opdata import load_hints, load_tolerances
 
     sig = OpSignature.of(opdb.load()["nll_loss"])

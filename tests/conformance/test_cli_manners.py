@@ -16,7 +16,7 @@ REPORTS = Path(__file__).parent.parent / "data" / "reports"
 
 
 def test_run_help_names_every_check_from_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    from conformance.checks import CHECKS
+    from conformance.checks.registry import CHECKS
 
     with pytest.raises(SystemExit) as exc:
         main(["run", "--help"])
@@ -87,7 +87,7 @@ def test_progress_counts_a_dead_worker_as_the_verdict_the_controller_settled() -
     import json
     from types import SimpleNamespace
 
-    from conformance.progress import Progress
+    from conformance.pytest_plugin.progress import Progress
 
     progress = Progress(io.StringIO(), tty=False)
     rec = {"overload": "neg", "check": "forward", "verdict": "skip", "category": "cpu_crashed"}

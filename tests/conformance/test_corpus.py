@@ -13,15 +13,15 @@ import torch
 import torch.nn.functional as F
 
 import opdb
-from conformance import corpus
-from conformance.checks import CHECKS
-from conformance.corpus import Corpus, Spec, Tagged, TensorArg, decode
-from conformance.corpus_build import Collector, encode, write
-from conformance.engine import EngineSettings, Item, run_check
-from conformance.recorder import Recorder
-from conformance.repro import snippet
-from conformance.strategies import OpSignature
-from conformance.verdicts import Verdict
+from conformance.checks.registry import CHECKS
+from conformance.core.signature import OpSignature
+from conformance.core.verdicts import Verdict
+from conformance.corpus_tools.build import Collector, encode, write
+from conformance.engine.search import EngineSettings, Item, run_check
+from conformance.inputs import corpus
+from conformance.inputs.corpus import Corpus, Spec, Tagged, TensorArg, decode
+from conformance.repro.snippet import snippet
+from conformance.trace.recorder import Recorder
 from opdb.errors import InputError
 from opdb.opdata import load_hints, load_tolerances
 
@@ -139,15 +139,15 @@ def test_bad_corpus_file_is_a_file_line_input_error(tmp_path):
 
 
 def test_cli_bad_option_is_one_line_exit_2():
-    proc = subprocess.run([sys.executable, "-m", "conformance.corpus", "build", "--cap", "0"],
+    proc = subprocess.run([sys.executable, "-m", "conformance.corpus_tools", "build", "--cap", "0"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == ("python -m conformance.corpus build: error: --cap must be 1 "
+    assert proc.stderr.strip() == ("python -m conformance.corpus_tools build: error: --cap must be 1 "
                                    "or more, not 0")
 
 
 def test_show_prints_specs(small_corpus):
-    proc = subprocess.run([sys.executable, "-m", "conformance.corpus", "show", small_corpus,
+    proc = subprocess.run([sys.executable, "-m", "conformance.corpus_tools", "show", small_corpus,
                            "--match", "embedding_dense_backward"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -157,7 +157,7 @@ def test_show_prints_specs(small_corpus):
 def test_packaged_corpus_loads_and_holds_backward_ops():
     c = corpus.load()
     if not c.specs:
-        pytest.skip("no packaged corpus in this checkout (python -m conformance.corpus build)")
+        pytest.skip("no packaged corpus in this checkout (python -m conformance.corpus_tools build)")
     assert c.header["format"] == corpus.FORMAT
     for name in ("convolution_backward", "native_batch_norm_backward",
                  "embedding_dense_backward", "max_pool2d_with_indices_backward",

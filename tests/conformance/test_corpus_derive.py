@@ -7,11 +7,11 @@ import torch
 import torch.nn.functional as F
 
 import opdb
-from conformance import corpus
-from conformance.corpus import Corpus
-from conformance.corpus_build import Collector, build, read_records, write
-from conformance.corpus_derive import backward_targets, forwards_of, record_derived
-from conformance.recorder import Recorder
+from conformance.corpus_tools.build import Collector, build, read_records, write
+from conformance.corpus_tools.derive import backward_targets, forwards_of, record_derived
+from conformance.inputs import corpus
+from conformance.inputs.corpus import Corpus
+from conformance.trace.recorder import Recorder
 
 
 def test_forwards_of_reads_the_formulas():
@@ -82,7 +82,7 @@ def test_build_on_a_base_derives_and_keeps_its_records(tmp_path):
 @pytest.mark.slow  # imports torch's OpInfo database (~20 s)
 def test_opinfo_backward_samples_reach_the_higher_rank_forms():
     pytest.importorskip("expecttest")
-    from conformance.corpus_build import record_opinfo
+    from conformance.corpus_tools.build import record_opinfo
 
     def recorded(samples_backward: int) -> set[str]:
         collector = Collector()
@@ -100,7 +100,7 @@ def test_an_attempt_cpu_refuses_records_nothing():
     """The recorder notes a call before its kernel runs: the calls of an attempt that raised
     (a schema-drawn input CPU refuses) are dropped, so the corpus keeps only calls CPU
     answered (reflection_pad3d wants a 4-d or 5-d input; the draws that are not raise)."""
-    from conformance.corpus_derive import derive
+    from conformance.corpus_tools.derive import derive
     from opdb.opdata import load_hints
 
     db = opdb.load()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.crashes import exit_outcome, judge, one_side
+from conformance.pytest_plugin.crashes import exit_outcome, judge, one_side
 
 DATA = Path(__file__).parent.parent / "data" / "engine"
 
@@ -93,7 +93,7 @@ show('mlu')
 def test_settle_orphan_records_only_what_a_fresh_process_reproduces(
         tmp_path: Path, crashes: list[str], verdict: str | None, recorded: bool) -> None:
     """What a resumed run does with the marker a dead run left: replay, then record or not."""
-    from conformance.crashes import settle_orphan
+    from conformance.pytest_plugin.crashes import settle_orphan
 
     results = tmp_path / "r.jsonl"
     run = {"record": "run", "backend": "privateuse1:x", "device": "mlu", "seed": 0,
@@ -131,8 +131,8 @@ def test_settle_orphan_records_only_what_a_fresh_process_reproduces(
 def test_settle_orphan_explains_a_crash_by_its_replayed_signal(tmp_path: Path) -> None:
     """The -n 0 sentinel's crash record is matched against the expected failures: an entry whose
     message names the signal the replay saw explains it; one naming another signal does not."""
-    from conformance.crashes import main, settle_orphan
-    from conformance.expectations import load_expectations
+    from conformance.pytest_plugin.crashes import main, settle_orphan
+    from conformance.store.expectations import load_expectations
 
     xf = tmp_path / "xf.yaml"
     xf.write_text("- id: abs::forward\n  message: SIGABRT\n  reason: aborts\n"
@@ -161,7 +161,7 @@ def test_settle_orphan_explains_a_crash_by_its_replayed_signal(tmp_path: Path) -
 
 def test_settle_orphan_in_a_cpu_call_needs_a_second_death(tmp_path: Path) -> None:
     """A run killed from outside while CPU ran is not CPU's crash; dying there twice is."""
-    from conformance.crashes import settle_orphan
+    from conformance.pytest_plugin.crashes import settle_orphan
 
     results = tmp_path / "r.jsonl"
     results.write_text(json.dumps({"record": "run", "backend": "b", "device": "mlu"}) + "\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from test_injected_bugs import _buggy, _run
 
-from conformance.verdicts import Verdict
+from conformance.core.verdicts import Verdict
 from opdb import outcomes
 from opdb.dtypes import DTYPE_NAMES
 
@@ -46,7 +46,7 @@ def test_kernel_computing_float64_in_float32_is_caught_at_float64():
 
 @pytest.mark.parametrize("overload", ["neg", "exp", "bitwise_and.Tensor", "add.Tensor"])
 def test_reference_backend_passes_and_tries_every_dtype(overload):
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     v = _run(resolve("mlu", without=()), overload, "dtypes", max_examples=DEPTH)
     assert v.verdict == "pass", f"{v.message}\n{v.repro}"
@@ -56,7 +56,7 @@ def test_reference_backend_passes_and_tries_every_dtype(overload):
 
 def test_cpu_support_is_cpus_own():
     """bitwise_and has no floating kernel on CPU: those dtypes are cpu_rejects, not failures."""
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     v = _run(resolve("mlu", without=()), "bitwise_and.Tensor", "dtypes", max_examples=DEPTH)
     assert v.dtype_support["float32"] == outcomes.DTYPE_CPU_REJECTS
@@ -65,7 +65,7 @@ def test_cpu_support_is_cpus_own():
 
 def test_missing_kernel_at_every_dtype_is_unsupported():
     import kernels
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     kernels.install(without=["neg", "neg.out"])
     v = _run(resolve("mlu", without=("neg", "neg.out")), "neg", "dtypes", max_examples=DEPTH)
@@ -86,7 +86,7 @@ def test_dtype_support_round_trips_and_old_records_read():
 
 
 def test_dtype_error_recognised_by_name():
-    from conformance.dtype_support import is_dtype_error
+    from conformance.checks.dtypes import is_dtype_error
 
     assert is_dtype_error("NotImplementedError: \"neg_mlu\" not implemented for 'Short'", "int16")
     assert is_dtype_error("TypeError: MPS does not support int16 tensors", "int16")
@@ -104,7 +104,8 @@ def test_sweep_pins_each_dtype_on_the_primary_tensors():
     from hypothesis import given, settings
 
     import opdb
-    from conformance.strategies import DtypeSweep, OpSignature, calls
+    from conformance.core.signature import OpSignature
+    from conformance.inputs.strategies import DtypeSweep, calls
     from opdb.opdata import load_hints
 
     sig = OpSignature.of(opdb.load()["masked_fill.Scalar"])
@@ -128,18 +129,19 @@ def test_refusal_of_an_empty_input_is_not_a_dtype_gap():
     import torch
 
     import opdb
-    from conformance.dtype_support import _all_empty
-    from conformance.strategies import Call, OpSignature
+    from conformance.checks.dtypes import all_empty
+    from conformance.core.call import Call
+    from conformance.core.signature import OpSignature
 
     sig = OpSignature.of(opdb.load()["neg"])
-    assert _all_empty(Call(sig=sig, values=(("self", torch.empty(0, 3)),)))
-    assert not _all_empty(Call(sig=sig, values=(("self", torch.ones(2)),)))
+    assert all_empty(Call(sig=sig, values=(("self", torch.empty(0, 3)),)))
+    assert not all_empty(Call(sig=sig, values=(("self", torch.ones(2)),)))
 
 
 def test_verdict_does_not_depend_on_modules_loaded_before(tmp_path, monkeypatch):
     """Hypothesis draws constants found in the source of loaded modules: a module imported
     between two runs (a vendor's backend, another test) must not change the examples."""
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     backend = resolve("mlu", without=())
     first = _run(backend, "exp", "dtypes", max_examples=DEPTH)
@@ -158,11 +160,12 @@ def _sweeps(overload: str, n: int = 3, seed: int = 0) -> list:
     from hypothesis import seed as hseed
 
     import opdb
-    from conformance.engine import _no_local_constants
-    from conformance.strategies import OpSignature, dtype_sweeps
+    from conformance.core.signature import OpSignature
+    from conformance.engine.search import no_local_constants
+    from conformance.inputs.strategies import dtype_sweeps
     from opdb.opdata import load_hints
 
-    _no_local_constants()  # as the engine draws: the same sweeps whatever ran before in the process
+    no_local_constants()  # as the engine draws: the same sweeps whatever ran before in the process
     sig = OpSignature.of(opdb.load()[overload])
     got: list = []
 
@@ -209,7 +212,7 @@ def _sort_nan_first(self, *, stable=None, dim=-1, descending=False):
 
 def test_nan_order_of_sort_is_caught_at_the_default_depth():
     import kernels
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     kernels.install(overrides={"sort.stable": _sort_nan_first})
     backend = resolve("mlu", without=())

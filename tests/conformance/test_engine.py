@@ -9,14 +9,15 @@ import math
 import pytest
 import torch
 
-from conformance.backends import resolve
-from conformance.checks import CHECKS
-from conformance.engine import EngineSettings, Item, run_check
-from conformance.expectations import load_expectations
-from conformance.repro import snippet, tensor_literal
-from conformance.results import ResultsWriter, dumps, read_records
-from conformance.strategies import OpSignature
-from conformance.verdicts import Verdict, missing_op_from
+from conformance.checks.registry import CHECKS
+from conformance.core.backends import resolve
+from conformance.core.signature import OpSignature
+from conformance.core.verdicts import Verdict, missing_op_from
+from conformance.engine.search import EngineSettings, Item, run_check
+from conformance.repro.common import tensor_literal
+from conformance.repro.snippet import snippet
+from conformance.store.expectations import load_expectations
+from conformance.store.results import ResultsWriter, dumps, read_records
 from opdb.dtypes import DTYPE_NAMES, torch_dtype
 from opdb.errors import InputError
 from opdb.opdata import ArgHint, OpHints, load_hints, load_tolerances
@@ -181,7 +182,7 @@ def test_a_hint_that_cpu_ignores_strides_makes_noncontiguous_inapplicable():
     """CPU's fused optimizers walk data_ptr() as contiguous memory (hints: cpu_ignores_strides):
     their noncontiguous item is not applicable (a backend right on views failed it), and the
     hint leaves the other checks alone."""
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     v = run("_fused_sgd_", "noncontiguous", resolve("mlu"))
     assert (v.verdict, v.category) == ("skip", "not_applicable"), v.message
@@ -296,7 +297,7 @@ def test_data_files_errors_name_file_and_line(tmp_path):
 
 def test_packaged_expected_failures_name_real_items():
     import opdb
-    from conformance.expectations import EXPECTED_DIR
+    from conformance.store.expectations import EXPECTED_DIR
 
     universe = [f"{o.name}::{c}" for o in opdb.load().overloads for c in CHECKS]
     files = sorted((f for f in EXPECTED_DIR.iterdir() if f.name.endswith(".yaml")),
@@ -310,24 +311,25 @@ def test_packaged_expected_failures_name_real_items():
 
 
 def test_comparison_is_as_loose_as_the_least_precise_floating_input():
-    from conformance.checks import _loosest
+    from conformance.compare.values import loosest_tolerance
     from opdb.dtypes import default_tolerance
 
-    assert _loosest(frozenset({"float16", "int64"}), torch.float32) == default_tolerance("float16")
-    assert _loosest(frozenset({"float32"}), torch.float32) is None  # torch's default for float32
-    assert _loosest(frozenset({"float16"}), torch.int64) is None  # integers: exact
-    assert _loosest(frozenset({"float64"}), torch.float16) is None
+    assert loosest_tolerance(frozenset({"float16", "int64"}), torch.float32) == default_tolerance("float16")
+    assert loosest_tolerance(frozenset({"float32"}), torch.float32) is None  # torch's default for float32
+    assert loosest_tolerance(frozenset({"float16"}), torch.int64) is None  # integers: exact
+    assert loosest_tolerance(frozenset({"float64"}), torch.float16) is None
 
 
 def test_an_item_whose_every_draw_fails_argument_binding_stops_early():
     """CPU refusing every call with one schema-binding error (the strategy's argument types,
     not its values): the search stops after BINDING_REJECTS refusals, still no_valid_inputs."""
     import opdb
-    from conformance.backends import resolve
-    from conformance.checks import CHECKS
-    from conformance.engine import BINDING_REJECTS, EngineSettings, Item, _binding_only, run_check
-    from conformance.repro import snippet
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS
+    from conformance.compare.context import BINDING_REJECTS, binding_only
+    from conformance.core.backends import resolve
+    from conformance.core.signature import OpSignature
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
     from opdb.opdata import load_hints, load_tolerances
 
     backend = resolve("mlu", without=())
@@ -345,21 +347,21 @@ def test_an_item_whose_every_draw_fails_argument_binding_stops_early():
 
     line = ("RuntimeError: aten::x() Expected a value of type 'List[Tensor]' for argument "
             "'out1' but instead found type 'Tensor'.")
-    assert _binding_only(Counter({line: BINDING_REJECTS}))
-    assert not _binding_only(Counter({line: BINDING_REJECTS - 1}))
-    assert not _binding_only(Counter({line: BINDING_REJECTS, "ValueError: other": 1}))
-    assert not _binding_only(Counter({"RuntimeError: expected scalar type Float": 500}))
+    assert binding_only(Counter({line: BINDING_REJECTS}))
+    assert not binding_only(Counter({line: BINDING_REJECTS - 1}))
+    assert not binding_only(Counter({line: BINDING_REJECTS, "ValueError: other": 1}))
+    assert not binding_only(Counter({"RuntimeError: expected scalar type Float": 500}))
 
 
 def test_a_binding_refusal_on_both_sides_is_no_agreement():
     """The checks that judge CPU's refusals (promotion, out, inplace) counted the backend raising
     the same schema-binding error as agreeing, though no kernel ran on either side: an item
     whose every call binding refuses passed on "examples" that checked nothing."""
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     v = run("is_contiguous.memory_format", "promotion", resolve("mlu"), k=10, corpus="off")
     assert (v.verdict, v.category, v.examples) == ("skip", "no_valid_inputs", 0), v.message
-    from conformance.engine import binding_refusal
+    from conformance.compare.context import binding_refusal
 
     assert binding_refusal(RuntimeError(
         "aten::x() Expected a value of type 'List[Tensor]' for argument 'out1' but instead "

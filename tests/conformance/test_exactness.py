@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import opdb
-from conformance.checks import _mismatches, comparison_for
-from conformance.strategies import Call, OpSignature
+from conformance.compare.values import comparison_for, mismatches
+from conformance.core.call import Call
+from conformance.core.signature import OpSignature
 from opdb import exactness
 from opdb.errors import InputError
 from opdb.opdata import load_hints, load_tolerances
@@ -126,53 +127,53 @@ def test_ulp_mask():
     one = torch.tensor([1.0, float("nan"), -0.0, 2.0])
     next_up = torch.nextafter(one, torch.tensor(float("inf")))
     actual = torch.stack([next_up[0], one[1], torch.tensor(0.0), one[3]])
-    assert _mismatches(actual, one, 0).tolist() == [True, False, False, False]
-    assert not _mismatches(actual, one, 1).any()
+    assert mismatches(actual, one, 0).tolist() == [True, False, False, False]
+    assert not mismatches(actual, one, 1).any()
     two_up = torch.nextafter(next_up, torch.tensor(float("inf")))
-    assert _mismatches(two_up[:1], one[:1], 1).tolist() == [True]
+    assert mismatches(two_up[:1], one[:1], 1).tolist() == [True]
     h = torch.tensor([65504.0], dtype=torch.float16)
-    assert not _mismatches(torch.tensor([float("inf")], dtype=torch.float16), h, 1).any()
+    assert not mismatches(torch.tensor([float("inf")], dtype=torch.float16), h, 1).any()
     big = torch.tensor([1e300, -1e300], dtype=torch.float64)
-    assert _mismatches(-big, big, 1).all()  # opposite signs: no int64 overflow in the distance
+    assert mismatches(-big, big, 1).all()  # opposite signs: no int64 overflow in the distance
     z = torch.tensor([complex(1, float("nan"))])
-    assert not _mismatches(z, z.clone(), 0).any()
+    assert not mismatches(z, z.clone(), 0).any()
     # signed zeros: -0.0 differs from 0.0 only where the data says the sign is specified
     zeros = torch.tensor([-0.0, 0.0, 1.0])
     flipped = torch.tensor([0.0, 0.0, 1.0])
-    assert not _mismatches(flipped, zeros, 0).any()
-    assert _mismatches(flipped, zeros, 0, signed_zero=True).tolist() == [True, False, False]
-    assert _mismatches(flipped, zeros, 1, signed_zero=True).tolist() == [True, False, False]
+    assert not mismatches(flipped, zeros, 0).any()
+    assert mismatches(flipped, zeros, 0, signed_zero=True).tolist() == [True, False, False]
+    assert mismatches(flipped, zeros, 1, signed_zero=True).tolist() == [True, False, False]
 
 
 def test_an_elementwise_conversion_compares_its_defined_elements():
     """A NaN among the elements of a float -> int conversion leaves only its own element
     unspecified: a wrong rounding of the others is still a failure."""
-    from conformance.checks import _defined_elements
+    from conformance.compare.values import defined_elements
 
     c = call("_to_copy", self=torch.tensor([float("nan"), 1.7, 3e9]), dtype=torch.int32)
-    assert _defined_elements(c, torch.zeros(3, dtype=torch.int32)).tolist() == [False, True,
+    assert defined_elements(c, torch.zeros(3, dtype=torch.int32)).tolist() == [False, True,
                                                                                  False]
     # not elementwise (a reduction's result) or with Python numbers: no element is specified
     other = call("_to_copy", self=torch.tensor([float("nan"), 1.7]), dtype=torch.int32)
-    assert _defined_elements(other, torch.zeros((), dtype=torch.int32)) is None
+    assert defined_elements(other, torch.zeros((), dtype=torch.int32)) is None
 
 
 def test_undefined_conversion_is_not_counted_but_defined_ones_are_compared():
-    from conformance.checks import _undefined_conversion
+    from conformance.compare.values import conversion_undefined
 
     nan = call("_to_copy", self=torch.tensor([float("nan"), 1.0]), dtype=torch.int32)
-    assert _undefined_conversion(nan, torch.int32)
+    assert conversion_undefined(nan, torch.int32)
     ok = call("_to_copy", self=torch.tensor([3.5, -2.0]), dtype=torch.int32)
-    assert not _undefined_conversion(ok, torch.int32)
+    assert not conversion_undefined(ok, torch.int32)
     big = call("_to_copy", self=torch.tensor([3e9]), dtype=torch.int32)
-    assert _undefined_conversion(big, torch.int32)
+    assert conversion_undefined(big, torch.int32)
 
 
 def assert_values(c: Call, actual: torch.Tensor, expected: torch.Tensor, position=None) -> None:
-    from conformance.checks import _assert_values
+    from conformance.compare.values import assert_values
 
     ctx = SimpleNamespace(**vars(CTX), comparisons={})
-    _assert_values(ctx, c, "out", c.describe(), actual, expected,  # type: ignore[arg-type]
+    assert_values(ctx, c, "out", c.describe(), actual, expected,  # type: ignore[arg-type]
                    position=position)
 
 
@@ -181,7 +182,7 @@ def test_low_precision_results_may_differ_by_ulps_at_their_inputs_scale():
     float16 convolution rounds w * x before adding the bias (CPU: one float32 sum, one rounding),
     which cancellation leaves as 4 ulps of the result (0.5 ulp of the largest input); torch.
     testing's default float16 rtol (1e-3) failed it."""
-    from conformance.checks import CheckFailure
+    from conformance.core.verdicts import CheckFailure
 
     h = torch.float16
     x = torch.tensor([2.19140625], dtype=h).reshape(1, 1, 1, 1)
@@ -209,7 +210,7 @@ def test_low_precision_results_may_differ_by_ulps_at_their_inputs_scale():
 def test_log_softmax_cancellation_in_half_is_allowed():
     """log_softmax's result near 0 is x - logsumexp: a half-precision logsumexp's rounding at the
     inputs' scale (~7) is many ulps of a result of 1e-4."""
-    from conformance.checks import CheckFailure
+    from conformance.core.verdicts import CheckFailure
 
     x = torch.tensor([3.0, -0.6875], dtype=torch.float16)
     c = call("_log_softmax", self=x, dim=0, half_to_float=False)
@@ -225,7 +226,7 @@ def test_log_softmax_cancellation_in_half_is_allowed():
 def test_scale_is_per_element_for_elementwise_inputs_and_per_list_element_for_foreach():
     """A huge input element loosens only the results it feeds: an elementwise op's other
     elements and a _foreach op's other list entries keep their own scale."""
-    from conformance.checks import CheckFailure
+    from conformance.core.verdicts import CheckFailure
 
     h = torch.float16
     grad = torch.tensor([30000.0, 1.0], dtype=h)
@@ -246,7 +247,7 @@ def test_sums_of_many_terms_may_differ_by_ulps_at_their_inputs_scale():
     """An FFT element that cancels (int16 inputs near 32767) differs between FFT libraries by a
     few ulps of the inputs' magnitude (tolerances.yaml scale_ulps); float32 ops without such an
     entry keep torch.testing's tolerances, and a wrong transform still fails."""
-    from conformance.checks import CheckFailure
+    from conformance.core.verdicts import CheckFailure
 
     x = torch.tensor([32767, 6, -32768], dtype=torch.int16).reshape(3, 1, 1)
     c = call("fft_ihfft2", self=x, s=None, dim=[0], norm=None)
@@ -266,7 +267,7 @@ def test_an_integral_minimum_counts_at_its_magnitude_in_the_inputs_scale():
     """int16's -32768 is its own abs() in int16: the inputs' scale took it as negative, so an
     FFT over it and small values was held to ulps of 3 (fft_ihfft2::dtypes at int16 failed by
     5e-4 where ulps of 32768 allow it)."""
-    from conformance.checks import CheckFailure
+    from conformance.core.verdicts import CheckFailure
 
     x = torch.tensor([[2, -1, -32768], [0, 2, -3], [-1, 0, -32768], [1, 1, -3]],
                      dtype=torch.int16)
@@ -284,7 +285,7 @@ def test_a_transform_input_of_the_results_shape_counts_everywhere():
     input counted per element, so the element where 16384 and -32768 cancel was held to ulps of
     its own input (2), not of 32768 (tolerances.yaml `scale: all_inputs`); an elementwise op
     keeps its per-element scale."""
-    from conformance.checks import CheckFailure
+    from conformance.core.verdicts import CheckFailure
 
     x = torch.tensor([-3, -1, 3, 0, -32768, 16384, -2, -2, 16384],
                      dtype=torch.int16).reshape(3, 3, 1)
@@ -307,7 +308,7 @@ def test_which_nonfinite_value_an_fft_gives_is_not_compared():
     """An FFT meeting inf gives inf or NaN by its plan (tolerances.yaml `nonfinite:
     unspecified`); a finite value against CPU's inf still fails, and so does NaN against inf
     for an op without the entry."""
-    from conformance.checks import CheckFailure
+    from conformance.core.verdicts import CheckFailure
 
     inf, nan = float("inf"), float("nan")
     x = torch.tensor([-6.638373272801211e+225, inf, 9.443991355239666e+36, 1e-290],
@@ -327,7 +328,7 @@ def test_which_nonfinite_value_an_fft_gives_is_not_compared():
 
 def test_a_finite_value_never_matches_an_infinity_at_the_inputs_scale():
     """rtol * inf allowed anything: a float16 result of 1.0 where CPU's is inf passed."""
-    from conformance.checks import CheckFailure
+    from conformance.core.verdicts import CheckFailure
 
     h = torch.float16
     x = torch.tensor([12.0, 1.0], dtype=h)

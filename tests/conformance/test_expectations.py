@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.expectations import EXPECTED_DIR, expected_failures_path, load_expectations
+from conformance.store.expectations import EXPECTED_DIR, expected_failures_path, load_expectations
 from opdb.errors import InputError
 
 DATA = Path(__file__).parent.parent / "data" / "engine"

@@ -42,10 +42,10 @@ BUGS = {
 
 def _run(backend, overload: str, check: str, max_examples: int = 20):
     import opdb
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.repro import snippet
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS
+    from conformance.core.signature import OpSignature
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
     from opdb.opdata import load_hints, load_tolerances
 
     sig = OpSignature.of(opdb.load()[overload])
@@ -58,7 +58,7 @@ def _run(backend, overload: str, check: str, max_examples: int = 20):
 def _buggy(module: str):
     """Bring up ``privateuse1:MODULE`` from tests/data/engine (its import installs the bug)."""
     import kernels
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     if str(DATA) not in sys.path:
         sys.path.insert(0, str(DATA))
@@ -166,11 +166,11 @@ def _run_overridden(overload: str, check: str, fn, *, hints=None, max_examples: 
     """``overload::check`` on the reference backend with ``fn`` as its kernel (restored after)."""
     import kernels
     import opdb
-    from conformance.backends import resolve
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.repro import snippet
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS
+    from conformance.core.backends import resolve
+    from conformance.core.signature import OpSignature
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
     from opdb.opdata import load_hints, load_tolerances
 
     backend = resolve("mlu", without=())
@@ -323,11 +323,11 @@ def _two_bugs(self, other, *, alpha=1):
 def _run_two_bugs(expected=None, k: int = 30):
     import kernels
     import opdb
-    from conformance.backends import resolve
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.repro import snippet
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS
+    from conformance.core.backends import resolve
+    from conformance.core.signature import OpSignature
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
     from opdb.dtypes import DTYPE_NAMES
     from opdb.opdata import load_hints, load_tolerances
 
@@ -365,7 +365,7 @@ def test_every_distinct_failure_is_recorded_and_shrunk_separately(reference):
                                                 v.failures[0].repro)
     rec = v.to_json()
     assert [f["key"] for f in rec["failures"]] == keys
-    from conformance.verdicts import Verdict
+    from conformance.core.verdicts import Verdict
 
     assert Verdict.from_json(rec) == v
 
@@ -387,7 +387,7 @@ def test_an_expected_failure_masks_only_its_fingerprint(reference):
 
 
 def test_failure_key_normalizes_numbers_and_shapes_but_keeps_kinds():
-    from conformance.engine import failure_key
+    from conformance.engine.fingerprints import failure_key
 
     a = failure_key("value", "out values differ from CPU: Mismatched elements: 1 / 2 (50.0%) "
                              "Greatest absolute difference: 0.5 at index (0, 1) [add.Tensor("
@@ -413,7 +413,7 @@ def test_failure_key_normalizes_dtype_names_but_keeps_the_lead_dtype():
     name in CPU's message times the lead dtype): names are normalized as numbers are, the lead
     dtype still separates input dtypes, and the message an expected entry's regex reads keeps
     its names."""
-    from conformance.engine import failure_key
+    from conformance.engine.fingerprints import failure_key
 
     msg = ("returned a result, but should raise RuntimeError: logsumexp(): Expected floating "
            "point type for result tensor, but got: {} as CPU does [logsumexp.out(x)]")
@@ -507,7 +507,7 @@ def test_a_known_failure_is_shrunk_within_a_budget_and_stays_small(reference, mo
     """A failure an entry already expects gets EXPECTED_SHRINK_EXAMPLES checked examples of shrinking (a new one
     is shrunk in full): its repro is still a small call, and a tighter budget runs fewer
     examples than a full shrink."""
-    from conformance import engine
+    from conformance.engine import search as engine
 
     full = _run_two_bugs()
     known = _run_two_bugs(expected=lambda c, m: "known")
@@ -526,7 +526,7 @@ def test_a_known_failure_is_shrunk_within_a_budget_and_stays_small(reference, mo
 
 
 def test_a_new_failure_next_to_a_known_one_is_shrunk_in_full(reference, monkeypatch):
-    from conformance import engine
+    from conformance.engine import search as engine
 
     def only_dtype(category, message):
         return "known" if category == "dtype" else None

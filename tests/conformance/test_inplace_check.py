@@ -59,7 +59,7 @@ def test_refusal_cpu_makes_is_required_of_the_backend():
                                       "_foreach_mul_.Scalar", "transpose_"])
 @pytest.mark.usefixtures("reference")
 def test_reference_backend_and_cpu_pass(overload):
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     for backend in (resolve("mlu", without=()), resolve("cpu", without=())):
         v = _run(backend, overload, "inplace", max_examples=5)
@@ -98,7 +98,7 @@ def test_view_repro_builds_self_as_a_view_of_a_base(tmp_path):
 
 @pytest.mark.parametrize("kind", ["transpose", "slice", "offset", "offset0"])
 def test_views_hold_the_drawn_values_and_alias_their_base(kind):
-    from conformance.variants_inplace import make_base, make_view
+    from conformance.inputs.inplace_forms import make_base, make_view
 
     x = torch.arange(6.0).reshape(2, 3) if kind != "offset0" else torch.tensor(5.0)
     base = make_base(kind, x)
@@ -111,8 +111,8 @@ def test_views_hold_the_drawn_values_and_alias_their_base(kind):
 
 def test_functional_sibling_pairs_inplace_with_functional_overloads():
     import opdb
-    from conformance.strategies import OpSignature
-    from conformance.variants_inplace import functional_sibling
+    from conformance.checks.inplace import functional_sibling
+    from conformance.core.signature import OpSignature
 
     db = opdb.load()
     for inplace, functional in [("add_.Tensor", "add.Tensor"), ("relu_", "relu"),
@@ -124,8 +124,8 @@ def test_functional_sibling_pairs_inplace_with_functional_overloads():
 
 def test_applies_only_to_inplace_overloads():
     import opdb
-    from conformance.checks import CHECKS
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS
+    from conformance.core.signature import OpSignature
 
     db = opdb.load()
     check = CHECKS["inplace"]
@@ -141,8 +141,10 @@ def test_variants_are_drawn_and_broadcast_ones_are_refused_by_cpu():
     from hypothesis import given, settings
 
     import opdb
-    from conformance.strategies import OpSignature, calls
-    from conformance.variants_inplace import control, variant_of
+    from conformance.checks.inplace import control
+    from conformance.core.signature import OpSignature
+    from conformance.inputs.inplace_forms import variant_of
+    from conformance.inputs.strategies import calls
     from opdb.opdata import load_hints
 
     sig = OpSignature.of(opdb.load()["add_.Tensor"])

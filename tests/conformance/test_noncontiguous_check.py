@@ -9,8 +9,10 @@ import torch
 from test_injected_bugs import _buggy, run_repro
 from test_injected_bugs import _run as _run_check
 
-from conformance.layouts import LAYOUTS, LayoutCall, stride_contract, with_layouts
-from conformance.strategies import Call, OpSignature
+from conformance.compare.strides import stride_contract
+from conformance.core.call import Call
+from conformance.core.signature import OpSignature
+from conformance.inputs.layouts import LAYOUTS, LayoutCall, with_layouts
 
 SHAPES = {"channels_last": (1, 3, 2, 4)}
 
@@ -68,7 +70,7 @@ def test_a_layout_that_does_not_fit_leaves_the_tensor_contiguous(reference):
 
 
 def test_written_arguments_are_never_expanded():
-    from conformance.layouts import layout_variants
+    from conformance.inputs.layouts import layout_variants
 
     sig = _sig("add_.Tensor")
     seen = set()
@@ -84,7 +86,7 @@ def test_arguments_of_an_op_given_its_own_geometry_are_never_expanded(reference)
     """_reshape_alias reads self's storage through size/stride, which the hints fit to self's
     elements: an expanded self's storage is smaller, and ATen read past it (a false failure,
     mlu's readback refused the view); its other layouts keep the storage whole."""
-    from conformance.layouts import layout_variants
+    from conformance.inputs.layouts import layout_variants
 
     sig = _sig("_reshape_alias")
     call = Call(sig, (("self", torch.ones(2, 3)), ("size", [2, 3]), ("stride", [0, 1])))
@@ -99,7 +101,7 @@ def test_each_call_is_checked_in_every_layout_that_fits_it():
     """The variants are chosen, not drawn: each layout that fits some argument lays out every
     argument it fits, and with two tensor arguments one of them is also laid out alone; the
     order is a function of the call, so a replayed call is checked in the same order."""
-    from conformance.layouts import layout_variants
+    from conformance.inputs.layouts import layout_variants
 
     sig = _sig("mul.Tensor")
     call = Call(sig, (("self", torch.ones(1, 3, 2, 4)), ("other", torch.ones(4))))
@@ -123,7 +125,8 @@ def test_each_call_is_checked_in_every_layout_that_fits_it():
 def test_one_drawn_call_checks_several_layouts(reference):
     """An example is one drawn forward call checked in its variants in order, up to the first
     that fails, which the failure names (its repro and fingerprint are that variant's)."""
-    from conformance.layouts import layout_variants, verify_variants
+    from conformance.checks.noncontiguous import verify_variants
+    from conformance.inputs.layouts import layout_variants
 
     backend = _buggy("buggy_contiguous")
     sig = _sig("mul.Tensor")
@@ -137,8 +140,9 @@ def test_one_drawn_call_checks_several_layouts(reference):
 
 
 def _context(backend, sig):
-    from conformance.engine import Context, Inflight
-    from conformance.repro import snippet
+    from conformance.compare.context import Context
+    from conformance.core.inflight import Inflight
+    from conformance.repro.snippet import snippet
     from opdb.opdata import load_hints, load_tolerances
 
     return Context(backend=backend, sig=sig, hints=load_hints().for_op(sig.name),
@@ -189,9 +193,9 @@ def test_the_forward_checks_view_refill_catches_it(reference):
     """The same bug is invisible to contiguous inputs; the forward check lays one refill of
     each drawn call out as views (layouts.refill_views), so the default run sees it too."""
     import opdb
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.repro import snippet
+    from conformance.checks.registry import CHECKS
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
     from opdb.opdata import load_hints, load_tolerances
 
     backend = _buggy("buggy_contiguous")
@@ -206,7 +210,7 @@ def test_the_forward_checks_view_refill_catches_it(reference):
 
 
 def test_refill_views_lay_out_every_fitting_argument_but_out():
-    from conformance.layouts import refill_views
+    from conformance.inputs.layouts import refill_views
 
     sig = _sig("mm.out")
     c = Call(sig, (("self", torch.ones(2, 3)), ("mat2", torch.ones(3, 1)),
@@ -245,7 +249,7 @@ def test_a_forward_failure_is_not_filed_again(reference):
                                       "transpose.int", "clone", "cat", "softmax.int",
                                       "neg", "where.self", "isnan", "isinf", "square"])
 def test_cpu_against_itself_and_the_reference_backend_pass(reference, overload):
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     for backend in (resolve("cpu"), reference):
         v = _run(backend, overload, max_examples=10)
@@ -273,7 +277,7 @@ def test_a_refusal_cpu_skips_only_for_views_is_not_the_layouts(reference):
 
 
 def test_registered_and_described():
-    from conformance.checks import CHECKS
+    from conformance.checks.registry import CHECKS
     from opdb import outcomes
 
     assert CHECKS["noncontiguous"].mode == "forward"  # forward's calls, laid out

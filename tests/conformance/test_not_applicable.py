@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import conformance.inapplicable  # noqa: F401 - imported before pytester's in-process runs
-import conformance.plugin  # noqa: F401
-from conformance.checks import CHECKS
-from conformance.engine import EngineSettings, Item, not_applicable, run_check
-from conformance.repro import snippet
-from conformance.strategies import OpSignature
+import conformance.pytest_plugin.inapplicable  # noqa: F401 - imported before pytester's in-process runs
+import conformance.pytest_plugin.plugin  # noqa: F401
+from conformance.checks.registry import CHECKS
+from conformance.core.signature import OpSignature
+from conformance.engine.search import EngineSettings, Item, not_applicable, run_check
+from conformance.repro.snippet import snippet
 from opdb.opdata import load_hints, load_tolerances
 
 QUICK = ("--max-examples", "2", "--hypothesis-db", "none", "-p", "no:cacheprovider")
@@ -82,8 +82,8 @@ def test_recorded_once_with_xdist_and_filters_honoured(tmp_path):
 
 
 def test_progress_counts_verdicts_written_without_running():
-    from conformance.inapplicable import NAME
-    from conformance.progress import Progress
+    from conformance.pytest_plugin.inapplicable import NAME
+    from conformance.pytest_plugin.progress import Progress
 
     written = collections.Counter(skip=3)
     plugin = conformance.inapplicable.NotApplicable.__new__(conformance.inapplicable.NotApplicable)

@@ -10,7 +10,7 @@ from test_injected_bugs import _buggy, _run, run_repro
 
 def _mlu_with(overrides):
     import kernels
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     backend = resolve("mlu", without=())
     kernels.install(overrides=overrides)
@@ -21,10 +21,10 @@ def _run_float32(backend, overload: str, max_examples: int = 30):
     """The out check on ``overload`` with float32 inputs only: each kind of failure is then one
     fingerprint (the engine keys failures by dtype too, and keeps a bounded number)."""
     import opdb
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.repro import snippet
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS
+    from conformance.core.signature import OpSignature
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
     from opdb.opdata import ArgHint, OpHints, load_hints, load_tolerances
 
     sig = OpSignature.of(opdb.load()[overload])
@@ -64,8 +64,8 @@ def test_fresh_result_and_untouched_out_is_caught_with_a_runnable_repro(referenc
 def test_a_copy_returned_instead_of_out_is_out_identity(monkeypatch):
     """A kernel that writes ``out`` but returns a copy (torch returns the out argument itself
     for a Python kernel, so the copy is made where the backend's answer is read)."""
-    from conformance import variants_out
-    from conformance.backends import Backend
+    from conformance.checks import out as variants_out
+    from conformance.core.backends import Backend
     from opdb.outcomes import OUT_IDENTITY
 
     real = variants_out._run_side
@@ -122,7 +122,7 @@ def test_casting_into_any_out_dtype_and_taking_cpu_outs_are_caught(reference):
 @pytest.mark.parametrize("overload", ["add.out", "max.dim_max", "cat.out", "_softmax.out",
                                       "gelu_backward.grad_input", "zeros.out"])
 def test_cpu_against_itself_passes(overload):
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     v = _run(resolve("cpu"), overload, "out")
     assert v.verdict == "pass", f"{v.id}: {v.message}\n{v.repro}"
@@ -137,8 +137,8 @@ def test_reference_backend_passes(reference, overload):
 
 def test_applies_to_out_overloads_with_tensor_outs_only():
     import opdb
-    from conformance.strategies import OpSignature
-    from conformance.variants_out import out_applies
+    from conformance.checks.out import out_applies
+    from conformance.core.signature import OpSignature
 
     db = opdb.load()
     assert out_applies(OpSignature.of(db["add.out"])) is None
@@ -149,7 +149,7 @@ def test_applies_to_out_overloads_with_tensor_outs_only():
 
 
 def test_make_outs_builds_each_form():
-    from conformance.variants_out import make_outs
+    from conformance.inputs.out_forms import make_outs
 
     shapes, dtypes = [(2, 3), ()], [torch.float32, torch.int64]
     outs, bases = make_outs("fresh", shapes, dtypes, "cpu")
@@ -170,7 +170,7 @@ def test_make_outs_builds_each_form():
 def test_warnings_seen_reads_python_and_cpp_warnings():
     import warnings
 
-    from conformance.variants_out import warnings_seen
+    from conformance.inputs.out_forms import warnings_seen
 
     with warnings_seen() as seen:
         warnings.warn("from python", UserWarning, stacklevel=1)
@@ -184,8 +184,9 @@ def test_each_call_is_judged_in_chosen_forms_that_take_turns():
     call, the same forms: a replay is judged alike); over calls every form takes its turn,
     and the dtype form offers a dtype CPU will not cast into and one it casts into."""
     import opdb
-    from conformance.strategies import Call, OpSignature
-    from conformance.variants_out import FORMS, alt_dtypes, forms_for
+    from conformance.core.call import Call
+    from conformance.core.signature import OpSignature
+    from conformance.inputs.out_forms import FORMS, alt_dtypes, forms_for
 
     assert alt_dtypes("float32", 0)[0] in ("bool", "uint8", "int8", "int16", "int32", "int64")
     assert alt_dtypes("float32", 0)[1] in ("float16", "bfloat16", "float64", "complex64",
@@ -244,10 +245,10 @@ def test_a_random_result_equal_to_the_old_out_is_no_unwritten_out(reference):
     passed it). Seeded ops' outs with fewer than SEEDED_WRITE_EVIDENCE elements are not judged
     on that; their shapes and dtypes still are."""
     import opdb
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.repro import snippet
-    from conformance.strategies import OpSignature
+    from conformance.checks.registry import CHECKS
+    from conformance.core.signature import OpSignature
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
     from opdb.opdata import ArgHint, OpHints, load_hints, load_tolerances
 
     name = "randint_like.low_dtype_out"

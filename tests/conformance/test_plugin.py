@@ -14,12 +14,12 @@ import torchgen.model  # noqa: F401,E402
 
 # pytester's in-process runs drop modules first imported inside them; torch cannot be imported
 # twice in one process, so everything the plugin imports is imported here first.
-import conformance.checks  # noqa: F401,E402
-import conformance.engine  # noqa: F401,E402
-import conformance.expectations  # noqa: F401,E402
-import conformance.plugin  # noqa: F401,E402
-import conformance.repro  # noqa: F401,E402
-import conformance.results  # noqa: F401,E402
+import conformance.checks.registry  # noqa: F401,E402
+import conformance.engine.search  # noqa: F401,E402
+import conformance.pytest_plugin.plugin  # noqa: F401,E402
+import conformance.repro.common  # noqa: F401,E402
+import conformance.store.expectations  # noqa: F401,E402
+import conformance.store.results  # noqa: F401,E402
 import opdb  # noqa: F401,E402
 
 try:
@@ -223,7 +223,7 @@ def _crashes_hint(tmp_path: Path, names: str) -> Path:
 
 
 def test_only_host_memory_backends_are_forked():
-    from conformance.backends import _BUILTIN, resolve
+    from conformance.core.backends import _BUILTIN, resolve
 
     assert resolve("cpu").fork_safe and resolve("meta").fork_safe and resolve("mlu").fork_safe
     # a forked child cannot use the parent's CUDA/XPU/MPS context: those items stay in-process
@@ -342,7 +342,7 @@ def test_progress_line_and_summary(tmp_path):
     import io
     import types
 
-    from conformance.progress import Progress, summarize
+    from conformance.pytest_plugin.progress import Progress, summarize
 
     stream = io.StringIO()
     progress = Progress(stream, tty=True)

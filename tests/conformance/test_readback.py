@@ -9,18 +9,20 @@ import pytest
 import torch
 
 import opdb
-from conformance import readback
-from conformance.checks import compare_outputs
-from conformance.engine import Context, Inflight
-from conformance.strategies import Call, OpSignature
-from conformance.verdicts import CheckFailure, CpuRejected
+from conformance.compare.context import Context
+from conformance.compare.outputs import compare_outputs
+from conformance.core import readback
+from conformance.core.call import Call
+from conformance.core.inflight import Inflight
+from conformance.core.signature import OpSignature
+from conformance.core.verdicts import CheckFailure, CpuRejected
 from opdb.opdata import load_hints, load_tolerances
 
 
 def _run(backend, overload: str, check: str = "forward", max_examples: int = 10):
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from conformance.repro import snippet
+    from conformance.checks.registry import CHECKS
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
 
     sig = OpSignature.of(opdb.load()[overload])
     return run_check(Item(sig, CHECKS[check]), backend,
@@ -31,7 +33,7 @@ def _run(backend, overload: str, check: str = "forward", max_examples: int = 10)
 
 @pytest.fixture(scope="module")
 def cpu():
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     return resolve("cpu")
 

@@ -7,12 +7,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.backends import resolve
-from conformance.checks import CHECKS
-from conformance.engine import EngineSettings, Item, run_check
-from conformance.repro import snippet
-from conformance.strategies import Call, OpSignature, calls
-from conformance.values import Fill
+from conformance.checks.registry import CHECKS
+from conformance.core.backends import resolve
+from conformance.core.call import Call
+from conformance.core.fills import Fill
+from conformance.core.signature import OpSignature
+from conformance.engine.search import EngineSettings, Item, run_check
+from conformance.inputs.strategies import calls
+from conformance.repro.snippet import snippet
 from opdb import load
 from opdb.opdata import load_hints, load_tolerances
 
@@ -73,7 +75,7 @@ def test_refills_keep_the_structure_and_change_the_values(data):
 def test_scheduled_refills_carry_a_headline_special_in_one_tensor():
     """Refills 2, 3, 10, 11 (NaN), 5 (+inf) and 13 (-inf) write that special into one tensor
     of the call, a different one each refill; other refills draw their specials as before."""
-    from conformance.values import FORCED_HEADLINE, headline
+    from conformance.core.fills import FORCED_HEADLINE, headline
 
     for seed in range(20):
         f = Fill("float32", (3, 2), seed=seed)
@@ -205,7 +207,7 @@ def test_a_drawn_call_cpu_refuses_for_its_dtype_is_rescued_in_another(monkeypatc
     refills) instead of being thrown away for another draw (12 draws thrown away, 1 with)."""
     import hypothesis
 
-    from conformance import engine
+    from conformance.engine import search as engine
 
     mlu = resolve("mlu")
     real_reject = hypothesis.reject

@@ -10,7 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.strategies import Call, OpSignature, _related, calls, tensor_lists
+from conformance.core.call import Call
+from conformance.core.signature import OpSignature
+from conformance.inputs.strategies import calls, related, tensor_lists
 from opdb import load
 from opdb.dtypes import DTYPE_NAMES, FLOATING, INTEGRAL, category
 from opdb.opdata import load_hints
@@ -81,9 +83,9 @@ def test_index_add_out_forward_finds_valid_examples():
     """At the default depth the forward check of index_add.out checks many examples, and catches
     an alpha ignored (benchmarks/mutants.py index_add_alpha)."""
     import kernels
-    from conformance.backends import resolve
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.checks.registry import CHECKS
+    from conformance.core.backends import resolve
+    from conformance.engine.search import EngineSettings, Item, run_check
     from opdb.opdata import load_tolerances
 
     def no_alpha(self, dim, index, source, *, alpha=1, out):
@@ -127,7 +129,7 @@ def test_index_lists_reach_negative_positions():
 def test_tensor_list_elements_take_every_dtype():
     """cat's tensors are drawn in the call's dtype (not always float32), and the dtypes check
     applies to overloads whose only tensors are a Tensor[]."""
-    from conformance.dtype_support import dtypes_applies
+    from conformance.checks.dtypes import dtypes_applies
 
     sig = _sig("cat")
     assert tensor_lists(sig) and dtypes_applies(sig) is None
@@ -144,21 +146,22 @@ def test_tensor_list_elements_take_every_dtype():
 
 def test_related_promotion_dtypes():
     """A Python scalar one category up decides the result's category."""
-    assert set(_related("int32")) == set(FLOATING)
-    assert set(_related("bool")) == set(INTEGRAL)
-    assert all(category(d) == "complex" for d in _related("complex64"))
-    assert all(category(d) == "complex" for d in _related("float16"))
+    assert set(related("int32")) == set(FLOATING)
+    assert set(related("bool")) == set(INTEGRAL)
+    assert all(category(d) == "complex" for d in related("complex64"))
+    assert all(category(d) == "complex" for d in related("float16"))
     # a 0-dim tensor operand: its own category (a wider one must not promote) and the next up
-    assert set(_related("float32", "zerodim")) == set(FLOATING) | set(_related("float32"))
-    assert set(_related("int8", "cpu_zerodim")) == set(INTEGRAL) | set(FLOATING)
+    assert set(related("float32", "zerodim")) == set(FLOATING) | set(related("float32"))
+    assert set(related("int8", "cpu_zerodim")) == set(INTEGRAL) | set(FLOATING)
 
 
 def test_promotion_examples_are_distinct_calls():
     """Hypothesis repeats earlier draws (mul.Tensor: 20 distinct of 30); the promotion check's
     identity makes the engine draw another call in a repeat's place."""
-    from conformance.backends import resolve
-    from conformance.checks import CHECKS, promotion_identity
-    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.checks.promotion import promotion_identity
+    from conformance.checks.registry import CHECKS
+    from conformance.core.backends import resolve
+    from conformance.engine.search import EngineSettings, Item, run_check
 
     sig = _sig("mul.Tensor")
     seen: list[str] = []
@@ -228,7 +231,7 @@ def test_conversions_sweep_every_dtype_pair():
 def test_broadcast_rotates_the_drawn_shapes_among_the_operands():
     """where's condition aligned from the left is right while it has the largest shape: each
     broadcast example is checked with the shapes rotated among the operands too."""
-    from conformance.checks import shape_rotations
+    from conformance.checks.broadcast import shape_rotations
 
     sig = _sig("where.self")
     c = Call(sig, (("condition", torch.tensor([[True, False], [False, True]])),
@@ -247,7 +250,7 @@ def test_promotion_tries_each_zero_dim_dtype_where_a_rule_decides():
     table (``torch.result_type`` differs from ``torch.promote_types``, or the 0-dim operand
     gives the result its dtype): float32 with float64/complex64/complex128, never with the
     float16 or bfloat16 0-dim operands that change nothing."""
-    from conformance.checks import zero_dim_partners
+    from conformance.checks.promotion import zero_dim_partners
 
     sig = _sig("add.Tensor")
     c = Call(sig, (("self", torch.ones(3)), ("other", torch.tensor(2.0, dtype=torch.float16))))

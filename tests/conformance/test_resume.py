@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conformance.results import load_for_resume, repair_tail, resume_mismatch
+from conformance.store.results import load_for_resume, repair_tail, resume_mismatch
 from opdb.errors import InputError
 
 OPS = "abs|neg"
@@ -40,7 +40,7 @@ def _expected_ids() -> set[str]:
     import re
 
     import opdb
-    from conformance.checks import DEFAULT_CHECKS
+    from conformance.checks.registry import DEFAULT_CHECKS
 
     rx = re.compile(OPS)
     return {f"{ov.name}::{c}" for ov in opdb.load().overloads

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 import opdb
-from conformance import rundb
-from conformance.checks import CHECKS, grad_args
-from conformance.strategies import OpSignature
+from conformance.checks.registry import CHECKS
+from conformance.compare.gradients import grad_args
+from conformance.core import rundb
+from conformance.core.signature import OpSignature
 
 
 @pytest.fixture(scope="module")

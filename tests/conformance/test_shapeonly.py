@@ -12,9 +12,9 @@ import pytest
 import torch
 from test_engine import run, sig_of
 
-from conformance.backends import resolve
-from conformance.shapeonly import error_depends_on_values, refilled
-from conformance.strategies import Call
+from conformance.compare.shapeonly import error_depends_on_values, refilled
+from conformance.core.backends import resolve
+from conformance.core.call import Call
 from opdb.outcomes import METADATA_ONLY
 
 
@@ -150,7 +150,7 @@ def test_no_meta_kernel_is_unsupported_naming_the_op():
     """torch's Python dispatcher words a key with no kernel differently ("attempted to run this
     operator with Meta tensors, but there was no fake impl or Meta kernel registered"): still a
     missing kernel, so ``unsupported``, not an ``error_raises`` fail."""
-    from conformance.verdicts import missing_op_from
+    from conformance.core.verdicts import missing_op_from
 
     x = torch.empty(3, device="meta")
     with pytest.raises(NotImplementedError) as info:
@@ -171,9 +171,10 @@ def test_autograd_is_judged_on_metadata_with_the_about_to_run_marker(tmp_path):
     to it, and casts its dtype: what is left to judge is device, presence and errors)."""
     from test_engine import HINTS, TOL
 
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Inflight, Item, run_check
-    from conformance.repro import snippet
+    from conformance.checks.registry import CHECKS
+    from conformance.core.inflight import Inflight
+    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
 
     meta = resolve("meta")
 

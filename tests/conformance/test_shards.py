@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.shards import assign, load_durations, parse_shard
+from conformance.store.shards import assign, load_durations, parse_shard
 from opdb.errors import InputError
 
 

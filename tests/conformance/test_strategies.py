@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import opdb
-from conformance.strategies import DEVICE, NoStrategy, OpHints, OpSignature, calls
+from conformance.core.signature import DEVICE, NoStrategy, OpSignature
+from conformance.inputs.strategies import OpHints, calls
 
 FAST = settings(max_examples=25, deadline=None, database=None, derandomize=True)
 
@@ -140,7 +141,7 @@ def test_factory_device_argument_follows_the_call():
 
 def test_cpu_zerodim_stays_on_cpu_when_split():
     sig = sig_of("add.Tensor")
-    from conformance.strategies import Call
+    from conformance.core.call import Call
 
     call = Call(sig=sig, values=(("self", torch.ones(2)), ("other", torch.tensor(2.0))),
                 on_cpu=frozenset({"other"}))
@@ -175,7 +176,7 @@ def test_later_tensor_lists_mostly_take_the_first_lists_form(name, accepted_shar
     accepted only 1-element parameters, 0 of these 60 draws). An optional state list
     (hints: ``maybe_empty``; Adam's max_exp_avg_sqs without amsgrad) is empty about half the
     time, and some of those calls CPU accepts: the path torch.optim's defaults take."""
-    from conformance.strategies import forward_calls
+    from conformance.inputs.strategies import forward_calls
     from opdb.opdata import load_hints
 
     sig = sig_of(name)

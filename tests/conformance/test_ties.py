@@ -9,9 +9,10 @@ import pytest
 import torch
 
 import opdb
-from conformance import ties
-from conformance.strategies import Call, OpSignature
-from conformance.verdicts import CheckFailure
+from conformance.compare import ties
+from conformance.core.call import Call
+from conformance.core.signature import OpSignature
+from conformance.core.verdicts import CheckFailure
 from opdb.opdata import load_hints
 
 
@@ -78,8 +79,8 @@ def _topk_last_of_ties(self, k, dim=-1, largest=True, sorted=True):
 
 def test_a_backend_breaking_ties_differently_passes(reference):
     import kernels
-    from conformance.checks import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.checks.registry import CHECKS
+    from conformance.engine.search import EngineSettings, Item, run_check
     from opdb.opdata import load_tolerances
 
     kernels.install(overrides={"topk": _topk_last_of_ties})

@@ -225,7 +225,7 @@ def test_check_runs_the_parity_engine_on_the_models_overloads(reference, capsys,
 def test_untied_parameters_are_noted() -> None:
     import torch
 
-    from conformance.census import shared_parameters_note
+    from conformance.trace.census import shared_parameters_note
 
     def tied() -> torch.nn.Module:
         m = torch.nn.Module()

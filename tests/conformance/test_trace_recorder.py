@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from conformance.recorder import (
+from conformance.trace.recorder import (
     BACKEND,
     TOP,
     CallSpec,

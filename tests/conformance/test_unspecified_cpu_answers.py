@@ -13,10 +13,12 @@ import pytest
 import torch
 
 import opdb
-from conformance.backends import resolve
-from conformance.engine import Context, Inflight, non_empty
-from conformance.strategies import Call, OpSignature
-from conformance.verdicts import CheckFailure, CpuRejected
+from conformance.compare.context import Context, non_empty
+from conformance.core.backends import resolve
+from conformance.core.call import Call
+from conformance.core.inflight import Inflight
+from conformance.core.signature import OpSignature
+from conformance.core.verdicts import CheckFailure, CpuRejected
 from opdb.opdata import load_hints, load_tolerances
 from opdb.outcomes import is_internal_assert
 
@@ -63,7 +65,7 @@ def test_refusing_what_cpu_accepts_only_when_empty_is_not_counted(monkeypatch):
 
 def test_answering_otherwise_what_cpu_answers_only_when_empty_is_not_counted():
     """_foreach_powsum of an empty int64 list: CPU answers int64, refuses int64 values."""
-    from conformance.checks import compare_outputs
+    from conformance.compare.outputs import compare_outputs
 
     call = _call("_foreach_powsum.Scalar", self=[torch.empty(0, dtype=torch.int64)], ord=0.5)
     ctx = _ctx(call)
@@ -121,7 +123,7 @@ def test_cpu_answer_that_depends_on_the_layout_accepts_either_answer():
     """float32 fmod by the smallest subnormal: CPU's vectorized loop (contiguous, 16+ elements)
     answers NaN, its scalar loop (step-2 views) the correct 0. A backend giving the scalar
     loop's answer agrees (noted ``cpu_unstable``); an answer CPU gives in no layout still fails."""
-    from conformance.checks import compare_outputs
+    from conformance.compare.outputs import compare_outputs
 
     tiny = -1.401298464324817e-45
     call = _call("fmod.Scalar", self=torch.linspace(-7.5, 7.5, 32), other=tiny)
@@ -139,7 +141,7 @@ def test_complex64_pow_is_compared_within_cpus_own_rounding():
     """CPU's complex64 pow is exp(y * log(x)): pow(1+1.3j, 64) is 1.5e-6 off the correctly
     rounded answer, beyond complex64's default rtol (tolerances.yaml); a wrong answer still
     fails."""
-    from conformance.checks import compare_outputs
+    from conformance.compare.outputs import compare_outputs
 
     base = torch.tensor(complex(1.0000001192092896, 1.2997616529464722), dtype=torch.complex64)
     call = _call("pow.Tensor_Scalar", self=base, exponent=64)

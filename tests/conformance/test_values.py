@@ -10,14 +10,8 @@ import torch
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
-from conformance.values import (
-    fill,
-    float_specials,
-    int_specials,
-    python_scalars,
-    scalar_values,
-    tensor_values,
-)
+from conformance.core.fills import fill, float_specials, int_specials
+from conformance.inputs.values import python_scalars, scalar_values, tensor_values
 from opdb.dtypes import DTYPE_NAMES, FLOATING, INTEGRAL
 
 FAST = settings(max_examples=200, deadline=None, database=None, derandomize=True)

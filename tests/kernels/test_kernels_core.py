@@ -421,7 +421,7 @@ def test_unknown_or_misspelled_names_are_refused(reinstall: None) -> None:
 
 def test_without_env_var_reaches_install(reinstall: None, monkeypatch: pytest.MonkeyPatch
                                          ) -> None:
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
 
     monkeypatch.setenv("OPCONFORM_MLU_WITHOUT", "mm, mm.out")
     backend = resolve("mlu")
@@ -451,7 +451,7 @@ def test_deepcopy_and_save_load_round_trip() -> None:
 
 
 def test_unknown_without_is_an_input_error_for_the_cli(reinstall: None) -> None:
-    from conformance.backends import resolve
+    from conformance.core.backends import resolve
     from opdb.errors import InputError
 
     with pytest.raises(InputError, match="does not implement: not_an_op.Tensor"):

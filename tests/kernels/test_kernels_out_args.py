@@ -84,7 +84,7 @@ def test_resize_to_the_same_sizes_keeps_a_strided_view():
 
 
 def test_kaiser_window_out_warns_on_resizing_a_non_empty_out():
-    from conformance.variants_out import warnings_seen  # CPU's TORCH_WARN reaches stderr
+    from conformance.inputs.out_forms import warnings_seen  # CPU's TORCH_WARN reaches stderr
 
     for device in ("cpu", "mlu"):
         with warnings_seen() as seen:
@@ -358,7 +358,7 @@ def test_resize_warning_as_cpu_gives_it(name):
     """A non-empty out= of the wrong size: resize_output's deprecation warning where CPU's
     kernel calls it (structured kernels, normal_out_impl), none where it calls a plain resize_
     (the non-structured pooling and padding kernels)."""
-    from conformance.variants_out import warnings_seen  # CPU's TORCH_WARN reaches stderr
+    from conformance.inputs.out_forms import warnings_seen  # CPU's TORCH_WARN reaches stderr
 
     call = _resize_calls()[name]
     warned = {}

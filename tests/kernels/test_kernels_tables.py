@@ -97,7 +97,7 @@ def test_dtype_sets_and_names_come_from_opdb_dtypes() -> None:
                                   "sparse_bsc_tensor.ccol_row_value_size",
                                   "_sparse_csr_tensor_unsafe"])
 def test_sparse_results_are_refused_as_a_missing_kernel(name: str) -> None:
-    from conformance.verdicts import missing_op_from
+    from conformance.core.verdicts import missing_op_from
 
     def t(*v: int) -> torch.Tensor:
         return torch.tensor(v, device="mlu")

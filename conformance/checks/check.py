@@ -1,0 +1,52 @@
+"""The :class:`Check` record: the strategy it draws with, when it applies, how it verifies one
+example, and how the engine searches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from conformance.core.call import Call
+from conformance.core.signature import OpSignature
+
+if TYPE_CHECKING:
+    from conformance.compare.context import Context
+    from opdb.opdata import OpHints
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: the strategy mode it draws with, when it applies, and how it verifies."""
+
+    name: str
+    mode: str
+    doc: str
+    applies: Callable[[OpSignature], str | None]  # reason it does not apply, or None
+    verify: Callable[[Context, Call], None]
+    examples_factor: float = 1  # examples drawn: round(--max-examples x this), at least 1
+    shrink: bool = True  # Hypothesis shrinks a failing example (off where one costs many calls)
+    refills: bool = False  # checks EngineSettings.refills value fills per drawn call (values
+    #                        are its subject, the call is cheap; see Call.refill)
+    #: What makes two drawn calls the same example for this check (None: every draw counts).
+    #: Hypothesis' generation repeats and mutates earlier draws, so with this set the engine
+    #: skips a call identical to one already checked and draws another in its place.
+    identity: Callable[[Call], str] | None = None
+    #: Refill ``i`` of a drawn call as this check runs it (forward: one refill as views).
+    prepare: Callable[[Call, int], Call] | None = None
+    #: Whether an item may run in a forked child (``cpu_crashes`` hints). Not one that
+    #: backpropagates: torch's autograd engine refuses in a child forked after the parent ran
+    #: any backward ("Unable to handle autograd's threading in combination with fork-based
+    #: multiprocessing"), which made every such example a CPU refusal
+    forks: bool = True
+    #: Forward calls one drawn example holds (a dtypes sweep: one per dtype). A check whose
+    #: draw is a sweep searches for valid inputs as far as the forward check does (its reject
+    #: budget of refused calls, 80 at the default depth: 7 sweeps), not 12 times as far: 59 of
+    #: one 1/16 shard's 194 dtypes items drew 40 refused sweeps (480 calls) each before
+    #: ``no_valid_inputs``, 30 of that shard's 54 s (21 s with this; 7 of its 135 items with a
+    #: valid sweep then found none).
+    calls_per_draw: int = 1
+    #: The reason the check does not apply to an overload by its hints (per-op data, where the
+    #: signature cannot tell: CPU ignoring strides for the noncontiguous check), or None.
+    applies_hints: Callable[[OpHints], str | None] | None = None

@@ -1,0 +1,115 @@
+"""The about-to-run marker (:class:`Inflight`): written before every backend call, so a
+backend that kills the process still leaves a verdict behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from json.encoder import encode_basestring_ascii
+from pathlib import Path
+from typing import Any
+
+from conformance.core.call import Call
+
+if sys.version_info < (3, 11):  # pragma: no cover - Hypothesis depends on the backport there
+    pass
+
+
+#: The in-flight marker's fields that change with every call (:meth:`Inflight.call`).
+_CALL_FIELDS = ("call", "side", "source", "repro")
+
+
+def _json_text(value: str | None) -> bytes:
+    """``json.dumps`` of a string or ``None``, without its per-call overhead."""
+    return b"null" if value is None else encode_basestring_ascii(value).encode()
+
+
+class Inflight:
+    """The about-to-run marker: one small file per process, rewritten before each backend call.
+
+    Only ``write`` + ``flush`` (no fsync): the kernel keeps the bytes if the process dies.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = Path(path) if path else None
+        self.item: dict[str, Any] = {}
+        self._fd: int | None = None
+        self._size = 0  # bytes the marker file holds (a shorter marker is padded over them)
+        self._repro_of: Call | None = None
+        self._repro: str | None = None
+        self._head = b"{}"  # the item's JSON as of the last start/mark (call fields apart)
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def start(self, nodeid: str, overload: str, check: str) -> None:
+        self.item = {"nodeid": nodeid, "overload": overload, "check": check,
+                     "started": time.time(), "pid": os.getpid(), "state": "running"}
+        self._write()
+
+    def call(self, call: Call, repro: Callable[[Call], str], *, side: str) -> None:
+        """Record the call about to run on ``side`` (``cpu`` or the backend's device)."""
+        if not self.path:
+            return
+        self.item["call"] = call.describe()
+        self.item["side"] = side
+        self.item["source"] = call.source  # a schema draw or a recorded call (corpus)
+        # the repro is what a crash verdict carries; an oracle crash is a skip and needs none
+        if side != "cpu" and self._repro_of is not call:  # one repro per call (CPU reruns)
+            self._repro_of, self._repro = call, repro(call)
+        self.item["repro"] = self._repro if side != "cpu" else None
+        self._write_call()
+
+    def mark(self, state: str) -> None:
+        self.item["state"] = state
+        self._write()
+
+    def finish(self) -> None:
+        self.item = {}
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)  # nothing running
+            self._size = 0
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _write_call(self) -> None:
+        """:meth:`_write` for :meth:`call`, which runs before every example on each side: only
+        the call's four fields change, so the rest of the item is taken as encoded at the last
+        :meth:`start` or :meth:`mark`."""
+        fields = b", ".join(b'"%s": %s' % (key.encode(), _json_text(self.item[key]))
+                            for key in _CALL_FIELDS)
+        head = self._head[:-1]
+        self._put(head + (b", " if head != b"{" else b"") + fields + b"}")
+
+    def _write(self) -> None:
+        if not self.path:
+            return
+        self._head = json.dumps({k: v for k, v in self.item.items()
+                                 if k not in _CALL_FIELDS}).encode()
+        self._put(json.dumps(self.item).encode())
+
+    def _put(self, data: bytes) -> None:
+        """Rewrite the marker in place through one open descriptor (no open/rename per call:
+        this runs before every example). A shorter marker is padded with spaces over the
+        longer one before it (JSON allows trailing whitespace) instead of truncating the
+        file: one system call per example, not two."""
+        if self._fd is None:
+            assert self.path is not None  # callers return early without a marker file
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            self._size = 0
+        os.pwrite(self._fd, data.ljust(self._size), 0)
+        self._size = max(self._size, len(data))
+
+    @staticmethod
+    def read(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)
+        except (OSError, json.JSONDecodeError):
+            return None

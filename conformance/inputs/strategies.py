@@ -1,0 +1,720 @@
+"""Inputs from the schema: Hypothesis strategies built from argument types, tags and names.
+
+No per-op code lives here. What the schema cannot say comes from the hints data
+(``opdb/data/hints.yaml``, records and loading in :mod:`opdb.opdata`): string enums, ranges and
+symbolic shapes, keyed by argument name or overload name.
+
+The strategies draw a :class:`Call` — the overload, its arguments with tensors on CPU, and which
+tensors stay on CPU when the call is moved to the device under test. Modes:
+
+* ``forward``   one dtype for all tensor arguments; ``pointwise`` ops get mutually broadcastable
+                shapes, other ops one shape for all tensors (unless a shape hint says otherwise).
+* ``broadcast`` mutually broadcastable shapes up to rank 4 with size-0 and size-1 dims and 0-dim
+                tensors, or (sometimes) a deliberately non-broadcastable set.
+* ``dtypes``    a :class:`DtypeSweep`: one ``forward`` call per dtype of the twelve, that dtype
+                pinned (``forward_calls(..., dtype=NAME)``), so each is tried deliberately.
+* ``promotion`` each operand (Tensor / Scalar positional arguments) independently a tensor,
+                a 0-dim tensor, a 0-dim CPU tensor next to device tensors, or a Python scalar, with
+                its own dtype among the twelve.
+* ``noncontiguous`` ``forward``-like calls with tensor arguments laid out as non-contiguous views
+                (drawn in :mod:`conformance.layouts`, which owns the check).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from conformance.core.call import Call
+from conformance.core.fills import Fill
+from conformance.core.signature import DEFAULTED, DEVICE, ArgSpec, NoStrategy, OpSignature
+from conformance.inputs.values import (
+    cached_integers,
+    cached_sampled,
+    draw_fill,
+    python_scalars,
+    scalar_values,
+    small_scalars,
+)
+from opdb.dtypes import (
+    BOOL,
+    COMPLEX,
+    DTYPE_NAMES,
+    FLOATING,
+    INTEGRAL,
+    LOW_PRECISION,
+    category,
+    torch_dtype,
+)
+from opdb.model import family_of
+from opdb.opdata import ArgHint, OpHints
+
+MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes", "inplace", "out")
+
+
+def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bool = False,
+            bounds: tuple[float, float] | None = None, extremes: bool = True
+            ) -> st.SearchStrategy[torch.Tensor]:
+    """A CPU tensor of dtype ``name`` and ``shape``: structure drawn, values filled by a seeded
+    generator (:mod:`conformance.values`). ``specials``: adversarial values (special values and
+    wide/tie profiles); ``safe``: values in [1, 4] that no op refuses (promotion compares dtypes
+    only); ``bounds``: every element in ``[lo, hi]`` (a hint's min/max)."""
+    return st.composite(lambda draw: _draw_tensor(draw, name, shape, specials=specials, safe=safe,
+                                                  bounds=bounds, extremes=extremes))()
+
+
+def _draw_tensor(draw: Any, name: str, shape: Sequence[int], *, specials: bool, safe: bool,
+                 bounds: tuple[float, float] | None, extremes: bool, label: str = "",
+                 plan: Plan | None = None, slot: tuple[str, int | None] | None = None,
+                 pinned: bool = False) -> Any:
+    """Draw a tensor; with ``plan`` and ``slot`` (argument, list index) its fill is recorded
+    for the engine's refills when the plan's values are adversarial."""
+    if safe and bounds is None:
+        bounds = (1.0, 4.0)
+    how = draw_fill(draw, name, shape, adversarial=specials, bounds=bounds, extremes=extremes,
+                    label=label)
+    if pinned:
+        how = replace(how, pinned=True)
+    if plan is not None and slot is not None and plan.specials and how.numel:
+        plan.fills.append((*slot, how))
+    return how.tensor()
+
+
+@dataclass
+class Plan:
+    shapes: dict[str, tuple[int, ...]]
+    dtypes: dict[str, str]
+    python: dict[str, Any] = field(default_factory=dict)
+    on_cpu: set[str] = field(default_factory=set)
+    specials: bool = False  # adversarial values (conformance.values)
+    safe: bool = False
+    notes: list[str] = field(default_factory=list)
+    fills: list[tuple[str, int | None, Fill]] = field(default_factory=list)
+    target: str | None = None  # every ScalarType argument pinned to this dtype (dtype pairs)
+    list_form: tuple[tuple[int, ...], int] | None = None  # first Tensor[]'s (shape, length)
+    lists_zipped: bool | None = None  # later Tensor[]s take list_form (drawn at the second)
+
+
+def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int,
+                     order: str = "small") -> dict[str, tuple[int, ...]]:
+    """Shapes of tensor arguments, and values of ``int[]`` arguments (``normalized_shape``),
+    from the hints' symbolic shapes: one drawn size per letter, shared by the overload's args."""
+    sizes: dict[str, int] = {}
+    out: dict[str, tuple[int, ...]] = {}
+    for a in sig.args:
+        if a.is_out or not (a.is_tensor or a.is_list and a.base in ("int", "SymInt", "Tensor")):
+            continue  # (a Tensor[]'s: the shape of each of its tensors)
+        sym = hints.get(a.name).shape
+        if sym is None:
+            continue
+        dims = []
+        for d in sym:
+            if isinstance(d, int):
+                dims.append(d)
+            else:
+                if d not in sizes:
+                    sizes[d] = _side(draw, 1, max_side, order, f"size {d}")
+                dims.append(sizes[d])
+        out[a.name] = tuple(dims)
+    return out
+
+
+#: How a drawn size maps Hypothesis' choice to a value (its simplest choice comes first, and
+#: its early examples are simple ones): ``small`` (``lo`` first: shrinks toward it), ``large``
+#: (``hi`` first: the dtypes check, which does not shrink) or ``middle`` (the middle of the
+#: range first, then down to ``lo``, then up to ``hi``: shrinks toward a small tensor that
+#: still holds several elements, and Hypothesis' favourite choices, the range's two ends, are
+#: the middle and the largest size). The forward strategy draws ``middle``: drawn ``small``,
+#: its calls at the default depth held one element or none (div.Tensor: 10 drawn calls, 0-dim
+#: or [1] operands, CPU's vectorized loops never reached).
+SIZE_ORDERS = ("small", "large", "middle")
+
+
+@lru_cache(maxsize=256)
+def _order_values(lo: int, hi: int, order: str) -> tuple[int, ...]:
+    if order == "large":
+        return tuple(range(hi, lo - 1, -1))
+    if order == "middle":
+        pivot = lo + (hi - lo + 1) // 2
+        return tuple(range(pivot, lo - 1, -1)) + tuple(range(pivot + 1, hi + 1))
+    return tuple(range(lo, hi + 1))
+
+
+def _side(draw: Any, lo: int, hi: int, order: str, label: str) -> int:
+    """An integer in ``[lo, hi]`` in size order ``order`` (:data:`SIZE_ORDERS`)."""
+    k = draw(cached_integers(lo, hi), label=label)
+    return _order_values(lo, hi, order)[k - lo]
+
+
+def _shape(draw: Any, *, max_dims: int, min_side: int, max_side: int, label: str,
+           order: str = "small") -> tuple[int, ...]:
+    """One shape of rank 0..max_dims (shrinks toward rank 0, then small sides). Drawn with
+    cached integer strategies: :func:`hypothesis.extra.numpy.array_shapes` costs ~4x more per
+    example, and shapes are drawn for every example. ``order``: which sizes come first
+    (:data:`SIZE_ORDERS`)."""
+    rank = _side(draw, 0, max_dims, order, f"{label} rank")
+    return tuple(_side(draw, min_side, max_side, order, f"{label} side")
+                 for _ in range(rank))
+
+
+def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, max_side: int,
+                          square: bool = False, order: str = "small"
+                          ) -> list[tuple[int, ...]]:
+    """``n`` mutually broadcastable shapes: a base shape; each operand drops some leading dims
+    and has some of the others 1 (what :func:`hypothesis.extra.numpy.mutually_broadcastable_shapes`
+    draws, at a fraction of its cost per example). ``square``: half the time every side of the
+    base is equal (the broadcast check)."""
+    base = _shape(draw, max_dims=max_dims, min_side=min_side, max_side=max_side,
+                  label="broadcast base", order=order)
+    if square and len(base) > 1 and draw(cached_integers(0, 1), label="broadcast base square?"):
+        # every side equal: an operand of lower rank aligned against the wrong dimensions
+        # (left instead of right) still fits, and computes wrong values instead of raising
+        base = (base[-1],) * len(base)
+    out = []
+    for i in range(n):
+        drop = draw(cached_integers(0, len(base)), label=f"operand {i} dropped dims")
+        out.append(tuple(1 if draw(cached_integers(0, 3), label=f"operand {i} dim is 1?") == 3
+                         else side for side in base[drop:]))
+    return out
+
+
+def draw_shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
+            large_first: bool = False) -> dict[str, tuple[int, ...]]:
+    """Shapes for the tensor arguments (list elements use the first tensor's shape);
+    ``large_first``: largest first (:data:`SIZE_ORDERS`), else the ``forward`` mode's middle
+    first and the others' smallest first."""
+    names = [a.name for a in sig.tensor_args]
+    max_side = hints.max_side or (3 if mode == "broadcast" else 4)
+    order = "large" if large_first else "middle" if mode == "forward" else "small"
+    fixed = _symbolic_shapes(draw, sig, hints, max_side, order)
+    if not names:
+        return fixed
+    free = [n for n in names if n not in fixed]
+    if not free:
+        return fixed
+    if mode == "broadcast" or (sig.is_pointwise and len(free) > 1):
+        max_dims = 4 if mode == "broadcast" else 3
+        bshapes = _broadcastable_shapes(draw, len(free), max_dims=max_dims,
+                                        min_side=0 if mode == "broadcast" else 1,
+                                        max_side=max_side, square=mode == "broadcast",
+                                        order=order)
+        shapes = dict(zip(free, bshapes, strict=True))
+        if mode == "forward" and draw(cached_integers(0, 9), label="size-0 dim?") == 0:
+            # now and then a size-0 dimension, shared by every operand
+            shapes = {k: s[:-1] + (0,) if s and s[-1] != 1 else s for k, s in shapes.items()}
+    else:
+        one = _shape(draw, max_dims=3, min_side=0, max_side=max_side, label="shape",
+                     order=order)
+        shapes = dict.fromkeys(free, one)
+    shapes.update(fixed)
+    return shapes
+
+
+def _rank(plan: Plan, sig: OpSignature) -> int:
+    for a in sig.tensor_args:
+        if a.name in plan.shapes:
+            return len(plan.shapes[a.name])
+    return 0
+
+
+def _first_shape(plan: Plan, sig: OpSignature) -> tuple[int, ...]:
+    for a in sig.tensor_args:
+        if a.name in plan.shapes:
+            return plan.shapes[a.name]
+    return ()
+
+
+def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature) -> list[int]:
+    name = spec.name
+    if name in plan.shapes:  # a symbolic shape from the hints (normalized_shape = [d])
+        return list(plan.shapes[name])
+    rank = _rank(plan, sig)
+    hinted = hint.length is not None or hint.min is not None or hint.max is not None
+    if name in ("dim", "dims") and hint.length is None and hint.max is None:
+        r = max(rank, 1)
+        def wrapped(d: int) -> int:
+            return d % r
+
+        # a hint's min 0: wrapped dims only (a private op whose callers wrap them: _fft_c2c)
+        lo = -r if hint.min is None else max(-r, min(int(hint.min), r - 1))
+        picked: list[int] = draw(st.lists(st.integers(lo, r - 1), max_size=r,
+                                          unique_by=wrapped), label=name)
+        return picked
+    if not hinted and (name in ("size", "shape", "sizes")
+                       or ("size" in name and spec.base == "SymInt")):
+        first = _first_shape(plan, sig)
+        numel = math.prod(first)
+        n = spec.list_size  # SymInt[2] output_size: exactly that many (CPU refuses others)
+        shaped = [s for s in ([list(first), [numel], [-1], list(reversed(first))] if not n
+                              else [list(first[-n:]), list(reversed(first))[:n]])
+                  if not n or len(s) == n]
+        return draw((st.sampled_from(shaped) if shaped else st.nothing())
+                    | st.lists(st.integers(0, 4), min_size=n or 0, max_size=n or 3), label=name)
+    length = hint.length or spec.list_size
+    lo = int(hint.min) if hint.min is not None else 0
+    hi = int(hint.max) if hint.max is not None else 3
+    if length:
+        return draw(st.lists(st.integers(lo, hi), min_size=length, max_size=length), label=name)
+    return draw(st.lists(st.integers(lo, hi), max_size=3), label=name)
+
+
+def _scalar(draw: Any, plan: Plan, sig: OpSignature, name: str, hint: ArgHint) -> Any:
+    dt = next(iter(plan.dtypes.values()), "float32")
+    if hint.min is not None or hint.max is not None:
+        return draw(scalar_values(dt, bounds=_bounds(hint)), label=name)
+    if plan.specials:
+        return draw(scalar_values(dt, extremes=hint.extremes), label=name)
+    return draw(small_scalars(dt), label=name)
+
+
+def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature) -> Any:
+    """One non-tensor argument (or ``_OMIT``)."""
+    if hint.choices is not None:
+        return draw(cached_sampled(hint.choices), label=spec.name)
+    base = spec.base
+    if base in DEFAULTED:
+        if base == "Device":  # results go where the call runs (linspace.Tensor_Tensor, to, ...)
+            return DEVICE
+        return _OMIT if spec.has_default else None
+    # optional arguments take their default (None) one time in three, as tensors do: the
+    # default path is the one most calls take (nan_to_num's posinf=None maps inf to finfo.max)
+    if spec.optional and base not in ("ScalarType",) \
+            and draw(cached_integers(0, 2), label=f"{spec.name} is None?") == 0:
+        return None
+    if base == "ScalarType":
+        if plan.target is not None:
+            return torch_dtype(plan.target)
+        if spec.optional and draw(cached_integers(0, 2), label=f"{spec.name} given?") != 0:
+            return None
+        return torch_dtype(draw(cached_sampled(DTYPE_NAMES), label=spec.name))
+    if base in ("int", "SymInt"):
+        if spec.is_list:
+            return _int_list(draw, spec, hint, plan, sig)
+        if spec.name == "dim" or spec.name.endswith("_dim") or spec.name in ("dim0", "dim1"):
+            r = max(_rank(plan, sig), 1)
+            return draw(cached_integers(-r, r - 1), label=spec.name)
+        lo = int(hint.min) if hint.min is not None else 0
+        hi = int(hint.max) if hint.max is not None else 3
+        return draw(cached_integers(lo, hi), label=spec.name)
+    if base == "bool":
+        if spec.is_list:
+            n = spec.list_size or 2
+            return draw(st.lists(st.booleans(), min_size=n, max_size=n), label=spec.name)
+        return draw(st.booleans(), label=spec.name)
+    if base == "float":
+        flo = float(hint.min) if hint.min is not None else -2.0
+        fhi = float(hint.max) if hint.max is not None else 2.0
+        strat = st.floats(flo, fhi, allow_subnormal=False)
+        if spec.is_list:
+            n = spec.list_size or 2
+            return draw(st.lists(strat, min_size=n, max_size=n), label=spec.name)
+        return draw(strat, label=spec.name)
+    if base == "Scalar":
+        if spec.is_list:
+            return draw(st.lists(st.integers(-3, 3), min_size=1, max_size=3), label=spec.name)
+        if spec.name in plan.python:
+            return plan.python[spec.name]
+        return _scalar(draw, plan, sig, spec.name, hint)
+    if base == "str":
+        if spec.has_default_value:
+            return _OMIT
+        raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
+    if spec.has_default:
+        return _OMIT
+    raise NoStrategy(f"argument '{spec.type} {spec.name}' has a type the strategies cannot draw")
+
+
+class _Omit:
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+_OMIT = _Omit()
+
+
+def _tensor_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature) -> Any:
+    if spec.name in plan.python:
+        return plan.python[spec.name]
+    if spec.optional and spec.name not in plan.shapes:
+        return None
+    if spec.optional and draw(cached_integers(0, 2), label=f"{spec.name} is None?") == 0:
+        return None
+    shape = plan.shapes.get(spec.name, _first_shape(plan, sig))
+    dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
+    if hint.dtypes:
+        dtype = draw(cached_sampled(hint.dtypes), label=f"{spec.name} dtype")
+    return _draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe,
+                        bounds=_bounds(hint), extremes=hint.extremes, label=spec.name,
+                        plan=plan, slot=(spec.name, None), pinned=bool(hint.dtypes))
+
+
+def _bounds(hint: ArgHint) -> tuple[float, float] | None:
+    if hint.min is None and hint.max is None:
+        return None
+    return (hint.min if hint.min is not None else 0, hint.max if hint.max is not None else 3)
+
+
+def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature) -> Any:
+    if spec.elem_optional:  # Tensor?[] indices: 1..rank index tensors as the hint describes
+        if not hint.dtypes:
+            raise NoStrategy(f"argument '{spec.type} {spec.name}' needs a hint")
+        n = draw(cached_integers(1, max(1, len(_first_shape(plan, sig)))), label=f"len({spec.name})")
+        out: list[Any] = []
+        for i in range(n):
+            dt = draw(cached_sampled(hint.dtypes), label=f"{spec.name}[{i}] dtype")
+            length = draw(cached_integers(0, 3), label=f"{spec.name}[{i}] length")
+            out.append(_draw_tensor(draw, dt, (length,), specials=False, safe=False,
+                                    bounds=_bounds(hint), extremes=hint.extremes,
+                                    label=f"{spec.name}[{i}]", plan=plan, slot=(spec.name, i),
+                                    pinned=True))
+        return out
+    if hint.maybe_empty and plan.list_form is not None and draw(
+            st.booleans(), label=f"{spec.name} empty?"):
+        return []  # an optional state list (hints: maybe_empty), left out as its op allows
+    dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
+    if plan.list_form is not None and plan.lists_zipped is None:
+        # foreach and fused-optimizer ops zip their tensor lists (``_fused_adam_``'s six:
+        # params, grads, moments, steps), which drawn apart matched once in hundreds: mostly
+        # (and when shrunk) every later list takes the first's length and shape, one choice
+        # per call (chosen per list, all six agreed 1 in 4); sometimes all are drawn apart
+        # (lstm's hx and params differ)
+        plan.lists_zipped = draw(cached_integers(0, 3), label="lists zipped?") < 3
+    if plan.list_form is not None and plan.lists_zipped:
+        shape, n = plan.list_form
+    else:
+        shape = _first_shape(plan, sig) if any(a.name in plan.shapes for a in sig.tensor_args) \
+            else draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3),
+                      label="list shape")
+        n = draw(cached_integers(1, 3), label=f"len({spec.name})")
+        if plan.list_form is None:
+            plan.list_form = (shape, n)
+    # a hinted shape for this list's tensors (fused Adam's state_steps: one 0-dim step each)
+    shape = plan.shapes.get(spec.name, shape)
+    return [_draw_tensor(draw, dtype, shape, specials=plan.specials, safe=plan.safe, bounds=None,
+                         extremes=hint.extremes, label=f"{spec.name}[{i}]", plan=plan,
+                         slot=(spec.name, i)) for i in range(n)]
+
+
+def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan,
+             drawn: Sequence[tuple[str, Any]]) -> Any:
+    first = next(iter(plan.dtypes.values()), "float32")
+    # mostly the operands' dtype (what most ops return); sometimes another, which CPU may refuse
+    pool = hint.dtypes or (first, first, first, "float32", "int64", "bool")
+    dt = draw(cached_sampled(tuple(pool)), label=f"{spec.name} dtype")
+    if not spec.is_list:
+        return torch.empty(0, dtype=torch_dtype(dt))
+    # a Tensor[] out= (``_foreach_exp.out``, ``_fused_adam.out``, ``unbind_copy.int_out``) needs
+    # one tensor per result, a count the schema does not give: the length of the first tensor
+    # list among the inputs (one result per element: foreach and fused ops), else drawn (a
+    # split's or unbind's count of pieces; CPU refuses the wrong ones)
+    lists = [v for _, v in drawn if isinstance(v, list) and v
+             and all(isinstance(t, torch.Tensor) for t in v)]
+    n = len(lists[0]) if lists else draw(cached_integers(0, 4), label=f"len({spec.name})")
+    return [torch.empty(0, dtype=torch_dtype(dt)) for _ in range(n)]
+
+
+def assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: Plan) -> Call:
+    values: list[tuple[str, Any]] = []
+    for spec in sig.args:
+        hint = hints.get(spec.name)
+        if spec.is_out:
+            values.append((spec.name, _out_arg(draw, spec, hint, plan, values)))
+            continue
+        if spec.base == "Tensor" and spec.is_list:
+            v = _tensor_list(draw, spec, hint, plan, sig) if not (spec.optional and draw(
+                st.integers(0, 3), label=f"{spec.name} is None?") == 0) else None
+        elif spec.base == "Tensor":
+            drawn = dict(values)
+            _shape_along(plan, spec.name, hint, drawn)
+            v = _tensor_arg(draw, spec, _along(hint, drawn), plan, sig)
+        else:
+            v = _value(draw, spec, hint, plan, sig)
+        if v is _OMIT:
+            continue
+        if hint.device == "cpu" and spec.base == "Tensor":
+            plan.on_cpu.add(spec.name)
+        values.append((spec.name, v))
+    return Call(sig=sig, values=tuple(values), on_cpu=frozenset(plan.on_cpu),
+                notes=tuple(plan.notes), fills=tuple(plan.fills))
+
+
+def _shape_along(plan: Plan, name: str, hint: ArgHint, drawn: dict[str, Any]) -> None:
+    """A tensor holding one slice of ``self`` per element of an index (hint ``along: dim``,
+    ``length_of: index``: index_add's, index_copy's source) gets ``self``'s drawn shape with
+    its size along the drawn ``dim`` set to the index's length; drawn with ``self``'s shape,
+    it fit only when the index happened to be as long as ``self`` along ``dim``."""
+    if hint.along is None or hint.length_of is None:
+        return
+    self_, dim, index = drawn.get("self"), _along_dim(hint, drawn), drawn.get(hint.length_of)
+    if not (isinstance(self_, torch.Tensor) and isinstance(dim, int)
+            and isinstance(index, torch.Tensor)):
+        return
+    shape = list(self_.shape)
+    if shape:
+        shape[dim % len(shape)] = index.shape[0] if index.dim() else 1
+    plan.shapes[name] = tuple(shape)
+
+
+def _along_dim(hint: ArgHint, drawn: dict[str, Any]) -> Any:
+    """The dim an ``along`` hint indexes ``self`` along: the drawn value of the int argument it
+    names, or the dim it gives (an integer)."""
+    return hint.along if isinstance(hint.along, int) else drawn.get(hint.along or "")
+
+
+def _along(hint: ArgHint, drawn: dict[str, Any]) -> ArgHint:
+    """An index tensor's hint (``along: dim``, or a fixed dim) with its values bounded by
+    ``self``'s size along that dim: every position valid, negative ones included (``[-n, n)``)
+    unless the hint's ``min`` says otherwise; size 0 leaves the hint as it is (CPU rejects)."""
+    if hint.along is None or hint.length_of is not None:
+        return hint
+    self_, dim = drawn.get("self"), _along_dim(hint, drawn)
+    if not isinstance(self_, torch.Tensor) or not isinstance(dim, int):
+        return hint
+    n = self_.shape[dim % self_.dim()] if self_.dim() else 1
+    if not n:
+        return hint
+    lo = -n if hint.min is None else max(hint.min, -n)
+    return replace(hint, min=lo, max=n - 1)
+
+
+def tensor_arg_dtypes(draw: Any, sig: OpSignature, hints: OpHints, pool: Sequence[str]
+                       ) -> dict[str, str]:
+    """One dtype for every tensor argument (mixing is the promotion check's job)."""
+    shared = draw(cached_sampled(tuple(pool)), label="dtype")
+    return {a.name: shared for a in (*sig.tensor_args, *tensor_lists(sig))}
+
+
+def tensor_lists(sig: OpSignature) -> tuple[ArgSpec, ...]:
+    """``Tensor[]`` arguments whose elements take the call's dtype (``cat``'s tensors; not
+    ``Tensor?[]`` index lists, whose dtypes the hints give)."""
+    return tuple(a for a in sig.args if a.base == "Tensor" and a.is_list and not a.is_out
+                 and not a.elem_optional)
+
+
+@st.composite
+def forward_calls(draw: Any, sig: OpSignature, hints: OpHints, dtype: str | None = None,
+                  target: str | None = None, large_first: bool = False) -> Call:
+    """Calls for the ``forward`` check; ``dtype`` pins the tensor arguments' shared dtype
+    (arguments whose dtypes the hints fix keep those), ``target`` every ScalarType argument;
+    ``large_first``: shapes drawn largest first (:func:`_shape`)."""
+    shapes = draw_shapes(draw, sig, hints, mode="forward", large_first=large_first)
+    dtypes = tensor_arg_dtypes(draw, sig, hints, (dtype,) if dtype else DTYPE_NAMES)
+    plan = Plan(shapes=shapes, dtypes=dtypes, specials=True, target=target)
+    return assemble(draw, sig, hints, plan)
+
+
+@dataclass(frozen=True)
+class DtypeSweep:
+    """What the ``dtypes`` mode draws: one forward call per dtype, ``(dtype, call)`` in the
+    order of :data:`~opdb.dtypes.DTYPE_NAMES`, each drawn with that dtype pinned."""
+
+    calls: tuple[tuple[str, Call], ...]
+
+    @property
+    def tensor_dtypes(self) -> frozenset[str]:
+        return frozenset().union(*(c.tensor_dtypes for _, c in self.calls))
+
+    def describe(self) -> str:
+        return "; ".join(c.describe() for _, c in self.calls)
+
+
+#: The refills a sweep's calls are checked with (:meth:`Call.refill`, dtype kept), in turn
+#: along the dtypes (:func:`_sweep_refills`): plain values, refill 2's forced NaN, refill 5's
+#: forced +inf (:data:`~conformance.values.FORCED_HEADLINE`). Drawn at random, a NaN or an infinity
+#: reaches a given dtype's tensor in about one call in seven, and three sweeps are drawn at the
+#: default depth: ``sort``'s NaN order or ``nan_to_num``'s float64 infinity went unseen.
+SWEEP_REFILLS: tuple[int, ...] = (1, 2, 5)
+
+
+def _sweep_refills(calls: Sequence[Call]) -> list[int]:
+    """The refill each call of a sweep (one per dtype, in :data:`DTYPE_NAMES` order) is
+    checked with: :data:`SWEEP_REFILLS` in turn along the dtypes, from an offset set by the
+    first call's seed, so every sweep gives a NaN and an infinity to some dtypes of each
+    category with three or more (floating: one or two of the four). Picked by each call's own
+    seed, a sweep's calls all drawn simplest (seed 0: Hypothesis' first sweep, the largest
+    shapes) got the plain refill at every dtype."""
+    lead = calls[0].fills[0][2].seed if calls and calls[0].fills else 0
+    return [SWEEP_REFILLS[(j + lead) % len(SWEEP_REFILLS)] for j in range(len(calls))]
+
+
+def dtype_sweeps(sig: OpSignature, hints: OpHints) -> st.SearchStrategy[DtypeSweep]:
+    """Sweeps for the ``dtypes`` check: the forward strategy once per dtype, dtype pinned; for a
+    conversion with a ``ScalarType`` argument (``dtype_pairs`` in ``opdb/data/exactness.yaml``)
+    once per (dtype, target) pair of the twelve. The check does not shrink, so shapes are drawn
+    largest first: Hypothesis' first examples are its simplest, and at three sweeps over half of
+    the calls had one element or none (one rounding of a conversion per pair)."""
+    if _dtype_pairs(sig):  # one call drawn per dtype, refilled for each of the twelve targets
+        return st.builds(lambda *cs: DtypeSweep(tuple(
+            (d, _retarget(c.refill(j, move=False), t)) for d, c in zip(DTYPE_NAMES, cs, strict=True)
+            for j, t in enumerate(DTYPE_NAMES))),
+            *(forward_calls(sig, hints, dtype=d, target=d, large_first=True)
+              for d in DTYPE_NAMES))
+    # values from each call's seeded refill: the check does not shrink, and Hypothesis' first
+    # examples are its simplest (profile ``small``, no specials) at every dtype
+    return st.builds(lambda *cs: DtypeSweep(tuple(
+        (d, c.refill(i, move=False)) for d, c, i in zip(DTYPE_NAMES, cs, _sweep_refills(cs),
+                                                         strict=True))),
+        *(forward_calls(sig, hints, dtype=d, large_first=True) for d in DTYPE_NAMES))
+
+
+def _retarget(call: Call, target: str) -> Call:
+    """``call`` with every ``ScalarType`` argument set to ``target``."""
+    dt = torch_dtype(target)
+    return replace(call, values=tuple((n, dt if isinstance(v, torch.dtype) else v)
+                                      for n, v in call.values))
+
+
+def _dtype_pairs(sig: OpSignature) -> bool:
+    """Whether ``sig`` converts to a ``ScalarType`` argument's dtype (the data says so)."""
+    if not any(a.base == "ScalarType" and not a.is_list for a in sig.args):
+        return False
+    from opdb import exactness
+
+    entry = exactness.load().entry_for(sig.name, family=family_of(sig.base)[0], tags=sig.tags,
+                                       is_view=False)
+    return entry is not None and entry.dtype_pairs
+
+
+#: Dtypes the ``autograd`` check draws: those torch differentiates, less the low-precision ones
+#: (their gradients round at every step of a backward formula; the forward check covers them).
+AUTOGRAD_DTYPES: tuple[str, ...] = tuple(n for n in FLOATING + COMPLEX if n not in LOW_PRECISION)
+
+
+@st.composite
+def autograd_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
+    """Calls for the ``autograd`` check: as ``forward`` draws them, in differentiable dtypes
+    and finite values (noted ``autograd``, so the repro backpropagates too)."""
+    # no size-0 dimensions: an empty gradient shows nothing, and CPU's own backward of some ops
+    # (native_batch_norm) dies of SIGFPE on one, which would lose the whole item
+    shapes = {k: tuple(max(d, 1) for d in s)
+              for k, s in draw_shapes(draw, sig, hints, mode="forward").items()}
+    dtypes = tensor_arg_dtypes(draw, sig, hints, AUTOGRAD_DTYPES)
+    plan = Plan(shapes=shapes, dtypes=dtypes, notes=["autograd"])
+    return assemble(draw, sig, hints, plan)
+
+
+@st.composite
+def broadcast_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
+    """Calls for the ``broadcast`` check: broadcastable shapes, or (1 in 5) a conflicting set."""
+    shapes = draw_shapes(draw, sig, hints, mode="broadcast")
+    notes = []
+    names = [a.name for a in sig.tensor_args if not a.optional]
+    if len(names) >= 2 and draw(cached_integers(0, 4), label="non-broadcastable?") == 0:
+        # make the first two operands disagree in one trailing dimension (neither is 1)
+        a, b = names[0], names[1]
+        sa, sb = list(shapes[a]) or [2], list(shapes[b]) or [3]
+        sa[-1], sb[-1] = 2, 3
+        shapes[a], shapes[b] = tuple(sa), tuple(sb)
+        notes.append("non-broadcastable")
+    dtype = draw(cached_sampled(("float32", "int64", "bool", "float64")), label="dtype")
+    plan = Plan(shapes=shapes, dtypes={a.name: dtype for a in sig.tensor_args}, notes=notes)
+    return assemble(draw, sig, hints, plan)
+
+
+#: Promotion operand forms.
+OPERAND_KINDS = ("tensor", "zerodim", "cpu_zerodim", "python")
+
+
+_CATEGORY_MEMBERS = {"bool": BOOL, "integral": INTEGRAL, "floating": FLOATING, "complex": COMPLEX}
+
+
+#: A Python scalar of the next category promotes a tensor's category (int tensor * 0.5 is
+#: float32, float tensor * 1j complex); of the same or a lower one it leaves the dtype.
+_NEXT_CATEGORY = {"bool": "integral", "integral": "floating", "floating": "complex",
+                  "complex": "complex"}
+
+
+def related(lead: str, kind: str = "python") -> tuple[str, ...]:
+    """Dtypes for a later Python-scalar or 0-dim operand where promotion rules are most often
+    got wrong, given the first operand's dtype ``lead``. A Python scalar: the next category up
+    (the scalar's kind sets the result's category: int tensor * 0.5 is float32, not float64;
+    float tensor * 1j complex). A 0-dim tensor: its own category too (a wider 0-dim operand of
+    the same category does not promote: float32 + float64 0-dim is float32) and the next one
+    up (whose dtype it does give: int32 * float64 0-dim is float64)."""
+    up = _CATEGORY_MEMBERS[_NEXT_CATEGORY[category(lead)]]
+    if kind == "python":
+        return up
+    return tuple(dict.fromkeys(_CATEGORY_MEMBERS[category(lead)] + up))
+
+
+@st.composite
+def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
+    """Calls for the ``promotion`` check: each operand its own form and dtype."""
+    operands = sig.operands
+    shapes = draw_shapes(draw, sig, hints, mode="forward")
+    dtypes: dict[str, str] = {a.name: "float32" for a in sig.tensor_args}
+    python: dict[str, Any] = {}
+    on_cpu: set[str] = set()
+    notes: list[str] = []
+    kinds: dict[str, str] = {}
+    lead: str | None = None  # the first operand's dtype (a tensor's, or a scalar's kind)
+    for i, spec in enumerate(operands):
+        dt = draw(cached_sampled(DTYPE_NAMES), label=f"{spec.name} dtype")
+        if spec.base == "Scalar":
+            kind = "python"
+            dt = draw(cached_sampled(("bool", "int64", "float64", "complex128")),
+                      label=f"{spec.name} scalar kind")
+        elif i == 0 or len(operands) == 1:
+            kind = draw(cached_sampled(("tensor", "tensor", "zerodim")), label=f"{spec.name} form")
+        else:
+            kind = draw(cached_sampled(OPERAND_KINDS), label=f"{spec.name} form")
+        if lead is not None and kind != "tensor" \
+                and draw(cached_integers(0, 1), label=f"{spec.name} related?"):
+            dt = draw(cached_sampled(related(lead, kind)), label=f"{spec.name} related dtype")
+        lead = dt if lead is None else lead
+        kinds[spec.name] = kind
+        if kind == "python":
+            python[spec.name] = draw(python_scalars(dt, bounds=_bounds(hints.get(spec.name))),
+                                     label=f"{spec.name} value")
+            notes.append(f"{spec.name}=python {type(python[spec.name]).__name__}")
+            continue
+        dtypes[spec.name] = dt
+        if kind in ("zerodim", "cpu_zerodim") and sig.is_pointwise:
+            shapes[spec.name] = ()
+        if kind == "cpu_zerodim":
+            if sig.is_pointwise:
+                on_cpu.add(spec.name)
+                notes.append(f"{spec.name}=0-dim cpu tensor")
+    # a tensor argument that is not an operand (e.g. an optional weight) follows the first operand
+    first = next((dtypes[a.name] for a in operands if a.name in dtypes), "float32")
+    for a in sig.tensor_args:
+        if a.name not in {o.name for o in operands}:
+            dtypes[a.name] = first
+    plan = Plan(shapes=shapes, dtypes=dtypes, python=python, on_cpu=on_cpu, safe=True,
+                 notes=notes)
+    return assemble(draw, sig, hints, plan)
+
+
+def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[Any]:
+    """The strategy for ``mode`` (one of :data:`MODES`); raises :class:`NoStrategy` up front."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    reason = sig.untestable()
+    if reason:
+        raise NoStrategy(reason)
+    for spec in sig.args:
+        if spec.is_list and spec.base == "Tensor" and spec.elem_optional and not spec.is_out \
+                and hints.get(spec.name).dtypes is None:
+            raise NoStrategy(f"argument '{spec.type} {spec.name}' needs 'dtypes' (and min/max) "
+                             f"in opdb/data/hints.yaml")
+        if spec.base == "str" and not spec.has_default_value and hints.get(spec.name).choices is None:
+            raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
+    if mode == "inplace":  # the in-place check's variants of forward calls (its own module)
+        from conformance.inputs.inplace_forms import inplace_calls
+
+        return inplace_calls(sig, hints)
+    if mode == "out":  # the out check's own strategy (conformance/variants_out.py)
+        from conformance.inputs.out_forms import out_calls
+
+        return out_calls(sig, hints)
+    factory = {"forward": forward_calls, "broadcast": broadcast_calls,
+               "promotion": promotion_calls, "autograd": autograd_calls,
+               "dtypes": dtype_sweeps}[mode]
+    return factory(sig, hints)

@@ -1,0 +1,133 @@
+"""What every repro snippet is made of: the backend's bring-up lines, tensors written as
+literals, argument values, the op call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from conformance.core.backends import Backend
+from conformance.core.call import Call
+from conformance.core.signature import DEVICE
+
+_MAX_LITERAL = 4096  # elements; above this the tensor is written as a seeded random draw
+
+
+def bringup_lines(backend: Backend) -> list[str]:
+    """Python lines that bring the backend up, derived from its record.
+
+    A ``privateuse1:MODULE`` backend comes up by importing its module; a named backend whose
+    record carries a module (the reference backend) comes up through that module's
+    ``install()``, with the overloads it was told to leave out.
+    """
+    if backend.module is None:
+        return []
+    lines = [f"import {backend.module}"]
+    if backend.name != f"privateuse1:{backend.module}":
+        args = f"without={list(backend.without)!r}" if backend.without else ""
+        lines.append(f"{backend.module}.install({args})")
+    return lines
+
+
+def _number(x: Any) -> str:
+    if isinstance(x, bool):
+        return repr(x)
+    if isinstance(x, complex):
+        return f"complex({_number(x.real)}, {_number(x.imag)})"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "float('nan')"
+        if math.isinf(x):
+            return "float('inf')" if x > 0 else "float('-inf')"
+        return repr(x)
+    return repr(x)
+
+
+#: ``torch.float32`` -> ``"torch.float32"`` (every repro of every example writes one per tensor)
+_DTYPE_TEXT: dict[torch.dtype, str] = {}
+
+
+def tensor_literal(t: torch.Tensor) -> str:
+    """``torch.tensor([...], dtype=torch.float32).reshape(2, 3)`` — exact for every dtype."""
+    dtype = _DTYPE_TEXT.get(t.dtype)
+    if dtype is None:
+        dtype = _DTYPE_TEXT[t.dtype] = f"torch.{str(t.dtype).removeprefix('torch.')}"
+    if t.requires_grad or t.device.type != "cpu":
+        t = t.detach().cpu()
+    dims = t.dim()
+    if dims == 0:
+        return f"torch.tensor({_number(t.item())}, dtype={dtype})"
+    if t.numel() > _MAX_LITERAL:
+        return f"torch.zeros({tuple(t.shape)!r}, dtype={dtype})  # too large to write literally"
+    flat = t.reshape(-1)
+    if t.dtype == torch.bfloat16:
+        values = flat.float().tolist()  # every bfloat16 is exact in float32
+    else:
+        values = flat.tolist()
+    if t.is_complex() or (t.is_floating_point() and not all(map(math.isfinite, values))):
+        body = ", ".join(_number(v) for v in values)
+    else:  # repr writes finite floats, ints and bools as _number does, at C speed
+        body = repr(values)[1:-1]
+    text = f"torch.tensor([{body}], dtype={dtype})"
+    if dims == 1:
+        return text
+    return f"{text}.reshape({', '.join(map(str, t.shape))})"
+
+
+def value_text(v: Any, on_device: bool) -> str:
+    if v is DEVICE:
+        return "device"
+    if isinstance(v, torch.Tensor):
+        return tensor_literal(v) + (".to(device)" if on_device else "")
+    if isinstance(v, list):
+        return "[" + ", ".join(value_text(x, on_device) for x in v) + "]"
+    if isinstance(v, torch.dtype):
+        return f"torch.{str(v).removeprefix('torch.')}"
+    if isinstance(v, float | complex | int | bool):
+        return _number(v)
+    return repr(v)
+
+
+SHOW = '''def show(device):
+    try:
+        out = call(device)
+    except Exception as exc:
+        print(f"{device}: raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return
+    for i, o in enumerate(out if isinstance(out, (tuple, list)) else [out]):
+        if isinstance(o, torch.Tensor):
+            print(f"{device}: out[{i}] dtype={o.dtype} shape={tuple(o.shape)} device={o.device}")
+            try:
+                print(o.cpu() if o.device.type != "meta" else "  (meta tensor: no values)")
+            except Exception as exc:
+                print(f"  copying to cpu raised {type(exc).__name__}: {exc}")
+        else:
+            print(f"{device}: out[{i}] = {o!r}")
+'''
+
+
+def op_call(call: Call, text: Callable[[str, Any], str]) -> str:
+    """``torch.ops.aten.X.Y(...)`` with the call's arguments, each written by ``text(name,
+    value)``: positional until the first keyword-only or omitted argument, keywords after."""
+    sig = call.sig
+    given = dict(call.values)
+    args: list[str] = []
+    kwargs: list[str] = []
+    positional = True
+    for spec in sig.args:
+        if spec.name not in given:
+            positional = False
+            continue
+        written = text(spec.name, given[spec.name])
+        if positional and not spec.kwarg_only:
+            args.append(written)
+        else:
+            positional = False
+            kwargs.append(f"{spec.name}={written}")
+    packet = f"torch.ops.aten.{sig.base}.{sig.overload_name or 'default'}"
+    joined = ",\n        ".join(args + kwargs)
+    return f"{packet}(\n        {joined},\n    )" if joined else f"{packet}()"
