@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from conformance.checks.check import Check
 from conformance.compare.gradients import (
     RANDOM_GRAD_RERUNS,
     backward_name,
@@ -25,6 +26,7 @@ from conformance.compare.values import assert_values
 from conformance.core.call import Call, written
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
+from conformance.inputs.strategies import autograd_calls
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -199,3 +201,7 @@ def verify_autograd(ctx: Context, call: Call) -> None:
             category = GRAD_VALUE if exc.category == "value" else GRAD_META
             raise CheckFailure(category, f"grad of {label}{exc.message.removeprefix('out')}") \
                 from None
+
+
+CHECK = Check("autograd", autograd_calls, "gradients of differentiable outputs as CPU's",
+              autograd_applies, verify_autograd, forks=False, recorded="autograd")

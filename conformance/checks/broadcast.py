@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from conformance.checks.check import Check
 from conformance.compare.outputs import compare_outputs
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure, CpuRejected
+from conformance.inputs.strategies import broadcast_calls
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -85,3 +87,7 @@ def _verify_broadcast_one(ctx: Context, call: Call) -> None:
     actual = ctx.run_backend(call)
     seeded = "nondeterministic_seeded" in call.sig.tags
     compare_outputs(ctx, call, expected, actual, values=not seeded)
+
+
+CHECK = Check("broadcast", broadcast_calls, "shapes and values under broadcasting as CPU",
+              broadcast_applies, verify_broadcast)

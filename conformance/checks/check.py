@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
+from conformance.inputs.strategies import StrategyFn
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -18,10 +19,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Check:
-    """One check: the strategy mode it draws with, when it applies, and how it verifies."""
+    """One check: the strategy it draws with, when it applies, and how it verifies."""
 
     name: str
-    mode: str
+    #: the calls it draws (:func:`conformance.inputs.strategies.draw_calls` builds the strategy)
+    draw: StrategyFn
     doc: str
     applies: Callable[[OpSignature], str | None]  # reason it does not apply, or None
     verify: Callable[[Context, Call], None]
@@ -50,3 +52,6 @@ class Check:
     #: The reason the check does not apply to an overload by its hints (per-op data, where the
     #: signature cannot tell: CPU ignoring strides for the noncontiguous check), or None.
     applies_hints: Callable[[OpHints], str | None] | None = None
+    #: How recorded calls (:mod:`conformance.inputs.corpus`) feed it: one of the corpus's
+    #: ``MODES`` (``forward``, ``autograd``, ``dtypes``), or None where they do not
+    recorded: str | None = None

@@ -18,14 +18,15 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+from conformance.checks.check import Check
 from conformance.compare.outputs import compare_outputs
 from conformance.core import readback
 from conformance.core.call import Call, written
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import Abort, CheckFailure, CpuRejected, NotComparable, error_line
-from conformance.inputs.strategies import DtypeSweep, tensor_lists
+from conformance.inputs.strategies import DtypeSweep, dtype_sweeps, tensor_lists
 from opdb import outcomes
-from opdb.dtypes import ATEN_TYPE_NAMES, SCALAR_TYPE_NAMES
+from opdb.dtypes import ATEN_TYPE_NAMES, DTYPE_NAMES, SCALAR_TYPE_NAMES
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -228,3 +229,8 @@ def summary(support: dict[str, str]) -> str:
     for dtype, outcome in support.items():
         by.setdefault(outcome, []).append(dtype)
     return "; ".join(f"{o}: {', '.join(by[o])}" for o in outcomes.DTYPE_OUTCOMES if o in by)
+
+
+CHECK = Check("dtypes", dtype_sweeps, "each of the twelve dtypes: CPU supports it, the backend "
+              "supports it, values agree", dtypes_applies, verify_dtypes, examples_factor=0.3,
+              shrink=False, calls_per_draw=len(DTYPE_NAMES), recorded="dtypes")

@@ -9,10 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from conformance.checks.check import Check
 from conformance.compare.outputs import compare_outputs
 from conformance.core.call import Call, written
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
+from conformance.inputs.layouts import LayoutCall
+from conformance.inputs.strategies import forward_calls
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -71,7 +74,7 @@ def sized_outs(call: Call, probe: Any) -> Call | None:
 def verify_forward(ctx: Context, call: Call) -> None:
     """Values (dtype-aware tolerances), dtype and shape agree with CPU."""
     __tracebackhide__ = True
-    if "noncontiguous" in call.notes:  # the view refill: a failure the layout's alone
+    if isinstance(call, LayoutCall):  # the view refill: a failure the layout's alone
         from conformance.checks.noncontiguous import verify_layouts
 
         verify_layouts(ctx, call, strides=False)
@@ -88,3 +91,7 @@ def verify_forward(ctx: Context, call: Call) -> None:
     except CheckFailure as exc:
         exc.call = exc.call or call  # the pre-sized outs are part of the repro
         raise
+
+
+CHECK = Check("forward", forward_calls, "values, dtype and shape as CPU", forward_applies,
+              verify_forward, refills=True, prepare=forward_refill, recorded="forward")

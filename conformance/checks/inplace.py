@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils._pytree import tree_flatten
 
+from conformance.checks.check import Check
 from conformance.core import readback
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
@@ -45,6 +46,7 @@ from conformance.inputs.inplace_forms import (
     InplaceDraw,
     InplaceRun,
     Record,
+    inplace_calls,
     inplace_rotation,
     make_view,
     record_tensors,
@@ -386,3 +388,8 @@ def _untouched_rest(ctx: Context, run: InplaceRun, expected: torch.Tensor, actua
     if not _same(rest_a, rest_e):
         raise CheckFailure("value", f"base changed outside the view: "
                                     f"{_first_difference(rest_a, rest_e)} [{where}]")
+
+
+CHECK = Check("inplace", inplace_calls, "in-place overloads: self returned and written, inputs "
+              "and view bases as CPU's, refusals, version counters", inplace_applies,
+              verify_inplace, examples_factor=INPLACE_FACTOR)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from conformance.checks.check import Check
 from conformance.compare.strides import compare_strides
 from conformance.core.call import Call, written
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure, CpuRejected
 from conformance.inputs.layouts import LayoutCall, layout_variants, with_layouts
+from conformance.inputs.strategies import forward_calls
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -157,3 +159,9 @@ def _backend_refuses_like(ctx: Context, call: Call, refusal: BaseException) -> b
         ctx.device_alive(exc, call)
         return type(exc) is type(refusal)
     return False
+
+
+CHECK = Check("noncontiguous", forward_calls, "forward inputs as transposed, strided, expanded, "
+              "offset and channels_last views: values as CPU, strides where a contract",
+              noncontiguous_applies, verify_noncontiguous, examples_factor=NONCONTIGUOUS_FACTOR,
+              applies_hints=noncontiguous_hints, recorded="forward")

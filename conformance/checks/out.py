@@ -43,6 +43,7 @@ from conformance.inputs.out_forms import (
     effective_kind,
     forms_for,
     make_outs,
+    out_calls,
     out_names,
     warnings_seen,
     with_form,
@@ -66,12 +67,6 @@ from opdb.outcomes import (
 if TYPE_CHECKING:
     from conformance.compare.context import Context
 
-
-def out_check() -> Check:
-    """The ``out`` check (conformance/variants_out.py)."""
-
-    return Check("out", "out", "out= tensors written, returned, resized, cast, refused as CPU",
-                 out_applies, verify_out, examples_factor=OUT_FACTOR)
 
 
 #: The out check draws this share of ``--max-examples`` calls (4 of 10) and judges each in
@@ -419,3 +414,7 @@ def _own_kernel(ctx: Context, name: str) -> bool:
     if key not in _OWN:
         _OWN[key] = classify(ctx.backend.dispatch_key, [name])[name] == Status.native
     return _OWN[key]
+
+
+CHECK = Check("out", out_calls, "out= tensors written, returned, resized, cast, refused as CPU",
+              out_applies, verify_out, examples_factor=OUT_FACTOR)

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from conformance.checks.check import Check
 from conformance.compare.outputs import compare_outputs
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
+from conformance.inputs.strategies import promotion_calls
 from opdb.dtypes import torch_dtypes
 
 if TYPE_CHECKING:
@@ -109,3 +111,8 @@ def _promotion_on_backend(ctx: Context, call: Call, expected: Any,
         return
     actual = ctx.run_backend(call)
     compare_outputs(ctx, call, expected, actual, values=False)
+
+
+CHECK = Check("promotion", promotion_calls,
+              "result dtype as CPU across dtype pairs and operand forms", promotion_applies,
+              verify_promotion, examples_factor=3, identity=promotion_identity)

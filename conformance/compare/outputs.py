@@ -182,13 +182,13 @@ def _cpu_answers_so_for_views(ctx: Context, call: Call, label: str, where: str,
     CPU's contiguous answer is not a contract: a backend giving CPU's answer for the views
     agrees with CPU, and the verdict notes it (``cpu_unstable``). A wrong answer that CPU
     gives for no layout still fails."""
-    from conformance.inputs.layouts import LAYOUTS, tensors_of, with_layouts
+    from conformance.inputs.layouts import LAYOUTS, LayoutCall, tensors_of, with_layouts
 
     outs = {a.name for a in call.sig.args if a.is_out}
     strided = LAYOUTS["strided"]
     names = tuple((name, "strided") for name, value in call.values if name not in outs
                   and any(strided.fits(tuple(t.shape)) for t in tensors_of(value)))
-    if not names or call.notes and "noncontiguous" in call.notes:
+    if not names or isinstance(call, LayoutCall):
         return False
     views = with_layouts(call, names)
     ctx.inflight.call(views, ctx.repro_fn, side="cpu")

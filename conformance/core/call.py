@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -239,6 +239,19 @@ def written_parts(sig: OpSignature, values: Mapping[str, Any]) -> list[tuple[str
 
 
 _C = TypeVar("_C", bound=Call)
+
+
+@dataclass(frozen=True)
+class AutogradCall(Call):
+    """A call the ``autograd`` check differentiates (schema-drawn or recorded): its repro
+    backpropagates too (:mod:`conformance.repro.autograd`)."""
+
+
+def as_kind(call: Call, kind: type[_C], **extra: Any) -> _C:
+    """``call`` as a :class:`Call` variant ``kind`` (every field of ``call`` kept, ``extra``
+    set): the type of a call says which repro it gets and what a check reads from it."""
+    kept = {f.name: getattr(call, f.name) for f in fields(Call)}
+    return kind(**kept, **extra)
 
 
 def written(call: _C) -> _C:

@@ -34,7 +34,7 @@ from conformance.core.verdicts import (
     error_line,
 )
 from conformance.engine.fingerprints import failure_key, lead_dtype
-from conformance.inputs.strategies import calls
+from conformance.inputs.strategies import draw_calls
 from opdb.opdata import OpHints
 from opdb.outcomes import (
     CPU_DTYPE_GAP,
@@ -191,7 +191,7 @@ def has_corpus(item: Item, settings: EngineSettings, hints: OpHints) -> bool:
 
     recorded = corpus.for_settings(settings.corpus)
     return recorded is not None and bool(
-        corpus.usable_specs(item.sig, hints, item.check.mode, recorded))
+        corpus.usable_specs(item.sig, hints, item.check.recorded, recorded))
 
 
 _LOCAL_CONSTANTS_OFF = False  # _no_local_constants ran in this process
@@ -363,13 +363,13 @@ def _run_once(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     schema, problem = None, None
     if not corpus_only:
         try:
-            schema = calls(sig, hints, mode=check.mode)
+            schema = draw_calls(sig, hints, check.draw)
         except NoStrategy as exc:
             problem = exc
     recorded = corpus.for_settings(settings.corpus)
     mix = corpus_only or schema is None or settings.corpus_mix
     strategy = schema if recorded is None or not mix else corpus.with_corpus(
-        schema, sig, hints, mode=check.mode, corpus=recorded)
+        schema, sig, hints, mode=check.recorded, corpus=recorded)
     if strategy is None:
         return verdict("skip", "no_strategy", f"no inputs can be drawn: {problem}")
 

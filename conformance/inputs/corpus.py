@@ -330,7 +330,7 @@ def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str, draw: Any,
     empty one of ``dtype``). Raises ``ValueError`` when the spec does not fit the schema."""
     import torch
 
-    from conformance.core.call import Call
+    from conformance.core.call import AutogradCall, Call
     from conformance.core.signature import DEVICE
 
     origin = f"corpus {spec.origin}"
@@ -377,9 +377,9 @@ def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str, draw: Any,
         else:
             value = rec
         values.append((a.name, value))
-    notes = ("autograd",) if mode == "autograd" else ()
-    return Call(sig=sig, values=tuple(values), on_cpu=frozenset(on_cpu),
-                notes=(*notes, origin), source=CORPUS)
+    kind = AutogradCall if mode == "autograd" else Call
+    return kind(sig=sig, values=tuple(values), on_cpu=frozenset(on_cpu), notes=(origin,),
+                source=CORPUS)
 
 
 def _pinned(hints: Any, name: str) -> bool:
@@ -555,7 +555,7 @@ def _tensor(rec: TensorArg, draw: Any, *, mode: str, label: str) -> Any:
     return base.as_strided(rec.shape, rec.stride, rec.offset)
 
 
-def usable_specs(sig: Any, hints: Any, mode: str, corpus: Corpus | None = None
+def usable_specs(sig: Any, hints: Any, mode: str | None, corpus: Corpus | None = None
                  ) -> tuple[Spec, ...]:
     """The specs of ``sig`` that fit its schema (what :func:`corpus_calls` draws from)."""
     if mode not in MODES:
@@ -596,7 +596,7 @@ def _structure(spec: Spec) -> str:
     return repr(tuple((n, one(v)) for n, v in spec.args))
 
 
-def corpus_calls(sig: Any, hints: Any, *, mode: str, corpus: Corpus | None = None) -> Any:
+def corpus_calls(sig: Any, hints: Any, *, mode: str | None, corpus: Corpus | None = None) -> Any:
     """A strategy of calls of ``sig`` made from its recorded specs, or ``None`` when it has none."""
     from hypothesis import strategies as st
 
@@ -646,7 +646,7 @@ def _sweeps(sig: Any, hints: Any, specs: tuple[Spec, ...]) -> Any:
     return draw_sweep()
 
 
-def with_corpus(schema: Any, sig: Any, hints: Any, *, mode: str,
+def with_corpus(schema: Any, sig: Any, hints: Any, *, mode: str | None,
                 corpus: Corpus | None = None) -> Any:
     """``schema`` (the schema strategy, or ``None`` when it has none) with the corpus mixed in:
     one example in :data:`CORPUS_ONE_IN` from the corpus (shrinking toward the schema's; modes

@@ -6,13 +6,13 @@ arguments (:class:`InplaceRun`).
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from hypothesis import strategies as st
 
-from conformance.core.call import Call
+from conformance.core.call import Call, as_kind
 from conformance.core.signature import OpSignature
 from conformance.inputs.strategies import forward_calls
 from conformance.inputs.values import draw_tensor
@@ -38,7 +38,6 @@ _CODE = {k: (compile(b, f"<view {k}: base>", "eval"), compile(v, f"<view {k}>", 
 VARIANTS = ("plain", "view", "dtype", "broadcast")
 
 
-_NOTE = "inplace:"
 
 
 def make_base(kind: str, x: torch.Tensor) -> torch.Tensor:
@@ -66,13 +65,20 @@ def written_self(sig: OpSignature) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class InplaceCall(Call):
+    """A call the in-place check judges in one of its :data:`VARIANTS`: ``detail`` is the view
+    kind of ``view`` (a key of :data:`VIEWS`), ``self``'s own dtype of ``dtype`` (the control of
+    a refusal), else ``None``. Its repro is the in-place one (:mod:`conformance.repro.inplace`)."""
+
+    variant: str = field(default="plain", compare=False)
+    detail: str | None = field(default=None, compare=False)
+
+
 def variant_of(call: Call) -> tuple[str, str | None]:
-    """``(variant, detail)`` from the call's notes: the view kind of ``inplace:view:slice``,
-    ``self``'s own dtype of ``inplace:dtype:float32``, else ``None``."""
-    for note in call.notes:
-        if note.startswith(_NOTE):
-            parts = note[len(_NOTE):].split(":")
-            return parts[0], (parts[1] if len(parts) > 1 else None)
+    """``(variant, detail)`` of an :class:`InplaceCall`; ``("plain", None)`` for any other."""
+    if isinstance(call, InplaceCall):
+        return call.variant, call.detail
     return "plain", None
 
 
@@ -90,11 +96,11 @@ def _redraw(draw: Any, hints: OpHints, name: str, dtype: str, shape: tuple[int, 
 
 
 @dataclass(frozen=True)
-class InplaceDraw(Call):
+class InplaceDraw(InplaceCall):
     """One drawn ``forward`` call as the in-place check judges it: itself (the ``plain``
     variant) and its other :data:`VARIANTS` (``variants``: every view kind ``self``'s rank
-    allows, another dtype of ``self``, a ``self`` that would have to broadcast), each a
-    :class:`Call` noted ``inplace:VARIANT[:DETAIL]``."""
+    allows, another dtype of ``self``, a ``self`` that would have to broadcast), each an
+    :class:`InplaceCall`."""
 
     variants: tuple[Call, ...] = ()
 
@@ -116,7 +122,7 @@ def inplace_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     values = dict(call.values)
     x = values.get(me) if me else None
     if me is None or not isinstance(x, torch.Tensor) or me in call.on_cpu:
-        return replace(call, notes=(*call.notes, _NOTE + "plain"))
+        return as_kind(call, InplaceCall, variant="plain")
     others = [a.name for a in sig.tensor_args
               if a.name != me and not a.is_list and isinstance(values.get(a.name), torch.Tensor)
               and a.name not in call.on_cpu]
@@ -129,14 +135,16 @@ def inplace_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
         if full != tuple(x.shape):
             x = values[me] = _redraw(draw, hints, me, dtype_name(x.dtype), full)
 
-    def variant(note: str, **changed: Any) -> Call:
-        return Call(sig=sig, values=tuple((n, changed.get(n, values[n])) for n, _ in call.values),
-                    on_cpu=call.on_cpu, notes=(*call.notes, _NOTE + note), source=call.source)
+    def variant(kind: str, detail: str | None = None, **changed: Any) -> InplaceCall:
+        return InplaceCall(sig=sig, values=tuple((n, changed.get(n, values[n]))
+                                                 for n, _ in call.values),
+                           on_cpu=call.on_cpu, notes=call.notes, source=call.source,
+                           variant=kind, detail=detail)
 
-    made = [variant(f"view:{kind}") for kind in view_kinds(x.dim())]
-    own = dtype_name(x.dtype)  # the note keeps self's own dtype: the control of a refusal
+    made = [variant("view", kind) for kind in view_kinds(x.dim())]
+    own = dtype_name(x.dtype)  # the detail keeps self's own dtype: the control of a refusal
     new = draw(st.sampled_from([d for d in DTYPE_NAMES if d != own]), label="self dtype")
-    made.append(variant(f"dtype:{own}", **{me: _redraw(draw, hints, me, new, tuple(x.shape))}))
+    made.append(variant("dtype", own, **{me: _redraw(draw, hints, me, new, tuple(x.shape))}))
     if broadcasts:
         full = tuple(x.shape)
         other = values[others[0]]
@@ -182,7 +190,7 @@ def record_tensors(args: dict[str, Any], base: torch.Tensor | None) -> list[tupl
 
 
 @dataclass(frozen=True)
-class InplaceRun(Call):
+class InplaceRun(InplaceCall):
     """A call that keeps its arguments: ``run`` returns a :class:`Record`, or with ``pick`` only
     one argument afterwards (or ``"base"``), which is what a CPU re-run is compared by."""
 
@@ -191,8 +199,9 @@ class InplaceRun(Call):
 
     @classmethod
     def of(cls, call: Call, *, view: str | None) -> InplaceRun:
+        variant, detail = variant_of(call)
         return cls(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=call.notes,
-                   view=view)
+                   variant=variant, detail=detail, view=view)
 
     def describe(self) -> str:
         text = super().describe()

@@ -184,8 +184,7 @@ class LayoutCall(Call):
                 value = [_fresh(v) if isinstance(v, torch.Tensor) else v for v in laid] \
                     if isinstance(laid, list) else _fresh(laid)
             values.append((name, value))
-        return Call(sig=self.sig, values=tuple(values), on_cpu=self.on_cpu,
-                    notes=tuple(n for n in self.notes if n != "noncontiguous"))
+        return Call(sig=self.sig, values=tuple(values), on_cpu=self.on_cpu, notes=self.notes)
 
 
 def _candidates(call: Call) -> list[tuple[str, list[str]]]:
@@ -284,6 +283,5 @@ def with_strides(show: str) -> str:
 
 def with_layouts(call: Call, layouts: tuple[tuple[str, str], ...]) -> LayoutCall:
     """``call`` with the given arguments laid out (its values, fills and source kept)."""
-    notes = call.notes if "noncontiguous" in call.notes else (*call.notes, "noncontiguous")
-    return LayoutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=notes,
+    return LayoutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=call.notes,
                       fills=call.fills, source=call.source, layouts=layouts)

@@ -117,9 +117,8 @@ def forms_for(call: Call, dtypes: list[torch.dtype]) -> list[OutForm]:
 
 def with_form(call: Call, form: OutForm) -> OutCall:
     """``call`` given its out= tensors in ``form``."""
-    notes = tuple(n for n in call.notes if not n.startswith("out form:"))
-    return OutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu,
-                   notes=(*notes, f"out form: {form.kind}"), source=call.source, form=form)
+    return OutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=call.notes,
+                   source=call.source, form=form)
 
 
 def make_outs(kind: str, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype], device: str,

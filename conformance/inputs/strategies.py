@@ -16,14 +16,17 @@ tensors stay on CPU when the call is moved to the device under test. Modes:
 * ``promotion`` each operand (Tensor / Scalar positional arguments) independently a tensor,
                 a 0-dim tensor, a 0-dim CPU tensor next to device tensors, or a Python scalar, with
                 its own dtype among the twelve.
-* ``noncontiguous`` ``forward``-like calls with tensor arguments laid out as non-contiguous views
-                (drawn in :mod:`conformance.layouts`, which owns the check).
+* ``autograd``  ``forward``-like calls in differentiable dtypes (:class:`AutogradCall`).
+
+Checks that draw otherwise build on these: in-place variants (:mod:`.inplace_forms`), out= forms
+(:mod:`.out_forms`), forward calls laid out as views (:mod:`.layouts`). A check names its
+strategy in its record (``Check.draw``); :func:`draw_calls` builds it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -32,7 +35,7 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from conformance.core.call import Call
+from conformance.core.call import AutogradCall, Call
 from conformance.core.fills import Fill
 from conformance.core.signature import DEFAULTED, DEVICE, ArgSpec, NoStrategy, OpSignature
 from conformance.inputs.values import (
@@ -55,8 +58,6 @@ from opdb.dtypes import (
 )
 from opdb.model import family_of
 from opdb.opdata import ArgHint, OpHints
-
-MODES = ("forward", "broadcast", "promotion", "autograd", "dtypes", "inplace", "out")
 
 
 def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bool = False,
@@ -98,6 +99,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     fills: list[tuple[str, int | None, Fill]] = field(default_factory=list)
     target: str | None = None  # every ScalarType argument pinned to this dtype (dtype pairs)
+    kind: type[Call] = Call  # the Call variant assembled (AutogradCall: its repro backpropagates)
     list_form: tuple[tuple[int, ...], int] | None = None  # first Tensor[]'s (shape, length)
     lists_zipped: bool | None = None  # later Tensor[]s take list_form (drawn at the second)
 
@@ -441,8 +443,8 @@ def assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: Plan) -> Call:
         if hint.device == "cpu" and spec.base == "Tensor":
             plan.on_cpu.add(spec.name)
         values.append((spec.name, v))
-    return Call(sig=sig, values=tuple(values), on_cpu=frozenset(plan.on_cpu),
-                notes=tuple(plan.notes), fills=tuple(plan.fills))
+    return plan.kind(sig=sig, values=tuple(values), on_cpu=frozenset(plan.on_cpu),
+                     notes=tuple(plan.notes), fills=tuple(plan.fills))
 
 
 def _shape_along(plan: Plan, name: str, hint: ArgHint, drawn: dict[str, Any]) -> None:
@@ -590,13 +592,13 @@ AUTOGRAD_DTYPES: tuple[str, ...] = tuple(n for n in FLOATING + COMPLEX if n not 
 @st.composite
 def autograd_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """Calls for the ``autograd`` check: as ``forward`` draws them, in differentiable dtypes
-    and finite values (noted ``autograd``, so the repro backpropagates too)."""
+    and finite values (:class:`AutogradCall`s, so the repro backpropagates too)."""
     # no size-0 dimensions: an empty gradient shows nothing, and CPU's own backward of some ops
     # (native_batch_norm) dies of SIGFPE on one, which would lose the whole item
     shapes = {k: tuple(max(d, 1) for d in s)
               for k, s in draw_shapes(draw, sig, hints, mode="forward").items()}
     dtypes = tensor_arg_dtypes(draw, sig, hints, AUTOGRAD_DTYPES)
-    plan = Plan(shapes=shapes, dtypes=dtypes, notes=["autograd"])
+    plan = Plan(shapes=shapes, dtypes=dtypes, kind=AutogradCall)
     return assemble(draw, sig, hints, plan)
 
 
@@ -692,10 +694,14 @@ def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     return assemble(draw, sig, hints, plan)
 
 
-def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[Any]:
-    """The strategy for ``mode`` (one of :data:`MODES`); raises :class:`NoStrategy` up front."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+#: Builds the calls one check draws for an overload (a :class:`~conformance.checks.check.Check`'s
+#: ``draw``): ``(signature, hints) -> strategy``.
+StrategyFn = Callable[[OpSignature, OpHints], st.SearchStrategy[Any]]
+
+
+def draw_calls(sig: OpSignature, hints: OpHints, draw: StrategyFn) -> st.SearchStrategy[Any]:
+    """The strategy ``draw`` builds for ``sig``; raises :class:`NoStrategy` up front when the
+    schema has an argument no strategy can draw (or one that needs a hint it lacks)."""
     reason = sig.untestable()
     if reason:
         raise NoStrategy(reason)
@@ -706,15 +712,20 @@ def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[A
                              f"in opdb/data/hints.yaml")
         if spec.base == "str" and not spec.has_default_value and hints.get(spec.name).choices is None:
             raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
-    if mode == "inplace":  # the in-place check's variants of forward calls (its own module)
-        from conformance.inputs.inplace_forms import inplace_calls
+    return draw(sig, hints)
 
-        return inplace_calls(sig, hints)
-    if mode == "out":  # the out check's own strategy (conformance/variants_out.py)
-        from conformance.inputs.out_forms import out_calls
 
-        return out_calls(sig, hints)
-    factory = {"forward": forward_calls, "broadcast": broadcast_calls,
-               "promotion": promotion_calls, "autograd": autograd_calls,
-               "dtypes": dtype_sweeps}[mode]
-    return factory(sig, hints)
+#: The schema strategies of this module by name (the checks that draw with another one, in-place
+#: and out=, name theirs in their :class:`~conformance.checks.check.Check` record).
+STRATEGIES: dict[str, StrategyFn] = {
+    "forward": forward_calls, "broadcast": broadcast_calls, "promotion": promotion_calls,
+    "autograd": autograd_calls, "dtypes": dtype_sweeps,
+}
+
+
+def calls(sig: OpSignature, hints: OpHints, *, mode: str) -> st.SearchStrategy[Any]:
+    """:func:`draw_calls` with the strategy of this module named ``mode`` (a key of
+    :data:`STRATEGIES`)."""
+    if mode not in STRATEGIES:
+        raise ValueError(f"mode must be one of {tuple(STRATEGIES)}, not {mode!r}")
+    return draw_calls(sig, hints, STRATEGIES[mode])

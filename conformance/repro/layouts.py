@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from conformance.core.backends import Backend
 
 
-def layout_snippet(call: LayoutCall, backend: Backend, *, note: str | None = None) -> str:
+def layout_snippet(call: LayoutCall, backend: Backend, note: str | None = None) -> str:
     """The standalone repro of a ``noncontiguous`` example: each laid-out argument is built as
     the check builds it (a base buffer on the device, then the view), and the results are shown
     with their strides."""

@@ -4,31 +4,36 @@ mismatch. :func:`snippet` picks the snippet by the call's type.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from conformance.core.backends import Backend
-from conformance.core.call import Call
+from conformance.core.call import AutogradCall, Call
+from conformance.inputs.inplace_forms import InplaceCall
+from conformance.inputs.layouts import LayoutCall
+from conformance.inputs.out_forms import OutCall
 from conformance.repro.autograd import autograd_snippet
 from conformance.repro.common import SHOW, bringup_lines, op_call, value_text
+from conformance.repro.inplace import inplace_snippet
+from conformance.repro.layouts import layout_snippet
+from conformance.repro.out import out_snippet
+
+#: The snippet of each kind of call, the first whose type matches (a kind of call is a
+#: :class:`Call` variant: a new one with a repro of its own is a row here).
+SNIPPETS: tuple[tuple[type[Call], Callable[[Any, Backend, str | None], str]], ...] = (
+    (AutogradCall, autograd_snippet),  # backpropagates too
+    (InplaceCall, inplace_snippet),  # self as the same view or dtype on both sides
+    (LayoutCall, layout_snippet),  # arguments laid out as the same views
+    (OutCall, out_snippet),  # out= tensors built in the same form
+)
 
 
 def snippet(call: Call, backend: Backend, *, note: str | None = None) -> str:
-    """The standalone repro for ``call`` on ``backend`` (an ``autograd`` example's repro
-    backpropagates too; a ``noncontiguous`` one builds the same views)."""
-    if "autograd" in call.notes:
-        return autograd_snippet(call, backend, note)
-    if any(n.startswith("inplace:") for n in call.notes):  # the in-place check's own snippet
-        from conformance.repro.inplace import inplace_snippet
-
-        return inplace_snippet(call, backend, note)
-    if "noncontiguous" in call.notes:  # arguments laid out as views (conformance.layouts)
-        from conformance.inputs.layouts import LayoutCall
-        from conformance.repro.layouts import layout_snippet
-
-        assert isinstance(call, LayoutCall)
-        return layout_snippet(call, backend, note=note)
-    if any(n.startswith("out form:") for n in call.notes):
-        from conformance.repro.out import out_snippet
-
-        return out_snippet(call, backend, note)
+    """The standalone repro for ``call`` on ``backend``: the kind's own snippet
+    (:data:`SNIPPETS`), else the plain call on CPU and on the device."""
+    for kind, render in SNIPPETS:
+        if isinstance(call, kind):
+            return render(call, backend, note)
     sig = call.sig
     lines = ["import torch"]
     lines += bringup_lines(backend)

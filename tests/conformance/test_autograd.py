@@ -242,14 +242,14 @@ def test_overload_returning_nothing_is_differentiated_through_what_it_writes(tmp
     tensors it wrote are its results, differentiated as such, and so in its repro."""
     import torch
 
-    from conformance.core.call import Call, written, written_results
+    from conformance.core.call import AutogradCall, written, written_results
     from conformance.repro.snippet import snippet
 
     assert written_results(_sig("_foreach_div_.List")) == ("self",)
     assert written_results(_sig("add_.Tensor")) == ()  # it returns self
     v = _run(_mlu(), "_foreach_div_.List", "autograd", max_examples=5)
     assert v.verdict == "pass" and v.examples > 0, v.message
-    call = Call(sig=_sig("_foreach_div_.List"), notes=("autograd",),
+    call = AutogradCall(sig=_sig("_foreach_div_.List"),
                 values=(("self", [torch.tensor([1.0, -2.0])]), ("other", [torch.tensor([4.0, 8.0])])))
     out = written(call).run("cpu")
     assert isinstance(out, tuple) and torch.equal(out[0], torch.tensor([0.25, -0.25]))

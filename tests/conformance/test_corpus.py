@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 import opdb
 from conformance.checks.registry import CHECKS
+from conformance.core.call import AutogradCall
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import Verdict
 from conformance.corpus_tools.build import Collector, encode, write
@@ -368,11 +369,11 @@ def test_failure_records_the_source_that_found_it(reference, small_corpus):
 
 
 def test_autograd_check_draws_corpus_calls(reference, small_corpus):
-    # corpus only (no schema strategy mixed in): the calls carry the autograd note and pass
+    # corpus only (no schema strategy mixed in): the calls are AutogradCalls and pass
     sig = _sig("max_pool2d_with_indices")
     c = Corpus.read(small_corpus)
     call = _draw(corpus.corpus_calls(sig, HINTS.for_op(sig.name), mode="autograd", corpus=c))
-    assert "autograd" in call.notes
+    assert isinstance(call, AutogradCall)
     v = _run(reference, "max_pool2d_with_indices", "autograd", small_corpus)
     assert v.verdict == "pass", v.message
 

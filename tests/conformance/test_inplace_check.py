@@ -143,15 +143,15 @@ def test_variants_are_drawn_and_broadcast_ones_are_refused_by_cpu():
     import opdb
     from conformance.checks.inplace import control
     from conformance.core.signature import OpSignature
-    from conformance.inputs.inplace_forms import variant_of
-    from conformance.inputs.strategies import calls
+    from conformance.inputs.inplace_forms import inplace_calls, variant_of
+    from conformance.inputs.strategies import draw_calls
     from opdb.opdata import load_hints
 
     sig = OpSignature.of(opdb.load()["add_.Tensor"])
     seen: set[str] = set()
 
     @settings(max_examples=20, database=None, deadline=None)
-    @given(calls(sig, load_hints().for_op(sig.name), mode="inplace"))
+    @given(draw_calls(sig, load_hints().for_op(sig.name), inplace_calls))
     def body(drawn):
         assert variant_of(drawn) == ("plain", None)
         kinds = [variant_of(c) for c in drawn.variants]

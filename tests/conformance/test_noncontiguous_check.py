@@ -218,7 +218,6 @@ def test_refill_views_lay_out_every_fitting_argument_but_out():
     v = refill_views(c)
     assert isinstance(v, LayoutCall) and dict(v.layouts) == {"self": "transposed",
                                                               "mat2": "strided"}
-    assert "noncontiguous" in v.notes
     single = Call(_sig("neg"), (("self", torch.ones(())),))
     assert refill_views(single) is single  # a 0-dim tensor has no non-contiguous view
 
@@ -278,9 +277,10 @@ def test_a_refusal_cpu_skips_only_for_views_is_not_the_layouts(reference):
 
 def test_registered_and_described():
     from conformance.checks.registry import CHECKS
+    from conformance.inputs.strategies import forward_calls
     from opdb import outcomes
 
-    assert CHECKS["noncontiguous"].mode == "forward"  # forward's calls, laid out
+    assert CHECKS["noncontiguous"].draw is forward_calls  # forward's calls, laid out
     assert outcomes.severity("strides") < outcomes.severity("value")
     assert "strides_informational" in outcomes.INFO_CATEGORIES
     assert LayoutCall.__mro__[1] is Call
