@@ -138,7 +138,7 @@ def verify_autograd(ctx: Context, call: Call) -> None:
     try:
         dev_leaves = {k: t.detach().to(device).requires_grad_() for k, t in cpu_leaves.items()}
     except Exception as exc:  # noqa: BLE001
-        ctx._unsupported(exc, call)
+        ctx.stop_if_unsupported(exc, call)
         raise CheckFailure(ERROR_RAISES, f"copying an input to {device} raised "
                                          f"{error_line(exc)} [{where}]") from None
     actual = ctx.run_backend(with_leaves(call, dev_leaves, torch.Tensor.clone), marker=call)
@@ -161,7 +161,7 @@ def verify_autograd(ctx: Context, call: Call) -> None:
                                         [u.to(o.device) for u, o in zip(ups, act_outs, strict=True)],
                                         allow_unused=True)
     except Exception as exc:  # noqa: BLE001
-        ctx._unsupported(exc, call)  # a missing backward kernel: unsupported, naming it
+        ctx.stop_if_unsupported(exc, call)  # a missing backward kernel: unsupported, naming it
         raise CheckFailure(BACKWARD_RAISES, f"{backward_name(call.sig, act_outs)} raised "
                                             f"{error_line(exc)}, but CPU's returned gradients "
                                             f"[{where}]") from None

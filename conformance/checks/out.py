@@ -127,7 +127,7 @@ def _describe(call: Call, form: OutForm, n_outs: int) -> str:
 
 
 @dataclass
-class _Side:
+class Side:
     """One side's run: the outs it was given, their bases and initial state, what came back."""
 
     outs: list[torch.Tensor]
@@ -139,14 +139,14 @@ class _Side:
 
 
 def _side(kind: str, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype], device: str,
-          form: OutForm, *, host_values: bool = True) -> _Side:
+          form: OutForm, *, host_values: bool = True) -> Side:
     """One side's outs; ``before`` is their bases' initial state on CPU, or (``host_values``
     false: a shape-only backend, whose tensors cannot be read back) their metadata only."""
     outs, bases = make_outs(kind, shapes, dtypes, device,
                             alt=torch_dtype(form.dtype) if form.dtype else None,
                             index=form.index, grow=form.grow)
     readable = host_values or device == "cpu" or kind == "device"  # device: the outs are on CPU
-    return _Side(outs, bases, [(b.detach().cpu() if readable else b.detach()).clone()
+    return Side(outs, bases, [(b.detach().cpu() if readable else b.detach()).clone()
                                for b in bases])
 
 
@@ -173,14 +173,14 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return True
 
 
-def _fresh_probe(ctx: Context, call: Call) -> tuple[_Side, list[tuple[int, ...]]]:
+def _fresh_probe(ctx: Context, call: Call) -> tuple[Side, list[tuple[int, ...]]]:
     """CPU with empty outs of the drawn dtypes (counted, marked): the result shapes."""
     names = out_names(call.sig)
     drawn = dict(call.values)
     dtypes = [drawn[n].dtype for n in names]
-    side = _Side([torch.empty(0, dtype=d) for d in dtypes], [], [])
+    side = Side([torch.empty(0, dtype=d) for d in dtypes], [], [])
     side.bases, side.before = side.outs, [o.clone() for o in side.outs]
-    ctx._begin(call)
+    ctx.begin_example(call)
     ctx.inflight.call(call, ctx.repro_fn, side="cpu")
     try:
         with warnings_seen() as seen:
@@ -192,11 +192,11 @@ def _fresh_probe(ctx: Context, call: Call) -> tuple[_Side, list[tuple[int, ...]]
         ctx.cpu_errors[error_line(exc)] += 1
         raise CpuRejected(exc) from None
     side.warned = any(_RESIZED in w for w in seen)
-    ctx._mark(cpu_ok=True)
+    ctx.mark_ok(cpu_ok=True)
     return side, [tuple(o.shape) for o in side.outs]
 
 
-def _run_side(ctx: Context, call: Call, side: _Side, device: str, *, cpu: bool) -> None:
+def run_side(ctx: Context, call: Call, side: Side, device: str, *, cpu: bool) -> None:
     ctx.inflight.call(call, ctx.repro_fn, side="cpu" if cpu else ctx.backend.device)
     try:
         with warnings_seen() as seen:
@@ -206,12 +206,12 @@ def _run_side(ctx: Context, call: Call, side: _Side, device: str, *, cpu: bool) 
             raise Abort("skip", "cpu_unsupported",
                         f"CPU (the oracle) has no kernel: {error_line(exc)}") from None
         if not cpu:
-            ctx._unsupported(exc, call)  # a missing kernel: unsupported, naming it
+            ctx.stop_if_unsupported(exc, call)  # a missing kernel: unsupported, naming it
         side.error = exc
         return
     side.warned = any(_RESIZED in w for w in seen)
     if not cpu:
-        ctx._mark(backend_ok=True)
+        ctx.mark_ok(backend_ok=True)
 
 
 def verify_out(ctx: Context, call: Call) -> None:
@@ -241,7 +241,7 @@ def verify_out(ctx: Context, call: Call) -> None:
             fresh_ok = True
 
 
-def _verify_form(ctx: Context, call: OutCall, probe: _Side, shapes: list[tuple[int, ...]],
+def _verify_form(ctx: Context, call: OutCall, probe: Side, shapes: list[tuple[int, ...]],
                  dtypes: list[torch.dtype], *, fresh_ok: bool | None) -> None:
     """Judge ``call``'s own form against CPU's ``probe`` (CPU with empty outs). ``fresh_ok``:
     the same inputs with empty outs agreed already (a failure is then the form's), or ``None``
@@ -255,10 +255,10 @@ def _verify_form(ctx: Context, call: OutCall, probe: _Side, shapes: list[tuple[i
         cpu = probe
     else:
         cpu = _side(kind, shapes, dtypes, "cpu", form)
-        _run_side(ctx, call, cpu, "cpu", cpu=True)
+        run_side(ctx, call, cpu, "cpu", cpu=True)
     dev = _side(kind, shapes, dtypes, ctx.backend.device, form,
                 host_values=ctx.backend.host_values)
-    _run_side(ctx, call, dev, ctx.backend.device, cpu=False)
+    run_side(ctx, call, dev, ctx.backend.device, cpu=False)
     try:
         _judge(ctx, call, kind, form, probe, cpu, dev)
     except CheckFailure:
@@ -269,13 +269,13 @@ def _verify_form(ctx: Context, call: OutCall, probe: _Side, shapes: list[tuple[i
         raise
 
 
-def _fresh_failure(ctx: Context, call: Call, probe: _Side, shapes: list[tuple[int, ...]],
+def _fresh_failure(ctx: Context, call: Call, probe: Side, shapes: list[tuple[int, ...]],
                    dtypes: list[torch.dtype]) -> CheckFailure | None:
     """The failure the backend shows for the same inputs with empty outs (the forward check's
     kind of failure: a wrong value, a refusal), or ``None`` when it agrees with CPU there."""
     dev = _side("fresh", shapes, dtypes, ctx.backend.device, OutForm(),
                 host_values=ctx.backend.host_values)
-    _run_side(ctx, call, dev, ctx.backend.device, cpu=False)
+    run_side(ctx, call, dev, ctx.backend.device, cpu=False)
     try:
         _judge(ctx, call, "fresh", OutForm(), probe, probe, dev)
     except CheckFailure as exc:
@@ -283,8 +283,8 @@ def _fresh_failure(ctx: Context, call: Call, probe: _Side, shapes: list[tuple[in
     return None
 
 
-def _judge(ctx: Context, call: Call, kind: str, form: OutForm, probe: _Side, cpu: _Side,
-           dev: _Side) -> None:
+def _judge(ctx: Context, call: Call, kind: str, form: OutForm, probe: Side, cpu: Side,
+           dev: Side) -> None:
     """Raise the first disagreement of the backend's run ``dev`` with CPU's ``cpu``."""
     from conformance.compare.outputs import compare_outputs
 

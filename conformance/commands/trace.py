@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
         hint = " (a kernel without a meta implementation? try without --meta)" if args.meta \
             else ""
         raise InputError(f"the workload raised on {on} while tracing: "
-                         f"{cs._one_line(exc)}{hint}", file=where,
-                         line=cs._where(exc, where)) from None
+                         f"{cs.one_line(exc)}{hint}", file=where,
+                         line=cs.error_line_in(exc, where)) from None
     result = cs.census(rec, db, backend)
     runcheck = None
     if args.run:

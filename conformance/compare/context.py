@@ -119,7 +119,7 @@ class Context:
         return [call.run("cpu") for _ in range(n)]
 
     def run_cpu_or_error(self, call: Call) -> tuple[Any, BaseException | None]:
-        self._begin(call)
+        self.begin_example(call)
         self.inflight.call(call, self.repro_fn, side="cpu")
         try:
             out = call.run("cpu")
@@ -130,7 +130,7 @@ class Context:
                             f"CPU (the oracle) has no kernel: {error_line(exc)}") from None
             self.cpu_errors[error_line(exc)] += 1
             return None, exc
-        self._mark(cpu_ok=True)
+        self.mark_ok(cpu_ok=True)
         return out, None
 
     def run_backend(self, call: Call, *, marker: Call | None = None) -> Any:
@@ -143,11 +143,11 @@ class Context:
         try:
             out = call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
-            self._unsupported(exc, marker or call)  # the repro reads marker's values
+            self.stop_if_unsupported(exc, marker or call)  # the repro reads marker's values
             self.reject_if_vacuous(marker or call)
             raise CheckFailure(ERROR_RAISES, f"raised {error_line(exc)}, but CPU returned a "
                                                  f"result [{call.describe()}]") from None
-        self._mark(backend_ok=True)
+        self.mark_ok(backend_ok=True)
         return out
 
     def reject_if_vacuous(self, call: Call) -> None:
@@ -190,10 +190,10 @@ class Context:
         try:
             call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
-            self._unsupported(exc, call)
+            self.stop_if_unsupported(exc, call)
             backend_exc = exc
         else:
-            self._mark(backend_ok=True)
+            self.mark_ok(backend_ok=True)
         self.judge_refusal(cpu_exc, backend_exc, call.describe(), values_call=call)
 
     def judge_refusal(self, cpu_exc: BaseException, backend_exc: BaseException | None,
@@ -248,7 +248,7 @@ class Context:
         self._values_skipped = True
         return False
 
-    def _unsupported(self, exc: BaseException, call: Call | None) -> None:
+    def stop_if_unsupported(self, exc: BaseException, call: Call | None) -> None:
         """A backend call raised ``exc``: a missing kernel ends the run as ``unsupported``; a
         device left unusable ends it as a ``crash`` (:meth:`device_alive`); else it returns."""
         missing = missing_op_from(exc)
@@ -352,12 +352,12 @@ class Context:
         return bool(fn(overload, dtype)) if fn is not None else False
 
     # -- tallies --------------------------------------------------------------------------
-    def _begin(self, call: Call) -> None:
+    def begin_example(self, call: Call) -> None:
         self._current = (call.tensor_dtypes, [False, False])
         self._values_skipped = False
         self._source = call.source
 
-    def _mark(self, *, cpu_ok: bool = False, backend_ok: bool = False) -> None:
+    def mark_ok(self, *, cpu_ok: bool = False, backend_ok: bool = False) -> None:
         if self._current is None:
             return
         flags = self._current[1]

@@ -79,7 +79,7 @@ class Workload:
 Maker = Callable[[], Any]
 
 
-def _where(exc: BaseException, file: str) -> int | None:
+def error_line_in(exc: BaseException, file: str) -> int | None:
     """The innermost line of ``file`` in the traceback of ``exc``."""
     line = None
     want = str(Path(file).resolve())
@@ -89,7 +89,7 @@ def _where(exc: BaseException, file: str) -> int | None:
     return line
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
     if len(first) > 160:
@@ -125,8 +125,8 @@ def load_target(target: str) -> tuple[Maker, str]:
         except SyntaxError as exc:
             raise InputError(f"SyntaxError: {exc.msg}", file=path, line=exc.lineno) from None
         except Exception as exc:
-            raise InputError(f"importing it raised {_one_line(exc)}", file=path,
-                             line=_where(exc, path)) from None
+            raise InputError(f"importing it raised {one_line(exc)}", file=path,
+                             line=error_line_in(exc, path)) from None
         where = path
     else:
         if not sep:
@@ -134,7 +134,7 @@ def load_target(target: str) -> tuple[Maker, str]:
         try:
             module = importlib.import_module(path)
         except Exception as exc:
-            raise InputError(f"TARGET {target!r}: cannot import {path!r}: {_one_line(exc)}") \
+            raise InputError(f"TARGET {target!r}: cannot import {path!r}: {one_line(exc)}") \
                 from None
         where = getattr(module, "__file__", None) or path
     maker = getattr(module, name, None)
@@ -151,7 +151,7 @@ def _load_exported(path: str) -> dict[str, Any]:
     try:
         ep = torch.export.load(path)
     except Exception as exc:
-        raise InputError(f"cannot load the exported program: {_one_line(exc)}", file=path) \
+        raise InputError(f"cannot load the exported program: {one_line(exc)}", file=path) \
             from None
     args, kwargs = ep.example_inputs if ep.example_inputs is not None else ((), {})
     return {"model": ep.module(), "input": tuple(args), "kwargs": dict(kwargs)}
@@ -169,8 +169,8 @@ def build(maker: Maker, where: str, *, device: str | None = None, seed: int = 0)
     except InputError:
         raise
     except Exception as exc:
-        raise InputError(f"make() raised {_one_line(exc)}", file=where,
-                         line=_where(exc, where)) from None
+        raise InputError(f"make() raised {one_line(exc)}", file=where,
+                         line=error_line_in(exc, where)) from None
     wl = _workload(made, where)
     return wl.to(device) if device else wl
 

@@ -346,22 +346,22 @@ class Recorder:
 
     # -- recording (called by the modes) --------------------------------------
 
-    def _callers(self) -> list[tuple[str, str]]:
+    def callers(self) -> list[tuple[str, str]]:
         stack = getattr(self._local, "callers", None)
         if stack is None:
             stack = self._local.callers = []
         return stack
 
     @contextlib.contextmanager
-    def _as_caller(self, level: str, name: str) -> Iterator[None]:
-        stack = self._callers()
+    def as_caller(self, level: str, name: str) -> Iterator[None]:
+        stack = self.callers()
         stack.append((level, name))
         try:
             yield
         finally:
             stack.pop()
 
-    def _note(self, level: str, func: Any, args: tuple[Any, ...],
+    def note_call(self, level: str, func: Any, args: tuple[Any, ...],
               kwargs: Mapping[str, Any]) -> str:
         import torch
 
@@ -375,7 +375,7 @@ class Recorder:
         acc.phases.add(phase)
         if node is not None:
             acc.nodes.add(node.name())
-        callers = self._callers()
+        callers = self.callers()
         caller = callers[-1] if callers else None
         if caller is not None:
             self._acc[caller[0]][caller[1]].expands_to.setdefault(name, None)
@@ -425,19 +425,19 @@ def _backend_mode_class() -> type:
                                kwargs: Mapping[str, Any] | None = None) -> Any:
             kwargs = kwargs or {}
             rec = self.recorder
-            name = rec._note(BACKEND, func, args, kwargs)
+            name = rec.note_call(BACKEND, func, args, kwargs)
             key = _composite_key(name)
             if key != "CompositeImplicitAutograd" and not (
                 key is not None and rec.expand is not None and rec.expand(name)
             ):
                 key = None
-            if key is None or (BACKEND, name) in rec._callers():
+            if key is None or (BACKEND, name) in rec.callers():
                 # not a composite to expand, or one whose kernel calls itself (detach)
                 return func(*args, **kwargs)
             # Run the composite kernel with this mode active again: what it calls is recorded
             # with ``name`` as the caller. (A CompositeImplicitAutograd overload only gets here
             # when Autograd was skipped, e.g. under inference_mode.)
-            with rec._as_caller(BACKEND, name), self:
+            with rec.as_caller(BACKEND, name), self:
                 return func._op_dk(getattr(torch._C.DispatchKey, key), *args, **kwargs)
 
     _MODE_CLASSES[BACKEND] = BackendLevel
@@ -469,8 +469,8 @@ def _top_mode_class() -> type:
                 with no_python_dispatcher():
                     return func(*args, **kwargs)
             rec = self.recorder
-            name = rec._note(TOP, func, args, kwargs)
-            with rec._as_caller(TOP, name), no_python_dispatcher():
+            name = rec.note_call(TOP, func, args, kwargs)
+            with rec.as_caller(TOP, name), no_python_dispatcher():
                 return func(*args, **kwargs)
 
     _MODE_CLASSES[TOP] = TopLevel

@@ -68,14 +68,14 @@ def test_a_copy_returned_instead_of_out_is_out_identity(monkeypatch):
     from conformance.core.backends import Backend
     from opdb.outcomes import OUT_IDENTITY
 
-    real = variants_out._run_side
+    real = variants_out.run_side
 
     def run_side(ctx, call, side, device, *, cpu):
         real(ctx, call, side, device, cpu=cpu)
         if not cpu and isinstance(side.result, torch.Tensor):
             side.result = side.result.clone()
 
-    monkeypatch.setattr(variants_out, "_run_side", run_side)
+    monkeypatch.setattr(variants_out, "run_side", run_side)
     cpu_again = Backend(name="cpu-copy", device="cpu", dispatch_key="CPU")
     v = _run(cpu_again, "add.out", "out")
     assert v.verdict == "fail" and v.category == OUT_IDENTITY, v.message

@@ -1,0 +1,62 @@
+"""What the engine is asked to do: :class:`EngineSettings` (how deep and how reproducibly to
+search) and :class:`Item` (one overload, one check).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from conformance.checks.check import Check
+from conformance.core.signature import OpSignature
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How deep and how reproducibly to search."""
+
+    max_examples: int = 10
+    #: Checked refills per drawn call (:meth:`Call.refill`): Hypothesis draws the structure
+    #: (dtype, shapes, arguments, how values are made) once, the engine checks it with this many
+    #: value fills, in the checks that declare ``refills`` (forward); others run each call once.
+    #: 16, not 8: a refill costs ~1.5 ms against ~1.1 ms for a drawn call's share of drawing
+    #: (benchmarks/bench_run.py: 434 checked examples per CPU s at 8, 591 at 16, 623 at 32), and
+    #: at 16 the default ops showed mlu bugs 8 left unseen (pow's +-0.5 exponents, add/sub's
+    #: unfused alpha).
+    refills: int = 16
+    seed: int = 0
+    database: str | None = ".conformance/hypothesis"  # None: no example database
+    reject_budget: int = 0  # CPU rejections before giving up; 0 = 8 x max_examples (min 40)
+    #: recorded calls mixed into the inputs (conformance.corpus): None = the packaged corpus,
+    #: "off" = none, else a corpus file
+    corpus: str | None = None
+    #: also mix recorded calls into items the schema strategies can feed (one example in
+    #: conformance.corpus.CORPUS_ONE_IN); off: recorded calls only where the schema strategies
+    #: find no valid input or cannot draw at all
+    corpus_mix: bool = False
+    #: search recorded calls alone (the retry of an item whose schema-drawn example killed
+    #: CPU, the oracle: :func:`conformance.crashes.retry_recorded`)
+    recorded_only: bool = False
+
+    def item_seed(self, overload: str, check: str) -> int:
+        digest = hashlib.sha256(f"{self.seed}:{overload}:{check}".encode()).digest()
+        return int.from_bytes(digest[:8], "little")
+
+
+@dataclass(frozen=True)
+class Item:
+    """What one test item checks: an overload signature and a check."""
+
+    sig: OpSignature
+    check: Check
+
+    @property
+    def id(self) -> str:
+        return f"{self.sig.name}::{self.check.name}"
+
+
+#: How an item's failures are matched to expected-failure entries: a reason string for the whole
+#: item (every failure expected), or ``(category, message) -> reason | None`` (one entry matches
+#: one failure fingerprint), or ``None``.
+ExpectedFn = Callable[[str, str], "str | None"]
