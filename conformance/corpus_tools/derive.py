@@ -85,24 +85,20 @@ def _strategy(sig: Any, hints: Any, recorded: Any) -> Any:
 def run_forward_backward(call: Any, recorder: Any) -> None:
     """``call`` on CPU with its differentiable inputs as leaves, then the gradients of its
     differentiable outputs for a drawn upstream gradient (the calls made are recorded by
-    ``recorder``, whose phase says ``backward`` for the second half)."""
-    import torch
-
-    from conformance.compare.gradients import grad_leaves, grad_outputs, upstream_grads, with_leaves
-    from conformance.compare.outputs import result_leaves
+    ``recorder``, whose phase says ``backward`` for the second half): the autograd check's CPU
+    half (:func:`~conformance.compare.gradients.cpu_forward`), run plainly; CPU's refusals
+    raise."""
+    from conformance.compare.gradients import cpu_forward, grad_leaves
     from conformance.trace.recorder import BACKWARD
 
     picked = grad_leaves(call)
     if not picked:
         return
-    leaves = {label: t.detach().clone().requires_grad_() for _, label, t in picked}
-    out = with_leaves(call, leaves, lambda t: t).run("cpu")
-    outs = [result_leaves(out)[i] for i in grad_outputs(out)]
-    if not outs:
+    cpu = cpu_forward(call, picked, lambda c: c.run("cpu"))
+    if not cpu.outs:
         return
-    ups = upstream_grads(outs)
     with recorder.phase(BACKWARD):
-        torch.autograd.grad(outs, list(leaves.values()), ups, allow_unused=True)
+        cpu.grads()
 
 
 def derive(collector: Any, targets: Sequence[str], *, db: Any, hints: Any, tries: int = TRIES,
