@@ -14,7 +14,7 @@ or ``tries`` examples of every forward are spent. Data-driven: no table of backw
 works for any backward op a derivatives formula names. Drawn inputs may crash a CPU kernel, so
 the search runs in a worker process that a crash or a hang costs one backward op, not the build.
 
-Done once, when the corpus is built (``python -m conformance.corpus build``; ``--no-derived``
+Done once, when the corpus is built (``python -m conformance.corpus_tools build``; ``--no-derived``
 leaves it out), not in each run: a run then pays nothing for it.
 """
 
@@ -53,7 +53,7 @@ def backward_targets(db: Any, recorded: Iterable[str]) -> list[str]:
 
 
 def _in_memory_corpus(collector: Any, names: Sequence[str]) -> Any:
-    """The collector's records of ``names`` as a :class:`~conformance.corpus.Corpus`."""
+    """The collector's records of ``names`` as a :class:`~conformance.inputs.corpus.Corpus`."""
     from conformance.inputs.corpus import Corpus, Spec, decode
 
     specs: dict[str, list[Spec]] = {}
@@ -260,7 +260,7 @@ def _worker(argv: Sequence[str]) -> int:
 
     import opdb
     from conformance.core import rundb
-    from conformance.corpus_tools.build import Collector
+    from conformance.corpus_tools.collector import Collector
     from opdb.opdata import load_hints
 
     work, out_path = Path(argv[0]), Path(argv[1])
