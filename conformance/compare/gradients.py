@@ -6,7 +6,7 @@ against float64 where a gradient's values are judged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -41,12 +41,16 @@ def grad_args(sig: OpSignature) -> tuple[str, ...]:
     return tuple(n for n in tensors if n in formula)
 
 
-def grad_leaves(call: Call) -> list[tuple[str, str, torch.Tensor]]:
+#: ``(argument, label, tensor)`` of each input differentiated (:func:`grad_leaves`)
+Picked = list[tuple[str, str, torch.Tensor]]
+
+
+def grad_leaves(call: Call) -> Picked:
     """``(argument, label, tensor)`` for every floating/complex tensor of ``call`` that the
     autograd check differentiates, in schema order (a ``Tensor[]`` gives ``name[i]`` labels).
     Arguments kept on CPU (0-dim CPU operands) are not differentiated."""
     names = set(grad_args(call.sig))
-    out: list[tuple[str, str, torch.Tensor]] = []
+    out: Picked = []
     for name, value in call.values:
         if name not in names or name in call.on_cpu:
             continue
@@ -96,6 +100,40 @@ def grad_outputs(out: Any) -> list[int]:
             and o.requires_grad and (o.is_floating_point() or o.is_complex())]
 
 
+@dataclass(frozen=True)
+class CpuForward:
+    """CPU's forward of a differentiated call, ready for its backward: the leaves that require
+    grad (by label, in :func:`grad_leaves` order), the result, the differentiated outputs
+    (``idx`` among the flattened result, :func:`grad_outputs`) and their upstream gradients
+    (:func:`upstream_grads`)."""
+
+    leaves: dict[str, torch.Tensor]
+    out: Any
+    idx: list[int]
+    outs: list[torch.Tensor]
+    ups: list[torch.Tensor]
+
+    def grads(self) -> tuple[torch.Tensor | None, ...]:
+        """CPU's backward: each leaf's gradient of :attr:`outs` for :attr:`ups` (``None``
+        where a leaf does not reach them); raises what autograd raises."""
+        return torch.autograd.grad(self.outs, list(self.leaves.values()), self.ups,
+                                   allow_unused=True)
+
+
+def cpu_forward(call: Call, picked: Picked, run: Callable[[Call], Any]) -> CpuForward:
+    """CPU's half of a forward-backward up to the backward, shared by the autograd check and
+    the corpus's derived backward calls: a CPU leaf that requires grad for each of ``picked``
+    (:func:`grad_leaves`), ``run`` on ``call`` with them (the check's counts and marks it; the
+    corpus runs it plainly under its recorder), then the differentiated outputs and their
+    upstream gradients (none when ``idx`` is empty: the caller decides what that means).
+    ``run``'s exceptions (CPU refusing the call) pass through."""
+    leaves = {label: t.detach().clone().requires_grad_() for _, label, t in picked}
+    out = run(with_leaves(call, leaves, lambda t: t))
+    idx = grad_outputs(out)
+    outs = [result_leaves(out)[i] for i in idx]
+    return CpuForward(leaves=leaves, out=out, idx=idx, outs=outs, ups=upstream_grads(outs))
+
+
 def backward_name(sig: OpSignature, outs: list[torch.Tensor]) -> str:
     """``AdaptiveAvgPool2DBackward0 (calls _adaptive_avg_pool2d_backward)`` for messages."""
     from conformance.core.rundb import current
@@ -110,8 +148,8 @@ _PRECISE = {torch.float16: torch.float64, torch.bfloat16: torch.float64,
             torch.float32: torch.float64, torch.complex64: torch.complex128}
 
 
-def _precise_grads(ctx: Context, call: Call, picked: list[tuple[str, str, torch.Tensor]],
-                   idx: list[int], ups: list[torch.Tensor]) -> dict[str, Any]:
+def _precise_grads(ctx: Context, call: Call, picked: Picked, idx: list[int],
+                   ups: list[torch.Tensor]) -> dict[str, Any]:
     """CPU's gradients of ``call`` with every floating/complex tensor argument and upstream
     gradient upcast to float64/complex128 (by label; empty where CPU refuses that call)."""
     def upcast(t: Any) -> Any:
@@ -139,9 +177,9 @@ def _precise_grads(ctx: Context, call: Call, picked: list[tuple[str, str, torch.
     return dict(zip(leaves, grads, strict=True))
 
 
-def within_cpu_error(ctx: Context, call: Call, picked: list[tuple[str, str, torch.Tensor]],
-                      idx: list[int], ups: list[torch.Tensor], precise: dict[str, Any],
-                      label: str, actual: torch.Tensor, expected: torch.Tensor) -> bool:
+def within_cpu_error(ctx: Context, call: Call, picked: Picked, idx: list[int],
+                      ups: list[torch.Tensor], precise: dict[str, Any], label: str,
+                      actual: torch.Tensor, expected: torch.Tensor) -> bool:
     """The backend's gradient ``actual`` of ``label`` is, element by element, within rtol/atol
     plus the tolerance data's ``grad_error_factor`` times CPU's own largest distance from the
     same gradient computed in float64 (``precise``: filled on first need): a gradient sums
@@ -175,8 +213,8 @@ def within_cpu_error(ctx: Context, call: Call, picked: list[tuple[str, str, torc
     return bool(((a - p).abs() <= allowed)[ok].all())
 
 
-def _cpu_grads_again(ctx: Context, call: Call, picked: list[tuple[str, str, torch.Tensor]],
-                     idx: list[int], ups: list[torch.Tensor]) -> dict[str, Any]:
+def _cpu_grads_again(ctx: Context, call: Call, picked: Picked, idx: list[int],
+                     ups: list[torch.Tensor]) -> dict[str, Any]:
     """CPU's forward and backward of ``call`` once more (a seeded-random overload: the
     generator has moved on, so other random values): each input's gradient by label (``None``
     where CPU raised or gave none)."""
@@ -197,9 +235,9 @@ def _cpu_grads_again(ctx: Context, call: Call, picked: list[tuple[str, str, torc
 RANDOM_GRAD_RERUNS = 12
 
 
-def random_grads(ctx: Context, call: Call, picked: list[tuple[str, str, torch.Tensor]],
-                  idx: list[int], ups: list[torch.Tensor], grads: tuple[Any, ...], *,
-                  reruns: int = 1, only: set[str] | None = None) -> set[str]:
+def random_grads(ctx: Context, call: Call, picked: Picked, idx: list[int],
+                  ups: list[torch.Tensor], grads: tuple[Any, ...], *, reruns: int = 1,
+                  only: set[str] | None = None) -> set[str]:
     """Labels of the inputs whose CPU gradient depends on the random draw of a seeded-random
     overload: CPU's forward and backward run again ``reruns`` times and each gradient is
     compared bit for bit with the first (``only``: these labels). Those that vary are noted as

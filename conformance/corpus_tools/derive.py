@@ -14,7 +14,7 @@ or ``tries`` examples of every forward are spent. Data-driven: no table of backw
 works for any backward op a derivatives formula names. Drawn inputs may crash a CPU kernel, so
 the search runs in a worker process that a crash or a hang costs one backward op, not the build.
 
-Done once, when the corpus is built (``python -m conformance.corpus build``; ``--no-derived``
+Done once, when the corpus is built (``python -m conformance.corpus_tools build``; ``--no-derived``
 leaves it out), not in each run: a run then pays nothing for it.
 """
 
@@ -53,7 +53,7 @@ def backward_targets(db: Any, recorded: Iterable[str]) -> list[str]:
 
 
 def _in_memory_corpus(collector: Any, names: Sequence[str]) -> Any:
-    """The collector's records of ``names`` as a :class:`~conformance.corpus.Corpus`."""
+    """The collector's records of ``names`` as a :class:`~conformance.inputs.corpus.Corpus`."""
     from conformance.inputs.corpus import Corpus, Spec, decode
 
     specs: dict[str, list[Spec]] = {}
@@ -85,24 +85,20 @@ def _strategy(sig: Any, hints: Any, recorded: Any) -> Any:
 def run_forward_backward(call: Any, recorder: Any) -> None:
     """``call`` on CPU with its differentiable inputs as leaves, then the gradients of its
     differentiable outputs for a drawn upstream gradient (the calls made are recorded by
-    ``recorder``, whose phase says ``backward`` for the second half)."""
-    import torch
-
-    from conformance.compare.gradients import grad_leaves, grad_outputs, upstream_grads, with_leaves
-    from conformance.compare.outputs import result_leaves
+    ``recorder``, whose phase says ``backward`` for the second half): the autograd check's CPU
+    half (:func:`~conformance.compare.gradients.cpu_forward`), run plainly; CPU's refusals
+    raise."""
+    from conformance.compare.gradients import cpu_forward, grad_leaves
     from conformance.trace.recorder import BACKWARD
 
     picked = grad_leaves(call)
     if not picked:
         return
-    leaves = {label: t.detach().clone().requires_grad_() for _, label, t in picked}
-    out = with_leaves(call, leaves, lambda t: t).run("cpu")
-    outs = [result_leaves(out)[i] for i in grad_outputs(out)]
-    if not outs:
+    cpu = cpu_forward(call, picked, lambda c: c.run("cpu"))
+    if not cpu.outs:
         return
-    ups = upstream_grads(outs)
     with recorder.phase(BACKWARD):
-        torch.autograd.grad(outs, list(leaves.values()), ups, allow_unused=True)
+        cpu.grads()
 
 
 def derive(collector: Any, targets: Sequence[str], *, db: Any, hints: Any, tries: int = TRIES,
@@ -264,7 +260,7 @@ def _worker(argv: Sequence[str]) -> int:
 
     import opdb
     from conformance.core import rundb
-    from conformance.corpus_tools.build import Collector
+    from conformance.corpus_tools.collector import Collector
     from opdb.opdata import load_hints
 
     work, out_path = Path(argv[0]), Path(argv[1])

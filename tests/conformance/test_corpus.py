@@ -17,7 +17,8 @@ from conformance.checks.registry import CHECKS
 from conformance.core.call import AutogradCall
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import Verdict
-from conformance.corpus_tools.build import Collector, encode, write
+from conformance.corpus_tools.build import write
+from conformance.corpus_tools.collector import Collector, encode
 from conformance.engine.search import EngineSettings, Item, run_check
 from conformance.inputs import corpus
 from conformance.inputs.corpus import Corpus, Spec, Tagged, TensorArg, decode

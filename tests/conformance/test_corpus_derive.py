@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 import opdb
-from conformance.corpus_tools.build import Collector, build, read_records, write
+from conformance.corpus_tools.build import build, read_records, write
+from conformance.corpus_tools.collector import Collector
 from conformance.corpus_tools.derive import backward_targets, forwards_of, record_derived
 from conformance.inputs import corpus
 from conformance.inputs.corpus import Corpus

@@ -217,7 +217,7 @@ def test_a_drawn_call_cpu_refuses_for_its_dtype_is_rescued_in_another(monkeypatc
         rejected["n"] += 1
         return real_reject()
 
-    monkeypatch.setattr(hypothesis, "reject", counting_reject)
+    monkeypatch.setattr(engine, "reject", counting_reject)  # where the search calls it
     outcomes = {}
     for tries in (0, engine.RESCUE_TRIES):
         monkeypatch.setattr(engine, "RESCUE_TRIES", tries)
