@@ -44,10 +44,8 @@ class Check:
     forks: bool = True
     #: Forward calls one drawn example holds (a dtypes sweep: one per dtype). A check whose
     #: draw is a sweep searches for valid inputs as far as the forward check does (its reject
-    #: budget of refused calls, 80 at the default depth: 7 sweeps), not 12 times as far: 59 of
-    #: one 1/16 shard's 194 dtypes items drew 40 refused sweeps (480 calls) each before
-    #: ``no_valid_inputs``, 30 of that shard's 54 s (21 s with this; 7 of its 135 items with a
-    #: valid sweep then found none).
+    #: budget of refused calls, 80 at the default depth: 7 sweeps), not 12 times as far: a
+    #: refused sweep costs a dozen calls (docs/decisions.md#sweep-reject-budget).
     calls_per_draw: int = 1
     #: The reason the check does not apply to an overload by its hints (per-op data, where the
     #: signature cannot tell: CPU ignoring strides for the noncontiguous check), or None.

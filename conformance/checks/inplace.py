@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
 #: The inplace check draws this share of ``--max-examples`` forward calls (6 of 10) and judges
 #: each in every variant (plain, each view kind, another self dtype, a self that would
-#: broadcast: 4-6 runs a call), where it drew 20 calls with one variant each.
+#: broadcast: 4-6 runs a call): a draw costs more than a run (docs/decisions.md#variants-per-call).
 INPLACE_FACTOR = 0.6
 
 

@@ -32,9 +32,8 @@ def noncontiguous_hints(hints: OpHints) -> str | None:
 
 
 #: The noncontiguous check draws this share of ``--max-examples`` forward calls (4 of 10) and
-#: checks each in every layout that fits it (about five runs a call: the draws, most of them
-#: refused by CPU at ~2 refusals a valid call, cost more than the runs), where it drew 10 calls
-#: with one layout each.
+#: checks each in every layout that fits it (about five runs a call): the draws, most of them
+#: refused by CPU, cost more than the runs (docs/decisions.md#variants-per-call).
 NONCONTIGUOUS_FACTOR = 0.4
 
 

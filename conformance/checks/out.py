@@ -70,9 +70,9 @@ if TYPE_CHECKING:
 
 
 #: The out check draws this share of ``--max-examples`` calls (4 of 10) and judges each in
-#: four out forms (variants_out.forms_for: one CPU probe, then CPU and the backend per form),
-#: where it drew 10 calls with one form each: most draws are refused by CPU, and the reject
-#: budget follows the examples asked for.
+#: four out forms (out_forms.forms_for: one CPU probe, then CPU and the backend per form): most
+#: draws are refused by CPU, and the reject budget follows the examples asked for
+#: (docs/decisions.md#variants-per-call).
 OUT_FACTOR = 0.4
 
 

@@ -226,9 +226,8 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
             "-p", "no:cacheprovider", "-p", "no:benchmark",
             "-p", "no:faulthandler", "--noconftest", "-o", "addopts=", "-q",
             # no assertion rewriting: the items report through verdicts, not assert statements,
-            # and rewriting hypothesis' and this project's modules (plugins' packages) in every
-            # xdist worker, each replacement included, cost ~1.5 CPU-s a start where bytecode is
-            # not written (PYTHONDONTWRITEBYTECODE)
+            # and rewriting hypothesis' and this project's modules in every xdist worker costs
+            # seconds a start (docs/decisions.md#assert-plain)
             "--assert=plain",
             "--rootdir", os.getcwd()]
     for flag, value in (("--ops", args.ops), ("--checks", args.checks),

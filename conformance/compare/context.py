@@ -388,8 +388,8 @@ class Context:
 #: item stops searching (``no_valid_inputs``). The dispatcher's schema check ("Expected a value
 #: of type 'List[Tensor]' for argument 'out3' but instead found type 'Tensor'") is decided by
 #: the Python types the strategy gives the arguments, not by their values: after this many
-#: refusals of one such line every further draw is refused alike (the full run's dtypes items
-#: drew 480 such calls each, 97 of them: ~90 s of item time).
+#: refusals of one such line every further draw is refused alike
+#: (docs/decisions.md#binding-rejects).
 BINDING_REJECTS = 100
 
 

@@ -74,10 +74,8 @@ RESCUE_TRIES = 3
 #: matches (its fingerprint, or the whole item): its first passes (trivial spans, deleting
 #: choices) make most of a repro's reduction; the rest of a full shrink (hundreds of examples,
 #: and 200 more without progress before it gives up) is spent on known bugs. Counted in checked
-#: examples, not shrinker calls: a candidate that passes runs every value refill (8 in the
-#: ``forward`` check), so the 60 calls allowed before cost up to 480 examples per fingerprint,
-#: and the failing items' shrinks took half of a 1/16 shard's forward-check time (23 of 47 s;
-#: 3 s with this budget, the same 11 fails). A new failure is shrunk in full. A count, not a
+#: examples, not shrinker calls: a candidate that passes runs every value refill
+#: (docs/decisions.md#expected-shrink-budget). A new failure is shrunk in full. A count, not a
 #: time: same seed, same repro.
 EXPECTED_SHRINK_EXAMPLES = 60
 

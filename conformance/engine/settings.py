@@ -20,10 +20,8 @@ class EngineSettings:
     #: Checked refills per drawn call (:meth:`Call.refill`): Hypothesis draws the structure
     #: (dtype, shapes, arguments, how values are made) once, the engine checks it with this many
     #: value fills, in the checks that declare ``refills`` (forward); others run each call once.
-    #: 16, not 8: a refill costs ~1.5 ms against ~1.1 ms for a drawn call's share of drawing
-    #: (benchmarks/bench_run.py: 434 checked examples per CPU s at 8, 591 at 16, 623 at 32), and
-    #: at 16 the default ops showed mlu bugs 8 left unseen (pow's +-0.5 exponents, add/sub's
-    #: unfused alpha).
+    #: A refill costs little more than a drawn call's share of drawing, and more refills reach
+    #: value bugs fewer drawn calls leave unseen (docs/decisions.md#refills).
     refills: int = 16
     seed: int = 0
     database: str | None = ".conformance/hypothesis"  # None: no example database
