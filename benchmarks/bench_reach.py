@@ -18,7 +18,7 @@ Two figures, each with every overload that misses listed with its reason:
 "Ran an example" is an outcome earned on the backend after CPU accepted the input: ``pass``,
 ``fail``, ``unsupported``, ``crash``, ``timeout``, or any verdict with ``examples > 0``. The
 per-source counts (``Verdict.sources``) say how many got there through recorded calls alone
-(``conformance.corpus``). ``--before OLD.jsonl`` prints the same figures of an older run (e.g.
+(``conformance.inputs.corpus``). ``--before OLD.jsonl`` prints the same figures of an older run (e.g.
 ``--corpus off``) beside.
 """
 

@@ -11,7 +11,7 @@ Bring it up with::
 ``import kernels`` alone renames PrivateUse1 to ``mlu`` and creates ``torch.mlu`` (once per
 process); :func:`install` registers the kernels. ``install()`` with the same arguments as the
 current installation is a no-op; with other arguments it destroys the previous registrations and
-registers anew. ``conformance.backends`` reads ``OPCONFORM_MLU_WITHOUT`` (comma list) and passes it
+registers anew. ``conformance.core.backends`` reads ``OPCONFORM_MLU_WITHOUT`` (comma list) and passes it
 as ``without``. Leaving out a name the package does not implement raises ``ValueError``.
 
 Kernel calling convention

@@ -1,7 +1,7 @@
 """The ``dtypes`` check: each of the twelve dtypes tried on purpose, per overload.
 
 The ``forward`` check draws one dtype per example, so which dtypes an overload was tried at is
-left to chance. This check draws a :class:`~conformance.strategies.DtypeSweep` (the forward
+left to chance. This check draws a :class:`~conformance.inputs.strategies.DtypeSweep` (the forward
 strategy once per dtype, that dtype pinned) and, for each dtype, asks three questions: does CPU
 compute it, does the backend, do they agree. The answer per dtype is an outcome of
 :data:`opdb.outcomes.DTYPE_OUTCOMES` (the worst over the examples), kept in

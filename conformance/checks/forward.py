@@ -26,7 +26,7 @@ def forward_applies(sig: OpSignature) -> str | None:
 
 
 #: The forward refill whose tensors are laid out as non-contiguous views
-#: (:func:`conformance.layouts.refill_views`): a kernel right only for contiguous input shows
+#: (:func:`conformance.inputs.layouts.refill_views`): a kernel right only for contiguous input shows
 #: in the default run, at no extra call. Refill 6 keeps the drawn dtype and no forced special.
 VIEW_REFILL = 6
 

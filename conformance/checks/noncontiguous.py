@@ -38,7 +38,7 @@ NONCONTIGUOUS_FACTOR = 0.4
 
 
 def verify_noncontiguous(ctx: Context, call: Call) -> None:
-    """The forward inputs as non-contiguous views (conformance/layouts.py): each drawn call in
+    """The forward inputs as non-contiguous views (conformance/inputs/layouts.py): each drawn call in
     every layout that fits it."""
     __tracebackhide__ = True
 

@@ -206,7 +206,7 @@ def _cpu_answers_so_for_views(ctx: Context, call: Call, label: str, where: str,
 
 
 def _part(out: Any, i: int, j: int) -> Any:
-    """Part ``j`` (:func:`conformance.readback.parts`) of result ``i`` of another CPU answer."""
+    """Part ``j`` (:func:`conformance.core.readback.parts`) of result ``i`` of another CPU answer."""
     leaf = _leaf(out, i)
     if not isinstance(leaf, torch.Tensor):
         return leaf

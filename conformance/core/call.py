@@ -62,7 +62,7 @@ class Call:
         :attr:`fills` filled again (:meth:`Fill.refill`), everything else as drawn. The engine
         checks several refills per drawn call: Hypothesis draws the structure once.
 
-        Odd refills also move the call to another dtype (:func:`~conformance.values.
+        Odd refills also move the call to another dtype (:func:`~conformance.core.fills.
         refill_dtype`): every tensor of the drawn dtype whose dtype no hint fixes (empty out=
         tensors too), and, half the time each, the ``ScalarType`` arguments (a conversion's
         target); CPU refusing the new dtype skips that refill. ``move=False``: values only.
@@ -128,7 +128,7 @@ class Call:
     def _moved_kind(self, i: int) -> int | None:
         """The headline special forced on refill ``i``, which moves the call to another dtype:
         by how many earlier refills moved it to a dtype of the same category (floating,
-        complex, integral, bool; :data:`~conformance.values.MOVED_HEADLINE`)."""
+        complex, integral, bool; :data:`~conformance.core.fills.MOVED_HEADLINE`)."""
         kinds = self._move_kinds
         if i >= len(kinds) or kinds[i] is None:
             return None
@@ -141,7 +141,7 @@ class Call:
         return tuple(None if n is None else category(n) for n in self._moves)
 
     #: where the call came from: ``hypothesis`` (the schema strategies) or ``corpus``
-    #: (a recorded CPU call, :mod:`conformance.corpus`)
+    #: (a recorded CPU call, :mod:`conformance.inputs.corpus`)
     source: str = field(default="hypothesis", compare=False)
 
     def split(self, device: str) -> tuple[list[Any], dict[str, Any]]:
@@ -170,7 +170,7 @@ class Call:
     def place(self, name: str, value: Any, device: str) -> Any:
         """Argument ``name``'s ``value`` as the call on ``device`` passes it (tensors copied or
         moved there). A check's own ``Call`` subclass may build something else here
-        (:class:`conformance.layouts.LayoutCall`: non-contiguous views)."""
+        (:class:`conformance.inputs.layouts.LayoutCall`: non-contiguous views)."""
         return place_value(value, device, name in self.on_cpu)
 
     def run(self, device: str) -> Any:

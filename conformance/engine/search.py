@@ -97,7 +97,7 @@ def run_check(item: Item, backend: Backend, *, settings: EngineSettings, hints: 
     category, message and repro are the primary failure's: the first one no expected-failure
     entry matches, else the first one.
 
-    Inputs come from the schema strategies (with recorded calls, :mod:`conformance.corpus`,
+    Inputs come from the schema strategies (with recorded calls, :mod:`conformance.inputs.corpus`,
     mixed in when ``settings.corpus_mix``); when that finds no input CPU accepts and the overload
     has recorded calls, the search runs again on those alone (``Verdict.sources`` counts
     examples by source). An overload the schema strategies cannot draw for at all is searched on
@@ -141,7 +141,7 @@ def not_applicable(item: Item, backend: Backend, *, settings: EngineSettings,
 
 
 def has_corpus(item: Item, settings: EngineSettings, hints: OpHints) -> bool:
-    """Whether ``item`` has recorded calls to search (:mod:`conformance.corpus`)."""
+    """Whether ``item`` has recorded calls to search (:mod:`conformance.inputs.corpus`)."""
     recorded = corpus.for_settings(settings.corpus)
     return recorded is not None and bool(
         corpus.usable_specs(item.sig, hints, item.check.recorded, recorded))

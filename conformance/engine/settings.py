@@ -26,15 +26,15 @@ class EngineSettings:
     seed: int = 0
     database: str | None = ".conformance/hypothesis"  # None: no example database
     reject_budget: int = 0  # CPU rejections before giving up; 0 = 8 x max_examples (min 40)
-    #: recorded calls mixed into the inputs (conformance.corpus): None = the packaged corpus,
+    #: recorded calls mixed into the inputs (conformance.inputs.corpus): None = the packaged corpus,
     #: "off" = none, else a corpus file
     corpus: str | None = None
     #: also mix recorded calls into items the schema strategies can feed (one example in
-    #: conformance.corpus.CORPUS_ONE_IN); off: recorded calls only where the schema strategies
+    #: conformance.inputs.corpus.CORPUS_ONE_IN); off: recorded calls only where the schema strategies
     #: find no valid input or cannot draw at all
     corpus_mix: bool = False
     #: search recorded calls alone (the retry of an item whose schema-drawn example killed
-    #: CPU, the oracle: :func:`conformance.crashes.retry_recorded`)
+    #: CPU, the oracle: :func:`conformance.pytest_plugin.crashes.retry_recorded`)
     recorded_only: bool = False
 
     def item_seed(self, overload: str, check: str) -> int:

@@ -13,13 +13,13 @@ recorded from CPU calls that worked (our example models' training steps, torch's
   integer tensors of the calls the autograd engine made keep their values (the ``indices`` a
   max-pool forward computed must stay in their windows, which a range cannot say);
 * :func:`corpus_calls` draws a spec (Hypothesis shrinks toward the first, the smallest) and
-  fills its tensors with the seeded values of :mod:`conformance.values` within each tensor's
+  fills its tensors with the seeded values of :mod:`conformance.inputs.values` within each tensor's
   recorded range (bounds and special values at the bounds drawn as for a hint's min/max): indices
   stay valid, and floating values stay in the domain the op was called in. Not the dtype-wide
   adversarial values of the schema strategies: on a recorded shape a reduction sums hundreds of
   terms, and values of every magnitude would fail a correct backend on rounding alone;
 * for the ``dtypes`` check, :func:`corpus_calls` draws a
-  :class:`~conformance.strategies.DtypeSweep` from one spec: materialized once per dtype of the
+  :class:`~conformance.inputs.strategies.DtypeSweep` from one spec: materialized once per dtype of the
   twelve with the spec's *free* tensors set to that dtype (:func:`retype` says which are free
   and how their recorded ranges fit another dtype), every other argument as recorded;
 * :func:`with_corpus` mixes it into a check's schema strategy (:data:`CORPUS_ONE_IN`, modes
@@ -52,7 +52,7 @@ from opdb.errors import InputError
 CORPUS_FILE = "calls.jsonl.gz"
 
 
-#: Input sources a :class:`~conformance.strategies.Call` may come from.
+#: Input sources a :class:`~conformance.inputs.strategies.Call` may come from.
 HYPOTHESIS = "hypothesis"
 
 
@@ -70,7 +70,7 @@ MODES = ("forward", "autograd", "dtypes")
 #: Modes whose schema strategy the corpus is mixed into with ``--corpus-mix`` (one example in
 #: :data:`CORPUS_ONE_IN`); the ``dtypes`` sweeps draw recorded calls only where the schema
 #: sweeps find no valid input (a valid schema sweep already answers each dtype, and carries the
-#: forced NaN/+inf refills, :data:`~conformance.strategies.SWEEP_REFILLS`, recorded calls lack).
+#: forced NaN/+inf refills, :data:`~conformance.inputs.strategies.SWEEP_REFILLS`, recorded calls lack).
 MIXED_MODES = ("forward", "autograd")
 
 
@@ -324,7 +324,7 @@ def _sibling(name: str, recorded: Iterable[str]) -> str | None:
 
 def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str, draw: Any,
                 dtype: str | None = None) -> Any:
-    """A :class:`~conformance.strategies.Call` for ``sig`` from ``spec``, tensors filled by
+    """A :class:`~conformance.inputs.strategies.Call` for ``sig`` from ``spec``, tensors filled by
     ``draw`` (inside a composite strategy) within their recorded ranges; ``dtype``: the spec's
     free tensors at that dtype instead (:func:`retype`; an out= tensor the spec lacks is an
     empty one of ``dtype``). Raises ``ValueError`` when the spec does not fit the schema."""
@@ -624,7 +624,7 @@ def corpus_calls(sig: Any, hints: Any, *, mode: str | None, corpus: Corpus | Non
 def _sweeps(sig: Any, hints: Any, specs: tuple[Spec, ...]) -> Any:
     """Dtype sweeps of recorded calls: one spec drawn, materialized once per dtype of the
     twelve (:func:`retype`), in :data:`~opdb.dtypes.DTYPE_NAMES` order. The values stay in the
-    recorded ranges: no :data:`~conformance.strategies.SWEEP_REFILLS` refill (a recorded call
+    recorded ranges: no :data:`~conformance.inputs.strategies.SWEEP_REFILLS` refill (a recorded call
     carries no fills; forced NaN/+inf would leave the domain the op was called in)."""
     from hypothesis import reject
     from hypothesis import strategies as st

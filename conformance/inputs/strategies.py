@@ -64,7 +64,7 @@ def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bo
             bounds: tuple[float, float] | None = None, extremes: bool = True
             ) -> st.SearchStrategy[torch.Tensor]:
     """A CPU tensor of dtype ``name`` and ``shape``: structure drawn, values filled by a seeded
-    generator (:mod:`conformance.values`). ``specials``: adversarial values (special values and
+    generator (:mod:`conformance.inputs.values`). ``specials``: adversarial values (special values and
     wide/tie profiles); ``safe``: values in [1, 4] that no op refuses (promotion compares dtypes
     only); ``bounds``: every element in ``[lo, hi]`` (a hint's min/max)."""
     return st.composite(lambda draw: _draw_tensor(draw, name, shape, specials=specials, safe=safe,
@@ -94,7 +94,7 @@ class Plan:
     dtypes: dict[str, str]
     python: dict[str, Any] = field(default_factory=dict)
     on_cpu: set[str] = field(default_factory=set)
-    specials: bool = False  # adversarial values (conformance.values)
+    specials: bool = False  # adversarial values (conformance.inputs.values)
     safe: bool = False
     notes: list[str] = field(default_factory=list)
     fills: list[tuple[str, int | None, Fill]] = field(default_factory=list)
@@ -529,7 +529,7 @@ class DtypeSweep:
 
 #: The refills a sweep's calls are checked with (:meth:`Call.refill`, dtype kept), in turn
 #: along the dtypes (:func:`_sweep_refills`): plain values, refill 2's forced NaN, refill 5's
-#: forced +inf (:data:`~conformance.values.FORCED_HEADLINE`). Drawn at random, a NaN or an infinity
+#: forced +inf (:data:`~conformance.inputs.values.FORCED_HEADLINE`). Drawn at random, a NaN or an infinity
 #: reaches a given dtype's tensor in about one call in seven, and three sweeps are drawn at the
 #: default depth: ``sort``'s NaN order or ``nan_to_num``'s float64 infinity went unseen.
 SWEEP_REFILLS: tuple[int, ...] = (1, 2, 5)

@@ -6,7 +6,7 @@ The pieces behind ``conformance trace``:
   ``torch.export`` program (``.pt2``) into a maker; :func:`build` calls it and checks what it
   returned (a model and its example input, see :class:`Workload`).
 - :func:`run_workload` runs forward, backward and (``train``) one optimizer step, under a
-  :class:`conformance.recorder.Recorder` when given one.
+  :class:`conformance.trace.recorder.Recorder` when given one.
 - :func:`census` classifies every recorded overload with opdb's static coverage for the
   backend's dispatch key, and says why each missing one is needed: called by forward, by the
   optimizer step, or by the backward of a forward op (from derivatives.yaml).

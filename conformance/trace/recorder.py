@@ -1,6 +1,6 @@
 """A dispatch recorder: which aten overloads some Python code calls, how often, and with what.
 
-    from conformance.recorder import Recorder
+    from conformance.trace.recorder import Recorder
 
     with Recorder() as rec:
         loss = model(x).sum()

@@ -1,5 +1,5 @@
 """Items whose check does not apply are recorded at collection, not run
-(:mod:`conformance.inapplicable`): the same records as before, once, honouring every filter."""
+(:mod:`conformance.pytest_plugin.inapplicable`): the same records as before, once, honouring every filter."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_progress_counts_verdicts_written_without_running():
     from conformance.pytest_plugin.progress import Progress
 
     written = collections.Counter(skip=3)
-    plugin = conformance.inapplicable.NotApplicable.__new__(conformance.inapplicable.NotApplicable)
+    plugin = conformance.pytest_plugin.inapplicable.NotApplicable.__new__(conformance.pytest_plugin.inapplicable.NotApplicable)
     plugin.written = written
     config = types.SimpleNamespace(pluginmanager=types.SimpleNamespace(
         get_plugin=lambda name: plugin if name == NAME else None))

@@ -1,4 +1,4 @@
-"""Positions of tied elements (conformance.ties): compared by what they select, not as numbers."""
+"""Positions of tied elements (conformance.compare.ties): compared by what they select, not as numbers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The dispatch recorder (conformance.recorder): both levels, phases, specs, expansion."""
+"""The dispatch recorder (conformance.trace.recorder): both levels, phases, specs, expansion."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ def _repro(name: str, rng: random.Random, backend: str, dtype: str) -> str:
     vals = ", ".join(f"{rng.uniform(-10, 10):.4g}" for _ in range(min(6, rng.randint(2, 8))))
     return (
         "import torch\n"
-        "from conformance.backends import resolve\n"
+        "from conformance.core.backends import resolve\n"
         f"dev = resolve({backend!r}).device\n"
         f"a = torch.tensor([{vals}], dtype=torch.{dtype}).reshape(-1)[:1].expand({shape})\n"
         f"b = torch.tensor({rng.uniform(-3, 3):.4g}, dtype=torch.{dtype})\n"
