@@ -77,7 +77,7 @@ def harness_failures(backend: Any, overload: str, max_examples: int,
     import opdb
     from conformance.checks.registry import CHECKS, DEFAULT_CHECKS
     from conformance.core.signature import OpSignature
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
     from conformance.store.expectations import expected_failures_path, load_expectations
     from opdb.opdata import load_hints, load_tolerances

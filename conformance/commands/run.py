@@ -192,7 +192,7 @@ def _check_resumable(args: argparse.Namespace, backend: Backend) -> None:
     import torch
 
     from conformance.checks.registry import DEFAULT_CHECKS
-    from conformance.engine.search import EngineSettings
+    from conformance.engine import EngineSettings
     from conformance.store.results import load_for_resume, resume_mismatch
     from opdb.errors import InputError
 

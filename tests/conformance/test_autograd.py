@@ -179,7 +179,7 @@ def _run_hinted(backend, overload: str, args: dict, max_examples: int = 10):
     import opdb
     from conformance.checks.registry import CHECKS
     from conformance.core.signature import OpSignature
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
     from opdb.opdata import OpHints, load_hints, load_tolerances
 

@@ -19,7 +19,7 @@ from conformance.core.signature import OpSignature
 from conformance.core.verdicts import Verdict
 from conformance.corpus_tools.build import write
 from conformance.corpus_tools.collector import Collector, encode
-from conformance.engine.search import EngineSettings, Item, run_check
+from conformance.engine import EngineSettings, Item, run_check
 from conformance.inputs import corpus
 from conformance.inputs.corpus import Corpus, Spec, Tagged, TensorArg, decode
 from conformance.repro.snippet import snippet

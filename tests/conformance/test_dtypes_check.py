@@ -161,7 +161,7 @@ def _sweeps(overload: str, n: int = 3, seed: int = 0) -> list:
 
     import opdb
     from conformance.core.signature import OpSignature
-    from conformance.engine.search import no_local_constants
+    from conformance.engine.hypothesis_hooks import no_local_constants
     from conformance.inputs.strategies import dtype_sweeps
     from opdb.opdata import load_hints
 

@@ -13,7 +13,7 @@ from conformance.checks.registry import CHECKS
 from conformance.core.backends import resolve
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import Verdict, missing_op_from
-from conformance.engine.search import EngineSettings, Item, run_check
+from conformance.engine import EngineSettings, Item, run_check
 from conformance.repro.common import tensor_literal
 from conformance.repro.snippet import snippet
 from conformance.store.expectations import load_expectations
@@ -328,7 +328,7 @@ def test_an_item_whose_every_draw_fails_argument_binding_stops_early():
     from conformance.compare.context import BINDING_REJECTS, binding_only
     from conformance.core.backends import resolve
     from conformance.core.signature import OpSignature
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
     from opdb.opdata import load_hints, load_tolerances
 

@@ -44,7 +44,7 @@ def _run(backend, overload: str, check: str, max_examples: int = 20):
     import opdb
     from conformance.checks.registry import CHECKS
     from conformance.core.signature import OpSignature
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
     from opdb.opdata import load_hints, load_tolerances
 
@@ -169,7 +169,7 @@ def _run_overridden(overload: str, check: str, fn, *, hints=None, max_examples: 
     from conformance.checks.registry import CHECKS
     from conformance.core.backends import resolve
     from conformance.core.signature import OpSignature
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
     from opdb.opdata import load_hints, load_tolerances
 
@@ -326,7 +326,7 @@ def _run_two_bugs(expected=None, k: int = 30):
     from conformance.checks.registry import CHECKS
     from conformance.core.backends import resolve
     from conformance.core.signature import OpSignature
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
     from opdb.dtypes import DTYPE_NAMES
     from opdb.opdata import load_hints, load_tolerances

@@ -194,7 +194,7 @@ def test_the_forward_checks_view_refill_catches_it(reference):
     each drawn call out as views (layouts.refill_views), so the default run sees it too."""
     import opdb
     from conformance.checks.registry import CHECKS
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
     from opdb.opdata import load_hints, load_tolerances
 

@@ -17,7 +17,7 @@ import conformance.pytest_plugin.inapplicable  # noqa: F401 - imported before py
 import conformance.pytest_plugin.plugin  # noqa: F401
 from conformance.checks.registry import CHECKS
 from conformance.core.signature import OpSignature
-from conformance.engine.search import EngineSettings, Item, not_applicable, run_check
+from conformance.engine import EngineSettings, Item, not_applicable, run_check
 from conformance.repro.snippet import snippet
 from opdb.opdata import load_hints, load_tolerances
 

@@ -23,7 +23,7 @@ def _run_float32(backend, overload: str, max_examples: int = 30):
     import opdb
     from conformance.checks.registry import CHECKS
     from conformance.core.signature import OpSignature
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
     from opdb.opdata import ArgHint, OpHints, load_hints, load_tolerances
 
@@ -247,7 +247,7 @@ def test_a_random_result_equal_to_the_old_out_is_no_unwritten_out(reference):
     import opdb
     from conformance.checks.registry import CHECKS
     from conformance.core.signature import OpSignature
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
     from opdb.opdata import ArgHint, OpHints, load_hints, load_tolerances
 

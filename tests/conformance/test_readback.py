@@ -21,7 +21,7 @@ from opdb.opdata import load_hints, load_tolerances
 
 def _run(backend, overload: str, check: str = "forward", max_examples: int = 10):
     from conformance.checks.registry import CHECKS
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
 
     sig = OpSignature.of(opdb.load()[overload])

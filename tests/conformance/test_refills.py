@@ -12,7 +12,7 @@ from conformance.core.backends import resolve
 from conformance.core.call import Call
 from conformance.core.fills import Fill
 from conformance.core.signature import OpSignature
-from conformance.engine.search import EngineSettings, Item, run_check
+from conformance.engine import EngineSettings, Item, run_check
 from conformance.inputs.strategies import calls
 from conformance.repro.snippet import snippet
 from opdb import load

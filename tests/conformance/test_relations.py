@@ -85,7 +85,7 @@ def test_index_add_out_forward_finds_valid_examples():
     import kernels
     from conformance.checks.registry import CHECKS
     from conformance.core.backends import resolve
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from opdb.opdata import load_tolerances
 
     def no_alpha(self, dim, index, source, *, alpha=1, out):
@@ -161,7 +161,7 @@ def test_promotion_examples_are_distinct_calls():
     from conformance.checks.promotion import promotion_identity
     from conformance.checks.registry import CHECKS
     from conformance.core.backends import resolve
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
 
     sig = _sig("mul.Tensor")
     seen: list[str] = []

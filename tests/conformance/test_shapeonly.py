@@ -173,7 +173,7 @@ def test_autograd_is_judged_on_metadata_with_the_about_to_run_marker(tmp_path):
 
     from conformance.checks.registry import CHECKS
     from conformance.core.inflight import Inflight
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
 
     meta = resolve("meta")

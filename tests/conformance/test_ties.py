@@ -80,7 +80,7 @@ def _topk_last_of_ties(self, k, dim=-1, largest=True, sorted=True):
 def test_a_backend_breaking_ties_differently_passes(reference):
     import kernels
     from conformance.checks.registry import CHECKS
-    from conformance.engine.search import EngineSettings, Item, run_check
+    from conformance.engine import EngineSettings, Item, run_check
     from opdb.opdata import load_tolerances
 
     kernels.install(overrides={"topk": _topk_last_of_ties})
