@@ -19,9 +19,8 @@ from typing import IO, Any
 import pytest
 
 from conformance.core.verdicts import VERDICTS
+from conformance.pytest_plugin.records import VERDICT_PROP
 from opdb.outcomes import CPU_DTYPE_GAP
-
-_PROP = "conformance_verdict"
 
 
 class Progress:
@@ -63,7 +62,7 @@ class Progress:
         if report.when == "teardown":
             return  # carries the call's user_properties again: one count per item
         for key, value in report.user_properties:
-            if key == _PROP:
+            if key == VERDICT_PROP:
                 rec = json.loads(str(value))
                 verdict = rec["verdict"]
                 if verdict == "pass" and rec.get("expected"):

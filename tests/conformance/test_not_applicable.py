@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import conformance.pytest_plugin.inapplicable  # noqa: F401 - imported before pytester's in-process runs
-import conformance.pytest_plugin.plugin  # noqa: F401
+import conformance.pytest_plugin  # noqa: F401 - imported before pytester's in-process runs
+import conformance.pytest_plugin.inapplicable  # noqa: F401
 from conformance.checks.registry import CHECKS
 from conformance.core.signature import OpSignature
 from conformance.engine.search import EngineSettings, Item, not_applicable, run_check
