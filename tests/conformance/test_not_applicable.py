@@ -1,5 +1,6 @@
 """Items whose check does not apply are recorded at collection, not run
-(:mod:`conformance.inapplicable`): the same records as before, once, honouring every filter."""
+(:mod:`conformance.pytest_plugin.inapplicable`): the same records as before, once, honouring
+every filter."""
 
 from __future__ import annotations
 
@@ -82,11 +83,11 @@ def test_recorded_once_with_xdist_and_filters_honoured(tmp_path):
 
 
 def test_progress_counts_verdicts_written_without_running():
-    from conformance.pytest_plugin.inapplicable import NAME
+    from conformance.pytest_plugin.inapplicable import NAME, NotApplicable
     from conformance.pytest_plugin.progress import Progress
 
     written = collections.Counter(skip=3)
-    plugin = conformance.inapplicable.NotApplicable.__new__(conformance.inapplicable.NotApplicable)
+    plugin = NotApplicable.__new__(NotApplicable)
     plugin.written = written
     config = types.SimpleNamespace(pluginmanager=types.SimpleNamespace(
         get_plugin=lambda name: plugin if name == NAME else None))
