@@ -114,7 +114,7 @@ RETRY_GRACE = 90.0
 def retry_recorded(options: list[str], item: str, *, timeout: float,
                    cwd: str | os.PathLike[str] | None = None
                    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
-    """Run one (overload, check) on its recorded calls alone (:mod:`conformance.corpus`) in a
+    """Run one (overload, check) on its recorded calls alone (:mod:`conformance.inputs.corpus`) in a
     fresh process: what the controller does when a schema-drawn example killed CPU (the
     oracle) before the item's recorded calls were tried.
 

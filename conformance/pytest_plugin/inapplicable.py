@@ -17,8 +17,8 @@ message as a run item's) to the results file:
   (overload, check), as for every verdict). Every worker collects the same items, so a worker
   restarted after a crash adds nothing.
 
-They are counted in the progress line (:mod:`conformance.progress`), the run summary and the
-report as before; ``--collect-only`` lists them as items and writes nothing.
+They are counted in the progress line (:mod:`conformance.pytest_plugin.progress`), the run
+summary and the report as before; ``--collect-only`` lists them as items and writes nothing.
 """
 
 from __future__ import annotations
@@ -31,8 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from conformance.pytest_plugin.items import ConformanceItem
+from conformance.pytest_plugin.records import json_safe
+
 if TYPE_CHECKING:
-    from conformance.pytest_plugin.plugin import State
+    from conformance.pytest_plugin.session import State
 
 
 NAME = "conformance-not-applicable"
@@ -55,8 +58,7 @@ class NotApplicable:
         yield  # every other plugin's selection first: a deselected item gets no verdict
         if config.option.collectonly:
             return
-        from conformance.engine.search import not_applicable
-        from conformance.pytest_plugin.plugin import ConformanceItem
+        from conformance.engine import not_applicable
 
         state = self.state
         keep: list[pytest.Item] = []
@@ -69,7 +71,7 @@ class NotApplicable:
                 verdict = not_applicable(node.item, state.backend, settings=state.settings,
                                          hints=hints, expected=whole.reason if whole else None)
                 if verdict is not None:
-                    records.append(_json_safe(verdict.to_json()))
+                    records.append(json_safe(verdict.to_json()))
                     continue
             keep.append(node)
         if not records:
@@ -116,12 +118,6 @@ class NotApplicable:
             terminalreporter.write_line(
                 f"conformance: {n} (overload, check) pairs the check does not apply to were "
                 f"recorded as skip (not_applicable) without running")
-
-
-def _json_safe(obj: dict[str, Any]) -> dict[str, Any]:
-    from conformance.store.results import finite
-
-    return finite(obj)
 
 
 def direct_counts(config: pytest.Config) -> Counter[str]:

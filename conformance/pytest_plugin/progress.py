@@ -19,9 +19,8 @@ from typing import IO, Any
 import pytest
 
 from conformance.core.verdicts import VERDICTS
+from conformance.pytest_plugin.records import VERDICT_PROP
 from opdb.outcomes import CPU_DTYPE_GAP
-
-_PROP = "conformance_verdict"
 
 
 class Progress:
@@ -63,7 +62,7 @@ class Progress:
         if report.when == "teardown":
             return  # carries the call's user_properties again: one count per item
         for key, value in report.user_properties:
-            if key == _PROP:
+            if key == VERDICT_PROP:
                 rec = json.loads(str(value))
                 verdict = rec["verdict"]
                 if verdict == "pass" and rec.get("expected"):
@@ -83,7 +82,7 @@ class Progress:
         """``1200/9303 12.9%  14.2/s  ETA 9m30s  pass 1100  fail 50`` (the resumed ones aside).
 
         Verdicts recorded without running an item (checks that do not apply,
-        :mod:`conformance.inapplicable`) count in the totals and the verdict counts; the rate
+        :mod:`conformance.pytest_plugin.inapplicable`) count in the totals and the verdict counts; the rate
         and the ETA are those of the items that run."""
         now = time.monotonic() if now is None else now
         elapsed = now - self.t0

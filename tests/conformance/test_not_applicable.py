@@ -1,5 +1,6 @@
 """Items whose check does not apply are recorded at collection, not run
-(:mod:`conformance.pytest_plugin.inapplicable`): the same records as before, once, honouring every filter."""
+(:mod:`conformance.pytest_plugin.inapplicable`): the same records as before, once, honouring
+every filter."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import conformance.pytest_plugin.inapplicable  # noqa: F401 - imported before pytester's in-process runs
-import conformance.pytest_plugin.plugin  # noqa: F401
+import conformance.pytest_plugin  # noqa: F401 - imported before pytester's in-process runs
+import conformance.pytest_plugin.inapplicable  # noqa: F401
 from conformance.checks.registry import CHECKS
 from conformance.core.signature import OpSignature
 from conformance.engine import EngineSettings, Item, not_applicable, run_check
@@ -82,11 +83,11 @@ def test_recorded_once_with_xdist_and_filters_honoured(tmp_path):
 
 
 def test_progress_counts_verdicts_written_without_running():
-    from conformance.pytest_plugin.inapplicable import NAME
+    from conformance.pytest_plugin.inapplicable import NAME, NotApplicable
     from conformance.pytest_plugin.progress import Progress
 
     written = collections.Counter(skip=3)
-    plugin = conformance.pytest_plugin.inapplicable.NotApplicable.__new__(conformance.pytest_plugin.inapplicable.NotApplicable)
+    plugin = NotApplicable.__new__(NotApplicable)
     plugin.written = written
     config = types.SimpleNamespace(pluginmanager=types.SimpleNamespace(
         get_plugin=lambda name: plugin if name == NAME else None))

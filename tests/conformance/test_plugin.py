@@ -16,7 +16,7 @@ import torchgen.model  # noqa: F401,E402
 # twice in one process, so everything the plugin imports is imported here first.
 import conformance.checks.registry  # noqa: F401,E402
 import conformance.engine.search  # noqa: F401,E402
-import conformance.pytest_plugin.plugin  # noqa: F401,E402
+import conformance.pytest_plugin  # noqa: F401,E402 - the plugin and every module it imports
 import conformance.repro.common  # noqa: F401,E402
 import conformance.store.expectations  # noqa: F401,E402
 import conformance.store.results  # noqa: F401,E402
