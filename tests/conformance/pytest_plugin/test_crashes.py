@@ -14,7 +14,7 @@ import pytest
 
 from conformance.pytest_plugin.crashes import exit_outcome, judge, one_side
 
-DATA = Path(__file__).parent.parent / "data" / "engine"
+DATA = Path(__file__).parent.parent.parent / "data" / "engine"
 
 
 def _env() -> dict[str, str]:

@@ -151,7 +151,7 @@ def test_unstable_cpu_still_fails_a_wrong_backend():
 
 def test_meta_has_no_host_values_but_dtypes_compare():
     meta = resolve("meta")
-    v = run("add.Tensor", "forward", meta)  # judged on metadata (tests/conformance/test_shapeonly)
+    v = run("add.Tensor", "forward", meta)  # judged on metadata (tests/conformance/engine/test_shapeonly.py)
     assert v.verdict == "pass" and v.category == "metadata_only" and v.examples > 0
     v = run("mul.Tensor", "promotion", meta)
     assert v.verdict == "pass" and v.examples > 0  # dtypes need no values

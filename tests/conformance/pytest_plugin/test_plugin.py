@@ -29,7 +29,7 @@ try:
 except ImportError:  # pragma: no cover
     pass
 
-DATA = Path(__file__).parent.parent / "data" / "engine"
+DATA = Path(__file__).parent.parent.parent / "data" / "engine"
 QUICK = ("--max-examples", "3", "--hypothesis-db", "none", "-p", "no:cacheprovider")
 
 

@@ -393,7 +393,7 @@ def test_corpus_off_and_plain_jsonl(tmp_path, small_corpus):
 def test_bench_reach_counts_reached_items_and_lists_misses(tmp_path):
     from pathlib import Path
 
-    bench = Path(__file__).resolve().parent.parent.parent / "benchmarks"
+    bench = Path(__file__).resolve().parent.parent.parent.parent / "benchmarks"
     sys.path.insert(0, str(bench))
     try:
         import bench_reach

@@ -16,7 +16,7 @@ import torch
 
 from conformance.cli import main
 
-DATA = Path(__file__).parent.parent / "data" / "opdb"
+DATA = Path(__file__).parent.parent.parent / "data" / "opdb"
 ADD_FAMILY = ["add.Tensor", "add.Scalar", "add.out", "add.Scalar_out", "add_.Tensor", "add_.Scalar"]
 
 

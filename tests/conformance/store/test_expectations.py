@@ -13,7 +13,7 @@ import pytest
 from conformance.store.expectations import EXPECTED_DIR, expected_failures_path, load_expectations
 from opdb.errors import InputError
 
-DATA = Path(__file__).parent.parent / "data" / "engine"
+DATA = Path(__file__).parent.parent.parent / "data" / "engine"
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -111,7 +111,7 @@ def test_the_index_finds_what_a_scan_of_every_entry_finds(tmp_path):
 
 def test_packaged_files_are_package_data():
     assert Path(str(expected_failures_path("mlu"))).parent == Path(str(EXPECTED_DIR))
-    assert Path(str(EXPECTED_DIR)).is_relative_to(Path(__file__).parent.parent.parent / "conformance")
+    assert Path(str(EXPECTED_DIR)).is_relative_to(Path(__file__).parent.parent.parent.parent / "conformance")
     assert load_expectations(expected_failures_path("no-such-backend")).entries == ()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from conformance.cli import main
 
-EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent.parent.parent / "examples"
 POOL_BWD = "_adaptive_avg_pool2d_backward"
 
 

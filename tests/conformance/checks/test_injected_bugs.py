@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).parent.parent / "data" / "engine"
+DATA = Path(__file__).parent.parent.parent / "data" / "engine"
 
 # module -> [(overload, check, expected category)]
 BUGS = {
@@ -433,7 +433,7 @@ def test_failure_key_normalizes_dtype_names_but_keeps_the_lead_dtype():
 
 
 def _mutants():
-    bench = Path(__file__).resolve().parent.parent.parent / "benchmarks"
+    bench = Path(__file__).resolve().parent.parent.parent.parent / "benchmarks"
     if str(bench) not in sys.path:
         sys.path.insert(0, str(bench))
     import mutants

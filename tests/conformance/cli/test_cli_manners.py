@@ -12,7 +12,7 @@ import pytest
 
 from conformance.cli import main
 
-REPORTS = Path(__file__).parent.parent / "data" / "reports"
+REPORTS = Path(__file__).parent.parent.parent / "data" / "reports"
 
 
 def test_run_help_names_every_check_from_the_table(capsys: pytest.CaptureFixture[str]) -> None:
