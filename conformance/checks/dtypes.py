@@ -231,6 +231,9 @@ def summary(support: dict[str, str]) -> str:
     return "; ".join(f"{o}: {', '.join(by[o])}" for o in outcomes.DTYPE_OUTCOMES if o in by)
 
 
+# verify_dtypes takes the DtypeSweep its strategy draws (a Call of twelve calls)
 CHECK = Check("dtypes", dtype_sweeps, "each of the twelve dtypes: CPU supports it, the backend "
-              "supports it, values agree", dtypes_applies, verify_dtypes, examples_factor=0.3,
+              "supports it, values agree", dtypes_applies,
+              verify_dtypes,  # type: ignore[arg-type]
+              examples_factor=0.3,
               shrink=False, calls_per_draw=len(DTYPE_NAMES), recorded="dtypes")

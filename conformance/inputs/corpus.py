@@ -322,7 +322,7 @@ def _sibling(name: str, recorded: Iterable[str]) -> str | None:
     return None
 
 
-def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str, draw: Any,
+def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str | None, draw: Any,
                 dtype: str | None = None) -> Any:
     """A :class:`~conformance.inputs.strategies.Call` for ``sig`` from ``spec``, tensors filled by
     ``draw`` (inside a composite strategy) within their recorded ranges; ``dtype``: the spec's
@@ -506,7 +506,7 @@ def _empty_like(rec: Arg) -> Any:
 _AUTOGRAD_WIDEN = {"float16": "float32", "bfloat16": "float32"}
 
 
-def _tensors(rec: Arg, draw: Any, *, mode: str, label: str) -> Any:
+def _tensors(rec: Arg, draw: Any, *, mode: str | None, label: str) -> Any:
     if rec is None:
         return None
     if isinstance(rec, tuple):
@@ -516,7 +516,7 @@ def _tensors(rec: Arg, draw: Any, *, mode: str, label: str) -> Any:
     return _tensor(rec, draw, mode=mode, label=label)
 
 
-def _tensor(rec: TensorArg, draw: Any, *, mode: str, label: str) -> Any:
+def _tensor(rec: TensorArg, draw: Any, *, mode: str | None, label: str) -> Any:
     import torch
 
     from conformance.inputs.values import draw_tensor

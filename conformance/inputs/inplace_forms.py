@@ -135,8 +135,10 @@ def inplace_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
         if full != tuple(x.shape):
             x = values[me] = _redraw(draw, hints, me, dtype_name(x.dtype), full)
 
-    def variant(kind: str, detail: str | None = None, **changed: Any) -> InplaceCall:
-        return InplaceCall(sig=sig, values=tuple((n, changed.get(n, values[n]))
+    def variant(kind: str, detail: str | None = None, changed: dict[str, Any] | None = None
+                ) -> InplaceCall:
+        swapped = changed or {}
+        return InplaceCall(sig=sig, values=tuple((n, swapped.get(n, values[n]))
                                                  for n, _ in call.values),
                            on_cpu=call.on_cpu, notes=call.notes, source=call.source,
                            variant=kind, detail=detail)
@@ -144,7 +146,7 @@ def inplace_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     made = [variant("view", kind) for kind in view_kinds(x.dim())]
     own = dtype_name(x.dtype)  # the detail keeps self's own dtype: the control of a refusal
     new = draw(st.sampled_from([d for d in DTYPE_NAMES if d != own]), label="self dtype")
-    made.append(variant("dtype", own, **{me: _redraw(draw, hints, me, new, tuple(x.shape))}))
+    made.append(variant("dtype", own, {me: _redraw(draw, hints, me, new, tuple(x.shape))}))
     if broadcasts:
         full = tuple(x.shape)
         other = values[others[0]]
@@ -155,7 +157,7 @@ def inplace_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
             wide[d], narrow[d] = max(full[d], 2), 1
         else:  # other has one more (leading) dimension than self
             wide, narrow = [2, *full], list(full)
-        made.append(variant("broadcast", **{
+        made.append(variant("broadcast", None, {
             others[0]: _redraw(draw, hints, others[0], dtype_name(other.dtype), tuple(wide)),
             me: _redraw(draw, hints, me, dtype_name(x.dtype), tuple(narrow))}))
     plain = variant("plain")
