@@ -102,7 +102,7 @@ class Context:
     _source: str = "hypothesis"
     tallies: dict[str, Tally] = field(default_factory=dict)
     dtype_support: dict[str, str] = field(default_factory=dict)  # the dtypes check's outcomes
-    #: how results are compared, by call structure (:func:`conformance.checks.comparison_for`)
+    #: how results are compared, by call structure (:func:`conformance.compare.values.comparison_for`)
     comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     _current: tuple[frozenset[str], list[bool]] | None = None
 

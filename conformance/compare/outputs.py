@@ -51,7 +51,7 @@ def compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
                     view_bits: bool = True) -> None:
     """Structure, device, dtype, shape and (optionally) values of ``actual`` against CPU's;
     a disagreement on a call CPU answers only because its inputs are empty is not counted
-    (:meth:`~conformance.engine.Context.reject_if_vacuous`). ``view_bits=False``: ``actual``
+    (:meth:`~conformance.compare.context.Context.reject_if_vacuous`). ``view_bits=False``: ``actual``
     is not what the (view) overload returned (a gradient), so its lazy conj/neg bits are not
     compared."""
     __tracebackhide__ = True

@@ -2,7 +2,7 @@
 
 Their tensors carry sizes, strides, dtypes and devices but no values, so the engine judges every
 check on what those determine — structure, device, dtype, shape, aliasing, errors — and never
-reads values back (:func:`conformance.checks.compare_outputs` is told so through the context).
+reads values back (:func:`conformance.compare.outputs.compare_outputs` is told so through the context).
 
 One thing needs care: an error. A shape-only kernel can raise only what metadata determines.
 When CPU refuses a call and the backend returns a result, the refusal is held against the

@@ -1,4 +1,5 @@
-"""Element values: Hypothesis draws the *structure*, a seeded NumPy generator fills the bulk.
+"""Value fills: Hypothesis draws the *structure* (:mod:`conformance.inputs.values`), a seeded NumPy
+generator fills the bulk (:class:`Fill`, and its refills).
 
 Drawing tensors element by element through Hypothesis cost about half of the engine's time and
 kept every value tame (floats in [-8, 8], integers in [-9, 9]). Here a tensor is drawn as a few
