@@ -1654,6 +1654,17 @@ def _poly(kind: str) -> ArrayFn:
 _RECURRENCE_MAX = 1 << 14
 
 
+def _libm(fn: Any, v: Any) -> Any:
+    """``fn`` of a float32 array as C's correctly rounded ``cosf``/``sinf``/``acosf`` give it (what
+    ATen's float kernels call): computed in float64 and rounded once. NumPy's own float32 SIMD
+    trigonometry is a few ulps off and differs with the CPU it dispatches to (AVX512 vs AVX2),
+    which T_50(0.3) multiplies into 1e-4."""
+    v = np.asarray(v)
+    if v.dtype == np.float32:
+        return fn(v.astype(np.float64)).astype(np.float32)
+    return fn(v)
+
+
 def _chebyshev(kind: str, x: Any, n: Any, trig_above: int | None = None) -> Any:
     """Chebyshev T/U/V/W as ATen's ``chebyshev_polynomial_*_forward`` (Math.h) computes them in
     x's dtype: its early returns at |x| = 1, its trigonometric form for |x| < 1 above degree 6
@@ -1691,20 +1702,20 @@ def _chebyshev(kind: str, x: Any, n: Any, trig_above: int | None = None) -> Any:
                       "w": sp.eval_chebyu(big, x) + sp.eval_chebyu(np.maximum(big - 1, 0), x)}
             r = np.where(live, closed[kind].astype(dt), r)
         # |x| < 1 above degree 6 (T) or 8: the trigonometric forms
-        acos = np.arccos(np.where(np.abs(x) < 1, x, 0)).astype(dt)
+        acos = _libm(np.arccos, np.where(np.abs(x) < 1, x, 0)).astype(dt)
         if kind == "t":
-            trig = np.cos(nf * acos)
+            trig = _libm(np.cos, nf * acos)
         elif kind == "u":
-            s1 = np.sin(acos)
-            trig = np.where(s1 != 0, np.sin((nf + 1) * acos) / s1,
-                            (nf + 1) * np.cos((nf + 1) * acos) / x)
+            s1 = _libm(np.sin, acos)
+            trig = np.where(s1 != 0, _libm(np.sin, (nf + 1) * acos) / s1,
+                            (nf + 1) * _libm(np.cos, (nf + 1) * acos) / x)
         elif kind == "v":
             half = acos / dt.type(2)
-            trig = np.where(np.sin(half) != 1, np.cos((nf + dt.type(0.5)) * acos) / np.cos(half),
+            trig = np.where(_libm(np.sin, half) != 1, _libm(np.cos, (nf + dt.type(0.5)) * acos) / _libm(np.cos, half),
                             np.where(n % 2 == 0, nf + nf + 1, -(nf + nf + 1)))
         else:
             half = acos / dt.type(2)
-            trig = np.where(np.cos(half) != 1, np.sin((nf + dt.type(0.5)) * acos) / np.sin(half),
+            trig = np.where(_libm(np.cos, half) != 1, _libm(np.sin, (nf + dt.type(0.5)) * acos) / _libm(np.sin, half),
                             np.where(x > 0, nf + nf + 1, np.where(n % 2 == 0, one, -one)))
         r = np.where(trig_form, trig, r)
         # |x| = 1
