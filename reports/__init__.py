@@ -5,6 +5,7 @@ The pandas entry point (see docs/reports.md)::
     import reports
     df = reports.load("results.jsonl")            # one row per verdict record
     df[df.verdict == "fail"].groupby("check").size()
+    reports.cause_table(df)                       # failures grouped by fingerprint
 
     reports.write_html(results=["results.jsonl"], output="report.html",
                        coverage="coverage.json")   # coverage optional
@@ -19,12 +20,21 @@ from __future__ import annotations
 
 from reports.html import write_html
 from reports.results import DTYPES, ResultsWarning, read
-from reports.tables import dtype_table, latest, load, overload_table
+from reports.tables import (
+    cause_table,
+    dtype_table,
+    failure_table,
+    latest,
+    load,
+    overload_table,
+)
 
 __all__ = [
     "DTYPES",
     "ResultsWarning",
+    "cause_table",
     "dtype_table",
+    "failure_table",
     "latest",
     "load",
     "overload_table",

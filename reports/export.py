@@ -1,11 +1,16 @@
 """Table outputs of ``conformance report --format csv|json|parquet``.
 
-* ``csv`` and ``parquet``: the verdict table of :func:`reports.load` (one row per verdict
-  record, latest record per (backend, overload, check)), with ``family kind tags status``;
-  ``dtypes`` and ``dtype_support`` are JSON strings (``json.loads`` them back), ``tags`` and
-  ``dtype_gaps`` (dtypes CPU supports that the backend refuses) comma-separated strings.
+* ``csv`` and ``parquet``, ``--table verdicts`` (the default): the verdict table of
+  :func:`reports.load` (one row per verdict record, latest record per (backend, overload,
+  check)), with ``family kind tags status``; ``dtypes``, ``dtype_support`` and ``failures``
+  are JSON strings (``json.loads`` them back), ``tags`` and ``dtype_gaps`` (dtypes CPU
+  supports that the backend refuses) comma-separated strings.
+* ``csv`` and ``parquet``, ``--table causes``: the by-cause table
+  (:func:`reports.tables.cause_table`), ``checks``, ``dtypes`` and ``overload_names``
+  comma-separated.
 * ``json``: one object ``{"format", "version", "runs", "sources", "warnings", "universe",
-  "summary", "dtype_gaps", "overloads", "verdicts"}`` — strict JSON (no NaN: missing values are ``null``).
+  "summary", "causes", "dtype_gaps", "overloads", "verdicts"}`` — strict JSON (no NaN:
+  missing values are ``null``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ if TYPE_CHECKING:
 
 FORMATS = ("html", "csv", "json", "parquet")
 
+#: The tables ``--format csv|parquet`` can write (``--table``); ``json`` holds them all.
+TABLES = ("verdicts", "causes")
+
 
 def flat_table(df: pd.DataFrame) -> pd.DataFrame:
     """The verdict table with nested columns made flat (for CSV/parquet)."""
@@ -39,8 +47,21 @@ def flat_table(df: pd.DataFrame) -> pd.DataFrame:
                          for b, ov, sup in zip(out["backend"], out["overload"],
                                                out["dtype_support"], strict=True)]
     out["dtype_support"] = [json.dumps(s, sort_keys=False) for s in out["dtype_support"]]
+    if "failures" in out:
+        out["failures"] = [json.dumps(list(f), sort_keys=False) for f in out["failures"]]
     if "tags" in out:
         out["tags"] = [",".join(t) for t in out["tags"]]
+    return out
+
+
+def flat_causes(df: pd.DataFrame) -> pd.DataFrame:
+    """The by-cause table (:func:`reports.tables.cause_table`) with its tuples made flat:
+    ``checks``, ``dtypes`` and ``overload_names`` comma-separated."""
+    from reports.tables import cause_table
+
+    out = cause_table(df)
+    for col in ("checks", "dtypes", "overload_names"):
+        out[col] = [",".join(v) for v in out[col]]
     return out
 
 
@@ -70,7 +91,7 @@ def _clean(value: Any) -> Any:
 
 def json_document(df: pd.DataFrame, ann: Annotations) -> dict[str, Any]:
     from reports.page import page_data
-    from reports.tables import latest, overload_table
+    from reports.tables import cause_table, latest, overload_table
 
     data = page_data(df, ann)
     cur = latest(df)
@@ -79,6 +100,7 @@ def json_document(df: pd.DataFrame, ann: Annotations) -> dict[str, Any]:
     verdict_cols = [c for c in cur.columns if c != "run"]
     verdicts = [dict(zip(verdict_cols, row, strict=True))
                 for row in cur[verdict_cols].itertuples(index=False)]
+    causes = cause_table(cur).to_dict(orient="records")
     return _clean({
         "format": "opconform-report",
         "version": 1,
@@ -89,14 +111,32 @@ def json_document(df: pd.DataFrame, ann: Annotations) -> dict[str, Any]:
         "universe": data["universe"],
         "columns": data["columns"],
         "summary": data["summary"],
+        "causes": causes,
         "dtype_gaps": data["dtype_gaps"],
         "overloads": table.to_dict(orient="records"),
         "verdicts": verdicts,
     })
 
 
-def write(df: pd.DataFrame, ann: Annotations, fmt: str, output: str) -> None:
-    """Write ``df`` as ``fmt`` (csv, json, parquet) to ``output`` (``-``: stdout, not parquet)."""
+def check_table(fmt: str, table: str | None) -> None:
+    """``--table`` chooses what ``--format csv|parquet`` holds (``None``: the default);
+    :class:`InputError` for another format, whose output holds every table or view."""
+    if table is None:
+        return
+    if table not in TABLES:
+        raise InputError(f"unknown table {table!r}; expected one of {', '.join(TABLES)}")
+    if fmt not in ("csv", "parquet") and not (fmt == "json" and table == TABLES[0]):
+        held = ("holds every table (its 'causes' list is the by-cause table)" if fmt == "json"
+                else "shows every view (the by-cause view first)")
+        raise InputError(f"--table is for --format csv or parquet; --format {fmt} {held}")
+
+
+def write(df: pd.DataFrame, ann: Annotations, fmt: str, output: str, *,
+          table: str = "verdicts") -> None:
+    """Write ``df`` as ``fmt`` (csv, json, parquet) to ``output`` (``-``: stdout, not parquet);
+    ``table`` (:data:`TABLES`) picks what csv and parquet hold — json holds every table."""
+    check_table(fmt, table)
+    flat = flat_causes if table == "causes" else flat_table
     if fmt == "parquet":
         if output == "-":
             raise InputError("--format parquet cannot be written to stdout; give -o FILE")
@@ -105,10 +145,10 @@ def write(df: pd.DataFrame, ann: Annotations, fmt: str, output: str) -> None:
         except ImportError:
             raise InputError(
                 "--format parquet needs pyarrow: pip install 'opconform[parquet]'") from None
-        flat_table(df).to_parquet(output, index=False)
+        flat(df).to_parquet(output, index=False)
         return
     if fmt == "csv":
-        text = flat_table(df).to_csv(index=False)
+        text = flat(df).to_csv(index=False)
     elif fmt == "json":
         text = json.dumps(json_document(df, ann), indent=1, allow_nan=False) + "\n"
     else:

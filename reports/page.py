@@ -10,14 +10,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opdb import outcomes
+from opdb.fingerprints import split_key
 from reports.ops import STATUSES, Annotations, scope
 from reports.results import DTYPES, VERDICTS
 from reports.tables import (
     NOT_TESTED,
+    cause_table,
     column_keys,
     column_of,
     count,
     dtype_gaps,
+    failure_table,
     latest,
     worst,
 )
@@ -122,7 +125,7 @@ def page_data(
     ncol = len(keys)
     records = cur[["overload", "verdict", "category", "message", "missing_op", "repro",
                    "expected", "examples", "duration_s", "seed", "dtypes", "source", "line",
-                   "dtype_support"]]
+                   "dtype_support", "failures"]]
     for rec, col in zip(records.itertuples(index=False), cols, strict=True):
         dts: list[list[int]] = []
         for name, c in (rec.dtypes or {}).items():
@@ -138,6 +141,7 @@ def page_data(
             int(rec.examples), None if dur is None or not math.isfinite(dur) else round(dur, 4),
             _int_or_none(rec.seed),
             dts, src_index[rec.source], int(rec.line), support,
+            distinct_failures(rec.failures, strings),
         ])
         row = cells.get(rec.overload)
         if row is None:
@@ -190,6 +194,8 @@ def page_data(
 
     runs = [_run_info(r) for r in df.attrs.get("runs", [])]
     kinds = _fail_kinds(cur, cols)
+    failures = failure_table(cur)
+    causes = cause_table(cur, failures)
     backends = list(dict.fromkeys(b for b in cur["backend"] if b)) or list(
         dict.fromkeys(r["backend"] for r in runs if r.get("backend"))
     )
@@ -223,11 +229,81 @@ def page_data(
             "static_by_verdict": static_by_verdict,
             "fail_kinds": kinds,
             "where": where,
+            "causes": cause_summary(cur, failures, causes),
         },
+        # failures grouped by fingerprint (reports.tables.cause_table); texts index `strings`
+        "causes": causes_data(causes, failures, strings,
+                              multi_backend=cur["backend"].fillna("").nunique() > 1),
         "missing_variants": [dict(x) for x in ann.missing_variants],
         "missing_backward": [dict(x) for x in ann.missing_backward],
         "backward_parity": backward_parity(cur, ann),
     }
+
+
+def distinct_failures(failures: Any, strings: Any) -> list[list[int]]:
+    """A verdict's distinct failures for its drawer, when it has more than one (one is the
+    verdict's own message and repro): ``[[key, category, message, repro, expected], ...]`` as
+    indices into ``strings`` (``-1``: none)."""
+    if not isinstance(failures, (list, tuple)) or len(failures) < 2:
+        return []
+    return [[strings(f["key"]), strings(f["category"]), strings(f["message"]),
+             strings(f["repro"]), strings(f["expected"])] for f in failures]
+
+
+def cause_summary(cur: pd.DataFrame, failures: pd.DataFrame,
+                  causes: pd.DataFrame) -> dict[str, int]:
+    """The by-cause view's headline: ``causes`` (and ``new_causes``: with a new failure),
+    ``failures`` (``new``, ``expected``), the ``overloads`` and ``verdicts`` they fall in, and
+    the other bad verdicts, which have no fingerprint (``crash``, ``timeout``,
+    ``unsupported``)."""
+    verdicts = cur["verdict"]
+    return {
+        "causes": len(causes),
+        "new_causes": int((causes["new"] > 0).sum()) if len(causes) else 0,
+        "failures": len(failures),
+        "new": int(failures["expected"].isna().sum()),
+        "expected": int(failures["expected"].notna().sum()),
+        "overloads": int(failures["overload"].nunique()),
+        "verdicts": int((verdicts == "fail").sum()),
+        "crash": int((verdicts == "crash").sum()),
+        "timeout": int((verdicts == "timeout").sum()),
+        "unsupported": int((verdicts == "unsupported").sum()),
+    }
+
+
+def causes_data(causes: pd.DataFrame, failures: pd.DataFrame, strings: Any, *,
+                multi_backend: bool) -> list[dict[str, Any]]:
+    """The by-cause view's rows (:func:`reports.tables.cause_table`, same order), texts as
+    indices into ``strings``: ``key``, ``title`` (the fingerprint without its category and
+    lead dtype, which come as ``category`` and ``lead``), ``message``, ``reason``, ``repro``
+    and ``repro_at`` (``[overload, matrix column]``), the counts, ``checks``, ``dtypes``, and
+    ``members``: ``[[overload, [[column, new (0/1)], ...]], ...]`` by overload name — every
+    matrix cell whose verdict holds a failure of that cause."""
+    def column(backend: str, check: str) -> str:
+        return f"{backend}:{check}" if multi_backend else check
+
+    cells: dict[tuple[str, str], dict[str, list[list[Any]]]] = {}
+    for backend, overload, check, key, expected in zip(
+            failures["backend"], failures["overload"], failures["check"], failures["key"],
+            failures["expected"], strict=True):
+        by = cells.setdefault((backend, key), {})
+        new = int(not isinstance(expected, str))
+        by.setdefault(overload, []).append([column(backend, check), new])
+    out = []
+    for c in causes.itertuples(index=False):
+        category = c.category if isinstance(c.category, str) else None  # pandas' NaN: none
+        title, lead = split_key(c.key, category)
+        members = cells.get((c.backend, c.key), {})
+        out.append({
+            "key": strings(c.key), "backend": c.backend, "category": category,
+            "title": strings(title), "lead": list(lead), "message": strings(c.message),
+            "failures": int(c.failures), "new": int(c.new), "expected": int(c.expected),
+            "overloads": int(c.overloads), "checks": list(c.checks), "dtypes": list(c.dtypes),
+            "reason": strings(c.reason), "repro": strings(c.repro),
+            "repro_at": [c.repro_overload, column(c.backend, c.repro_check)],
+            "members": [[name, members[name]] for name in sorted(members)],
+        })
+    return out
 
 
 def gaps_by_backend(cur: pd.DataFrame) -> list[dict[str, Any]]:

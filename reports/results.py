@@ -30,8 +30,11 @@ BAD_VERDICTS: frozenset[str] = outcomes.BAD_VERDICTS
 VERDICT_FIELDS: tuple[str, ...] = (
     "overload", "check", "backend", "verdict", "category", "message", "missing_op",
     "examples", "duration_s", "seed", "torch_version", "repro", "expected", "dtypes",
-    "dtype_support",
+    "dtype_support", "failures",
 )
+
+#: Fields of one entry of a verdict's ``failures`` (every distinct failure the search found).
+FAILURE_FIELDS: tuple[str, ...] = ("category", "message", "key", "repro", "expected", "dtypes")
 
 _REQUIRED = ("overload", "check", "verdict")
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -101,6 +104,28 @@ def _dtype_support(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items() if isinstance(v, str)}
 
 
+def _failures(value: Any) -> tuple[dict[str, Any], ...]:
+    """A verdict's distinct failures, each with every field of :data:`FAILURE_FIELDS`
+    (``key`` ``None`` where the engine wrote none, ``dtypes`` a tuple); entries that are not
+    objects are dropped. ``()`` for other verdicts and for files older than the field."""
+    if not isinstance(value, (list, tuple)):
+        return ()
+    out = []
+    for f in value:
+        if not isinstance(f, Mapping):
+            continue
+        dts = f.get("dtypes")
+        out.append({
+            "category": _text(f.get("category")),
+            "message": _text(f.get("message")) or "",
+            "key": _text(f.get("key")),
+            "repro": _text(f.get("repro")),
+            "expected": _text(f.get("expected")),
+            "dtypes": tuple(str(d) for d in dts) if isinstance(dts, (list, tuple)) else (),
+        })
+    return tuple(out)
+
+
 def normalize_verdict(obj: Mapping[str, Any]) -> dict[str, Any]:
     """One verdict record with every field of :data:`VERDICT_FIELDS` present and typed."""
     rec: dict[str, Any] = {
@@ -119,6 +144,7 @@ def normalize_verdict(obj: Mapping[str, Any]) -> dict[str, Any]:
         "expected": _text(obj.get("expected")),
         "dtypes": _dtype_counts(obj.get("dtypes")),
         "dtype_support": _dtype_support(obj.get("dtype_support")),
+        "failures": _failures(obj.get("failures")),
     }
     if isinstance(obj.get("dtype"), str):  # a check that records one verdict per dtype
         rec["dtype"] = obj["dtype"]

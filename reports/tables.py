@@ -11,12 +11,14 @@ Definitions used everywhere (report, CSV/JSON, diff):
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opdb import outcomes
+from opdb.fingerprints import failure_key
 from reports.ops import Annotations, annotate
 from reports.results import DTYPES, TESTED_VERDICTS, VERDICT_FIELDS, Results, read
 
@@ -69,7 +71,8 @@ def load(
     Columns: ``overload check backend verdict category message missing_op examples duration_s
     seed torch_version repro expected dtypes`` as the engine wrote them (``dtypes`` is a dict
     ``{dtype: {"examples", "cpu_ok", "backend_ok", "agree"}}``; ``"NaN"``-style strings are
-    floats again), then ``source`` (file), ``line`` (1-based line in it), ``run`` (index into
+    floats again), ``dtype_support`` and ``failures`` (a tuple of the distinct failures'
+    dicts, see :func:`failure_table`; ``()`` in older files), then ``source`` (file), ``line`` (1-based line in it), ``run`` (index into
     ``df.attrs["runs"]``, the run header records) and, unless ``annotate_ops=False``,
     ``family kind tags status`` — from ``coverage`` (a static coverage JSON path or dict) when
     given, else from :mod:`opdb`, else guessed from the overload name
@@ -283,3 +286,113 @@ def dtype_cell(examples: int, cpu_ok: int, backend_ok: int, agree: int) -> str:
     if backend_ok > cpu_ok:
         return "backend_accepts"
     return "disagree"
+
+
+#: Columns of :func:`failure_table`, in order.
+FAILURE_TABLE_COLUMNS: tuple[str, ...] = (
+    "backend", "overload", "check", "key", "category", "message", "repro", "expected", "dtypes",
+    "derived_key", "source", "line",
+)
+
+#: Columns of :func:`cause_table`, in order (docs/reports.md, "By cause").
+CAUSE_COLUMNS: tuple[str, ...] = (
+    "backend", "key", "category", "message", "failures", "new", "expected", "overloads",
+    "checks", "dtypes", "overload_names", "reason", "repro", "repro_overload", "repro_check",
+)
+
+
+def _verdict_failures(rec: Any) -> list[tuple[Any, ...]]:
+    """``(key, category, message, repro, expected, dtypes, derived_key)`` per distinct failure
+    of one ``fail`` record: its ``failures`` as the engine wrote them, or — a file from before
+    the field, or a fail that lists none — the verdict's own category and message, keyed here
+    by the engine's own normalization (:func:`opdb.fingerprints.failure_key`, without the lead
+    dtype, which only the call knew)."""
+    entries = rec.failures if isinstance(rec.failures, (list, tuple)) else ()
+    if not entries:
+        return [(failure_key(rec.category, rec.message or ""), rec.category, rec.message or "",
+                 rec.repro, rec.expected, (), True)]
+    return [(f["key"] or failure_key(f["category"], f["message"], f["dtypes"]), f["category"],
+             f["message"], f["repro"], f["expected"], tuple(f["dtypes"]), f["key"] is None)
+            for f in entries]
+
+
+def failure_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per distinct failure of every ``fail`` verdict (latest record per (backend,
+    overload, check)), in file order: ``backend overload check key category message repro
+    expected dtypes derived_key source line`` — ``key`` is the failure's fingerprint,
+    ``expected`` the reason of the expected-failure entry that matched it (``None``: new),
+    ``dtypes`` the shrunk call's tensor dtypes (a tuple), ``derived_key`` true where the record
+    held no key (an older file: the verdict's own category and message, keyed by reports)."""
+    import pandas as pd
+
+    cur = latest(df)
+    fails = cur[cur["verdict"] == "fail"]
+    if "failures" not in fails.columns:
+        fails = fails.assign(failures=[()] * len(fails))
+    rows = []
+    for rec in fails.itertuples(index=False):
+        for key, cat, msg, repro, expected, dts, derived in _verdict_failures(rec):
+            rows.append((rec.backend, rec.overload, rec.check, key,
+                         cat if isinstance(cat, str) else None, msg,
+                         repro if isinstance(repro, str) else None,
+                         expected if isinstance(expected, str) else None,
+                         dts, derived, rec.source, rec.line))
+    return pd.DataFrame(rows, columns=list(FAILURE_TABLE_COLUMNS))
+
+
+def _dtype_union(values: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
+    order = {d: i for i, d in enumerate(DTYPES)}
+    names = {d for dts in values for d in dts}
+    return tuple(sorted(names, key=lambda d: (order.get(d, len(order)), d)))
+
+
+def _first_seen(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(values))
+
+
+def _first_text(values: Iterable[Any]) -> str | None:
+    return next((v for v in values if isinstance(v, str)), None)
+
+
+def cause_table(df: pd.DataFrame, failures: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Failures grouped by cause: one row per (backend, fingerprint ``key``) over every
+    overload and check (:func:`failure_table`; pass it as ``failures`` if already built).
+
+    Columns (:data:`CAUSE_COLUMNS`): ``backend key category``; ``message`` the first
+    failure's (a representative); the counts ``failures`` (distinct failures with that key),
+    ``new`` (no expected-failure entry matched), ``expected`` (one did) and ``overloads``
+    (distinct); ``checks`` (first seen first), ``dtypes`` (the twelve's order) and
+    ``overload_names`` (first seen first) as tuples; ``reason`` the first matched entry's
+    reason; ``repro`` the shortest repro of the cause and the ``repro_overload`` /
+    ``repro_check`` it comes from. New first (most new failures first; causes whose every
+    failure is expected last), then by size (failures, then overloads), then by key.
+    """
+    import pandas as pd
+
+    f = failure_table(df) if failures is None else failures
+    if not len(f):
+        return pd.DataFrame(columns=list(CAUSE_COLUMNS))
+    f = f.assign(_new=f["expected"].isna(), _rlen=[len(r) if isinstance(r, str) else math.inf
+                                                     for r in f["repro"]])
+    g = f.groupby(["backend", "key"], sort=False)
+    out = g.agg(
+        category=("category", _first_text),
+        message=("message", "first"),
+        failures=("key", "size"),
+        new=("_new", "sum"),
+        overloads=("overload", "nunique"),
+        checks=("check", _first_seen),
+        dtypes=("dtypes", _dtype_union),
+        overload_names=("overload", _first_seen),
+        reason=("expected", _first_text),
+    )
+    shortest = f.loc[g["_rlen"].idxmin().to_numpy(), ["repro", "overload", "check"]]
+    out["repro"] = shortest["repro"].to_numpy()
+    out["repro_overload"] = shortest["overload"].to_numpy()
+    out["repro_check"] = shortest["check"].to_numpy()
+    out = out.reset_index()
+    out["new"] = out["new"].astype("int64")
+    out["expected"] = out["failures"] - out["new"]
+    out = out.assign(_n=-out["new"], _f=-out["failures"], _o=-out["overloads"])
+    out = out.sort_values(["_n", "_f", "_o", "key"], kind="stable")
+    return out[list(CAUSE_COLUMNS)].reset_index(drop=True)

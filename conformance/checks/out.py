@@ -372,7 +372,7 @@ def _judge(ctx: Context, call: Call, kind: str, form: OutForm, probe: Side, cpu:
     except CheckFailure as exc:
         if category is None:
             raise
-        from conformance.core.verdicts import split_call
+        from opdb.fingerprints import split_call
 
         raise CheckFailure(category, f"{split_call(exc.message)[0]} [{where}]") from None
     if kind == "view" and ctx.values_comparable():  # the base's other elements are untouched

@@ -8,6 +8,7 @@ import warnings
 from typing import Any
 
 FORMATS = ("html", "csv", "json", "parquet")
+TABLES = ("verdicts", "causes")
 
 
 def register(subparsers: Any) -> None:
@@ -31,6 +32,10 @@ def register(subparsers: Any) -> None:
                    help="static coverage JSON from `conformance coverage -o` (adds static "
                         "status, tags, missing variants and missing backward ops)")
     p.add_argument("--format", choices=FORMATS, default="html")
+    p.add_argument("--table", choices=TABLES, default=None,
+                   help="the table --format csv|parquet writes: verdicts (one row per verdict, "
+                        "the default) or causes (failures grouped by fingerprint across "
+                        "overloads: the report's by-cause view); json holds both")
     p.add_argument("--title", help="page title (html)")
     p.set_defaults(func=run)
 
@@ -54,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from reports.results import read
     from reports.tables import add_annotations, frame
 
+    export.check_table(args.format, args.table)
     output = args.output or f"report.{args.format}"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -67,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             write_text(output, html.render(page_data(df, ann, title=args.title)))
     else:
-        export.write(add_annotations(df, ann), ann, args.format, output)
+        export.write(add_annotations(df, ann), ann, args.format, output,
+                     table=args.table or export.TABLES[0])
     if output != "-":
         print(f"conformance report: wrote {output} ({len(df):,} verdict records from "
               f"{len(res.sources)} file(s))", file=sys.stderr)

@@ -20,20 +20,6 @@ if sys.version_info < (3, 11):  # pragma: no cover - Hypothesis depends on the b
     pass
 
 
-def split_call(message: str) -> tuple[str, str]:
-    """``("head", "call")`` of ``"head [call]"`` (the bracket matching the final ``]``)."""
-    if not message.endswith("]"):
-        return message, ""
-    depth = 0
-    for i in range(len(message) - 1, -1, -1):
-        depth += {"]": 1, "[": -1}.get(message[i], 0)
-        if depth == 0:
-            if i > 0 and message[i - 1] == " ":
-                return message[:i - 1], message[i + 1:-1]
-            return message, ""
-    return message, ""
-
-
 # The vocabulary (verdict and category names, severities) has one home shared with reports.
 VERDICTS = outcomes.VERDICTS
 

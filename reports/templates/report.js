@@ -82,7 +82,8 @@
 
     /* ---- state ---- */
     var state = { tab: "matrix", q: "", re: null, bad: false, tag: -1, kind: "", status: -2,
-                  check: -1, verdict: -1, group: true, sort: "family", dir: 1, dcheck: -1 };
+                  check: -1, verdict: -1, group: true, sort: "family", dir: 1, dcheck: -1,
+                  cause: -1 /* the matrix lists only this cause's overloads (index into D.causes) */ };
     var items = [];      // rows and family headers currently listed
     var shown = 0;       // rows (not headers) listed
     var rendered = [-1, -1];
@@ -125,6 +126,7 @@
       if (state.tag >= 0 && row.tags.indexOf(state.tag) < 0) return false;
       if (state.kind && row.kind !== state.kind) return false;
       if (state.status !== -2 && row.status !== state.status) return false;
+      if (state.cause >= 0 && !CAUSES[state.cause].rows[row.i]) return false;
       if (state.verdict >= 0) {
         var v = state.check < 0 ? row.overall : cellVerdict(row, state.check);
         if (v !== state.verdict) return false;
@@ -469,7 +471,7 @@
               ["tags", row.tags.map(function (t) { return D.tags[t]; }).join(", ")]];
     }
     var opened = null;  /* "overload[/column]" shown in the drawer, kept in the URL hash */
-    function showCell(row, j) {
+    function showCell(row, j, key) {
       var d = row.cells[j], det = D.details[d], v = vname(det[0]);
       openDrawer(row.name, v);
       opened = row.name + "/" + COLS[j]; writeHash();
@@ -490,6 +492,7 @@
         var pre = el("pre", "repro", repro); pre.id = "repro";
         dbody.appendChild(pre);
       } else { dbody.appendChild(h); dbody.appendChild(el("div", "muted", "no repro recorded for this verdict")); }
+      if (det[13] && det[13].length) showFailures(det[13], key);
       if (det[9].length) {
         dbody.appendChild(el("h4", null, "Per dtype"));
         var t = el("table", "plain"), tr = el("tr");
@@ -503,6 +506,35 @@
         });
         dbody.appendChild(t);
       }
+    }
+    /* a verdict with several distinct failures: each with its own message and repro (the
+       one a cause link asked for open); [key, category, message, repro, expected] string indices */
+    function showFailures(list, key) {
+      dbody.appendChild(el("h4", null, "Distinct failures (" + list.length + ") \u2014 the message and repro above are the first"));
+      var hit = null;
+      list.forEach(function (f) {
+        var box = el("details", "failure" + (f[4] >= 0 ? " known" : ""));
+        var sum = el("summary");
+        sum.appendChild(el("span", "c-cat", S(f[1]) || "(no category)"));
+        sum.appendChild(el("span", "f-state " + (f[4] >= 0 ? "known" : "new"), f[4] >= 0 ? "expected" : "new"));
+        sum.appendChild(document.createTextNode(" " + (S(f[2]) || "")));
+        box.appendChild(sum);
+        box.appendChild(dl([["fingerprint", S(f[0])], ["expected", S(f[4])]]));
+        var repro = S(f[3]);
+        if (repro) box.appendChild(reproBlock(repro, null));
+        if (key !== undefined && key >= 0 && f[0] === key) { box.open = true; box.classList.add("hit"); hit = box; }
+        dbody.appendChild(box);
+      });
+      if (hit) setTimeout(function () { hit.scrollIntoView({ block: "nearest" }); }, 0);
+    }
+    function reproBlock(repro, label) {
+      var wrap = el("div", "repro-block"), h = el("h4", null, label || "Repro");
+      var btn = el("button", "btn copy", "Copy");
+      btn.addEventListener("click", function (ev) { ev.preventDefault(); copyText(repro, btn); });
+      h.appendChild(btn);
+      wrap.appendChild(h);
+      wrap.appendChild(el("pre", "repro", repro));
+      return wrap;
     }
     function showOverload(row) {
       openDrawer(row.name, vname(row.overall));
@@ -699,6 +731,7 @@
         p.set(x[1], x[2] ? (+v < 0 ? "unknown" : x[2][+v]) : v);
       });
       if (!$("group").checked) p.set("group", "0");
+      if (state.cause >= 0) p.set("cause", String(state.cause + 1));
       if (opened) p.set("open", opened);
       var h = p.toString();
       try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); } catch (e) { /* sandboxed */ }
@@ -717,6 +750,8 @@
         for (var k = 0; k < sel.options.length; k++) if (sel.options[k].value === String(v)) sel.value = String(v);
       });
       readControls();
+      var cause = +(p.get("cause") || 0);
+      if (cause >= 1 && cause <= CAUSES.length) setCause(cause - 1, false);
       var tab = p.get("tab");
       setTab(["matrix", "dtypes", "variants", "backward", "gaps", "runs"].indexOf(tab) >= 0 ? tab : "matrix");
       var open = p.get("open");
@@ -730,6 +765,133 @@
           else if (COLS.indexOf(col) >= 0 && row.cells[COLS.indexOf(col)] >= 0) showCell(row, COLS.indexOf(col));
         }
       }
+    }
+
+    /* ---- by cause: failures grouped by fingerprint across overloads and checks
+       (reports.page.causes_data; the section the page opens on) ---- */
+    var CAUSES = D.causes || [];
+    var ROW_OF = {};
+    ROWS.forEach(function (r) { ROW_OF[r.name] = r; });
+    CAUSES.forEach(function (c, n) {
+      c.n = n;
+      c.rows = {};
+      c.members.forEach(function (m) { var r = ROW_OF[m[0]]; if (r) c.rows[r.i] = 1; });
+      c.text = [S(c.title), S(c.message), S(c.key), c.category || "", c.checks.join(" "),
+                c.dtypes.join(" "), c.backend || "", c.members.map(function (m) { return m[0]; }).join(" ")]
+        .join("\n").toLowerCase();
+    });
+    var causeList = $("cause-list"), CAUSE_PAGE = 25, causeLimit = CAUSE_PAGE;
+    var MULTI = D.backends.length > 1;
+    function plural(n, word) { return n.toLocaleString() + " " + word + (n === 1 ? "" : "s"); }
+    function memberLink(c, name, col, text, cls) {
+      var a = el("a", cls, text);
+      a.href = "#" + new URLSearchParams({ open: name + "/" + col }).toString();
+      a.title = name + " \u00b7 " + col + ": open this cell";
+      a.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        var r = ROW_OF[name], j = COLS.indexOf(col);
+        if (r && j >= 0 && r.cells[j] >= 0) showCell(r, j, c.key);
+      });
+      return a;
+    }
+    function causeBody(c) {
+      var b = el("div", "c-body");
+      b.appendChild(dl([["fingerprint", S(c.key)], ["backend", MULTI ? c.backend : null],
+        ["checks", c.checks.join(", ")], ["dtypes", c.dtypes.join(", ") || "\u2014"],
+        ["failures", plural(c.failures, "failure") + " \u2014 " + c.new.toLocaleString() + " new, " + c.expected.toLocaleString() + " expected"],
+        ["expected", S(c.reason)]]));
+      b.appendChild(el("h4", null, "Example message (the first)"));
+      b.appendChild(el("div", "msg", S(c.message)));
+      var h = el("h4", null, plural(c.overloads, "overload"));
+      var show = el("button", "btn", "Show in the matrix");
+      show.addEventListener("click", function () { setCause(c.n, true); });
+      h.appendChild(show);
+      b.appendChild(h);
+      var ul = el("ul", "c-members");
+      c.members.forEach(function (m) {
+        var li = el("li");
+        li.appendChild(memberLink(c, m[0], m[1][0][0], m[0], "c-ov"));
+        m[1].forEach(function (x) {
+          var chip = memberLink(c, m[0], x[0], x[0], "c-chk " + (x[1] ? "new" : "known"));
+          chip.title += x[1] ? " (new)" : " (expected)";
+          li.appendChild(chip);
+        });
+        ul.appendChild(li);
+      });
+      b.appendChild(ul);
+      var repro = S(c.repro);
+      if (repro) b.appendChild(reproBlock(repro, "Repro \u2014 the shortest of the cause, " + c.repro_at[0] + " \u00b7 " + c.repro_at[1]));
+      else b.appendChild(el("div", "muted", "no repro recorded for this cause"));
+      return b;
+    }
+    function causeItem(c) {
+      var d = el("details", "cause " + (c.new ? "is-new" : "is-known"));
+      d.id = "cause-" + (c.n + 1);
+      var s = el("summary");
+      var nums = el("span", "c-nums");
+      nums.appendChild(el("b", null, c.failures.toLocaleString()));
+      nums.appendChild(document.createTextNode(c.failures === 1 ? " failure in " : " failures in "));
+      nums.appendChild(el("b", null, c.overloads.toLocaleString()));
+      nums.appendChild(document.createTextNode(c.overloads === 1 ? " overload" : " overloads"));
+      s.appendChild(nums);
+      s.appendChild(el("span", "c-state " + (c.new ? "new" : "known"),
+        c.new ? (c.expected ? c.new + " new \u00b7 " + c.expected + " expected" : "new") : "expected"));
+      var head = el("span", "c-head");
+      head.appendChild(el("span", "c-cat", c.category || "(no category)"));
+      c.lead.forEach(function (x) { head.appendChild(el("span", "c-dt", x)); });
+      head.appendChild(el("span", "c-title", S(c.title)));
+      head.appendChild(el("span", "c-msg", S(c.message)));
+      head.title = S(c.key);
+      s.appendChild(head);
+      s.appendChild(el("span", "c-meta", c.checks.join(", ") + (MULTI ? " \u00b7 " + c.backend : "")));
+      d.appendChild(s);
+      d.addEventListener("toggle", function () {
+        if (d.open && !d._filled) { d._filled = true; d.appendChild(causeBody(c)); }
+      });
+      return d;
+    }
+    function renderCauses() {
+      if (!causeList) return;
+      var q = $("cause-search").value.trim().toLowerCase(), onlyNew = $("cause-new").checked;
+      var list = CAUSES.filter(function (c) { return (!onlyNew || c.new > 0) && (!q || c.text.indexOf(q) >= 0); });
+      causeList.textContent = "";
+      list.slice(0, causeLimit).forEach(function (c) { causeList.appendChild(causeItem(c)); });
+      if (!list.length) causeList.appendChild(el("div", "empty", "no cause matches the filter"));
+      if (list.length > causeLimit) {
+        var more = el("button", "btn more", "Show all " + list.length.toLocaleString() + " causes");
+        more.id = "cause-more";
+        more.addEventListener("click", function () { causeLimit = Infinity; renderCauses(); });
+        causeList.appendChild(more);
+      }
+      $("cause-count").textContent = "showing " + Math.min(list.length, causeLimit).toLocaleString() +
+        " of " + (list.length === CAUSES.length ? plural(CAUSES.length, "cause") :
+                  list.length.toLocaleString() + " matching (" + plural(CAUSES.length, "cause") + " in all)");
+    }
+    /* the matrix lists only the overloads of cause n (-1: all); a chip in the toolbar undoes it */
+    function setCause(n, jump) {
+      state.cause = n;
+      var chip = $("cause-chip");
+      chip.hidden = n < 0;
+      if (n >= 0) {
+        var c = CAUSES[n];
+        $("cause-chip-text").textContent = "cause #" + (n + 1) + ": " + plural(c.overloads, "overload");
+        chip.title = S(c.key);
+      }
+      if (!jump) return;
+      if (state.tab !== "matrix" && state.tab !== "dtypes") setTab("matrix");
+      else { scroller.scrollTop = 0; rebuild(); }
+      writeHash();
+      $("tabs").scrollIntoView({ block: "start" });
+    }
+    $("cause-chip-clear").addEventListener("click", function () {
+      setCause(-1, false); scroller.scrollTop = 0;
+      if (state.tab === "matrix" || state.tab === "dtypes") rebuild();
+      writeHash();
+    });
+    if (causeList) {
+      $("cause-search").addEventListener("input", function () { causeLimit = CAUSE_PAGE; renderCauses(); });
+      $("cause-new").addEventListener("change", function () { causeLimit = CAUSE_PAGE; renderCauses(); });
+      renderCauses();
     }
 
     applyHash();

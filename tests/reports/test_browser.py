@@ -230,3 +230,52 @@ def test_backward_tab_shows_static_beside_autograd(browser, small_report):
     assert "static: missing backward ops" in text and "mul.Tensor" in text
     assert "timeout" in text and "inconclusive" in text
     assert page.errors() == []
+
+
+def test_page_opens_on_the_by_cause_view_and_a_cause_expands(browser, tmp_path):
+    """Issue 25, 6(f): one bug in many overloads is one line, first on the page; it opens on
+    its overloads (links to their cells) and its shortest repro."""
+    sys.path.insert(0, str(DATA))
+    try:
+        import synth
+    finally:
+        sys.path.remove(str(DATA))
+    out = tmp_path / "causes.html"
+    reports.write_html([synth.write_causes(str(tmp_path / "causes.jsonl"))], out)
+    page = browser.open(out)
+    page.wait_for(READY)
+    # the first section, in view without scrolling, and above the summary cards
+    assert page.eval("document.querySelector('main > section').id") == "causes"
+    assert page.eval("document.getElementById('causes').getBoundingClientRect().top") < 200
+    assert page.eval("document.querySelectorAll('#cause-list details.cause').length") == 4
+    first = "#cause-list details.cause:first-child"
+    summary = page.eval(f"document.querySelector('{first} > summary').textContent")
+    assert "12 failures in 8 overloads" in summary and "complex128" in summary
+    assert "out values differ from CPU" in summary and "new" in summary
+    page.click(f"{first} > summary")
+    page.wait_for(f"document.querySelector('{first}').open && document.querySelector('{first} .c-body') !== null")
+    links = page.eval(f"Array.from(document.querySelectorAll('{first} a.c-ov')).map(function(a){{return a.textContent;}})")
+    assert links == sorted(synth.IMAG_OPS)
+    repro = page.eval(f"document.querySelector('{first} pre.repro').textContent")
+    assert repro.startswith("import torch\ntorch.ops.aten.sin  #") and "x = 1" not in repro
+    page.screenshot(ARTIFACTS / "report-causes.png")
+    # an overload opens its cell, on the failure of this cause (mul.Tensor has two)
+    page.click(f"{first} li:nth-child(5) a.c-ov")
+    page.wait_for(DRAWER_OPEN)
+    assert page.eval("document.getElementById('d-title').textContent") == "mul.Tensor"
+    hit = page.eval("document.querySelector('#d-body details.failure.hit').textContent")
+    assert "value: out values differ from CPU {complex128}" in hit
+    page.click("#d-close")
+    # and the cause lists its overloads in the matrix
+    page.click(f"{first} .c-body h4 button")
+    assert page.eval("window.__report.shown()") == 8
+    assert not page.eval("document.getElementById('cause-chip').hidden")
+    assert "cause=1" in page.eval("location.hash")
+    page.click("#cause-chip-clear")
+    assert page.eval("window.__report.shown()") > 8
+    # the filter box narrows the list
+    page.type("#cause-search", "float16")
+    assert page.eval("document.querySelectorAll('#cause-list details.cause').length") == 1
+    assert page.eval("document.getElementById('cause-count').textContent") == (
+        "showing 1 of 1 matching (4 causes in all)")
+    assert page.errors() == []

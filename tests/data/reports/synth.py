@@ -4,7 +4,8 @@ native_functions.yaml (``autogen`` out overloads included), so a "full run" has 
 ~3,700 rows; the verdicts, messages and repros are drawn from a seeded RNG.
 
 Usage: ``python tests/data/reports/synth.py OUT_DIR [--overloads N] [--seed S]`` writes
-``results.jsonl`` and ``coverage.json`` there.
+``results.jsonl`` and ``coverage.json`` there. :func:`write_causes` writes a small run whose
+failures share causes across overloads (the by-cause view's test data).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import re
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from opdb.fingerprints import failure_key
 
 CHECKS = ("forward", "promotion", "broadcast", "out", "inplace", "autograd", "noncontiguous")
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
@@ -140,6 +143,11 @@ def verdicts_for(
                            repro=_repro(name, rng, backend, dt))
                 if rng.random() < 0.15:
                     rec["expected"] = "known: backend computes in float32 (opdb/data/xfail.yaml)"
+                # one distinct failure, keyed as the engine keys it (no RNG draw: the rest of
+                # the file is what it was before verdicts listed their failures)
+                rec["failures"] = [{"category": cat, "message": msg,
+                                    "key": failure_key(cat, msg, [dt]), "repro": rec["repro"],
+                                    "expected": rec["expected"], "dtypes": [dt]}]
             elif r < 0.09:
                 rec.update(verdict="crash", category="exception",
                            message="Segmentation fault in worker (signal 11) while running "
@@ -218,6 +226,86 @@ def generate(
     with open(coverage, "w", encoding="utf-8") as fh:
         json.dump(cov, fh)
     return results, coverage
+
+
+#: One bug seen by many overloads (issue 25, 6(f)): complex128 read back without its imaginary
+#: part. The value message is torch.testing's; the key keeps only "which result" and the dtype.
+IMAG_LOST = ("out values differ from CPU: Expected (1+2j) but got (1+0j) at index ({i},) "
+             "[{op}(complex128[{n}])]")
+IMAG_OPS = ("abs", "add.Tensor", "cos", "exp", "mul.Tensor", "neg", "sin", "sqrt")
+KNOWN_REASON = "mlu drops denormals in float16 (a documented limitation)"
+
+
+def _failure(overload: str, category: str, message: str, dtypes: Sequence[str],
+             expected: str | None = None, extra: str = "") -> dict[str, Any]:
+    return {"category": category, "message": message,
+            "key": failure_key(category, message, dtypes[:1]),
+            "repro": f"import torch\ntorch.ops.aten.{overload}  # {message[:30]}\n{extra}",
+            "expected": expected, "dtypes": list(dtypes)}
+
+
+def cause_records(backend: str = "mlu") -> list[dict[str, Any]]:
+    """A small run whose failures share causes: the complex128 bug in eight overloads under
+    two checks (``forward``; ``noncontiguous`` for four of them), one expected cause in two
+    overloads, a verdict with two distinct failures, a fail written before verdicts listed
+    their ``failures`` (old file), and a pass, an unsupported and a crash (no fingerprint)."""
+    run = {"record": "run", "backend": backend, "device": backend, "dispatch_key": "PrivateUse1",
+           "torch_version": "2.13.0+cpu", "seed": 7, "started_at": "2026-12-01T00:00:00+00:00",
+           "checks": ["forward", "noncontiguous"], "ops": None, "max_examples": 10}
+    recs: list[dict[str, Any]] = [run]
+
+    def verdict(overload: str, check: str, verdict: str, failures: list[dict[str, Any]],
+                **extra: Any) -> None:
+        first = failures[0] if failures else {}
+        expected = first.get("expected") if failures and all(
+            f["expected"] for f in failures) else None
+        recs.append({"record": "verdict", "overload": overload, "check": check,
+                     "backend": backend, "verdict": verdict,
+                     "category": first.get("category"), "message": first.get("message", ""),
+                     "missing_op": None, "examples": 10, "duration_s": 0.1, "seed": 7,
+                     "torch_version": "2.13.0+cpu", "repro": first.get("repro"),
+                     "expected": expected, "dtypes": {}, "failures": failures, **extra})
+
+    for i, op in enumerate(IMAG_OPS):
+        msg = IMAG_LOST.format(i=i, op=op, n=i + 2)
+        # the repro of sin is the shortest: it is the one the cause shows
+        imag = _failure(op, "value", msg, ["complex128"], extra="" if op == "sin" else "x = 1\n")
+        more = []
+        if op == "mul.Tensor":  # a second, unrelated failure of the same verdict
+            more = [_failure(op, "dtype", "out.dtype=float32, but should be float64 "
+                             "[mul.Tensor(int64, float64)]", ["int64", "float64"])]
+        verdict(op, "forward", "fail", [imag, *more])
+        if i % 2 == 0:
+            verdict(op, "noncontiguous", "fail", [_failure(op, "value", msg, ["complex128"],
+                                                           extra="y = 2\n")])
+        else:
+            verdict(op, "noncontiguous", "pass", [])
+    for op in ("exp2", "expm1"):
+        verdict(op, "forward", "fail", [_failure(
+            op, "value", f"out values differ from CPU: Expected 1e-40 but got 0 [{op}(float16[3])]",
+            ["float16"], expected=KNOWN_REASON)])
+    # a record from before verdicts listed their failures: no "failures" field at all
+    old = {"record": "verdict", "overload": "tan", "check": "forward", "backend": backend,
+           "verdict": "fail", "category": "shape",
+           "message": "out.shape=(2, 3), but should be (3,) [tan(float32[3])]",
+           "missing_op": None, "examples": 4, "duration_s": 0.1, "seed": 7,
+           "torch_version": "2.13.0+cpu", "repro": "import torch\n", "expected": None,
+           "dtypes": {}}
+    recs.append(old)
+    verdict("relu", "forward", "pass", [])
+    verdict("cumsum", "forward", "unsupported", [], category="missing_kernel",
+            message="Could not run 'aten::cumsum' with arguments from the 'mlu' backend",
+            missing_op="cumsum")
+    verdict("sort", "forward", "crash", [], message="worker died (signal 11)")
+    return recs
+
+
+def write_causes(path: str, backend: str = "mlu") -> str:
+    """Write :func:`cause_records` as a results file at ``path``; return it."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for rec in cause_records(backend):
+            fh.write(json.dumps(rec, allow_nan=False) + "\n")
+    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
