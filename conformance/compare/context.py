@@ -6,7 +6,6 @@ backend owes).
 from __future__ import annotations
 
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -42,9 +41,6 @@ from opdb.outcomes import (
     is_dtype_gap,
     is_internal_assert,
 )
-
-if sys.version_info < (3, 11):  # pragma: no cover - Hypothesis depends on the backport there
-    pass
 
 
 def non_empty(call: Call) -> Call | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Callable
 from json.encoder import encode_basestring_ascii
@@ -14,10 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.call import Call
-
-if sys.version_info < (3, 11):  # pragma: no cover - Hypothesis depends on the backport there
-    pass
-
 
 #: The in-flight marker's fields that change with every call (:meth:`Inflight.call`).
 _CALL_FIELDS = ("call", "side", "source", "repro")

@@ -21,13 +21,9 @@ Nothing here knows a backend or an op: a form is read the same way on CPU and on
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import torch
-
-if sys.version_info < (3, 11):  # pragma: no cover - Hypothesis depends on the backport there
-    pass
 
 
 def result_bits(out: Any) -> list[Any]:

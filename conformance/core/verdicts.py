@@ -9,16 +9,11 @@ into ``unsupported`` with ``missing_op`` (see :func:`missing_op_from`).
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from opdb import outcomes
-
-if sys.version_info < (3, 11):  # pragma: no cover - Hypothesis depends on the backport there
-    pass
-
 
 # The vocabulary (verdict and category names, severities) has one home shared with reports.
 VERDICTS = outcomes.VERDICTS
