@@ -266,6 +266,8 @@ def test_page_opens_on_the_by_cause_view_and_a_cause_expands(browser, tmp_path):
     hit = page.eval("document.querySelector('#d-body details.failure.hit').textContent")
     assert "value: out values differ from CPU {complex128}" in hit
     page.click("#d-close")
+    # the drawer slides out (a 0.12 s transition) over the toolbar: a click lands on it until then
+    page.wait_for("document.getElementById('drawer').getBoundingClientRect().left >= innerWidth")
     # and the cause lists its overloads in the matrix
     page.click(f"{first} .c-body h4 button")
     assert page.eval("window.__report.shown()") == 8
