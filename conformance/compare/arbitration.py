@@ -178,8 +178,11 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
     reorderings = [readback.plain(dense(t)) for t in reorderings]
     if reference is not None:
         reference = readback.plain(dense(reference))
-    found = classify(ctx, call, actual, expected, reorderings=reorderings,
-                     reference=reference, position=position)
+    try:
+        found = classify(ctx, call, actual, expected, reorderings=reorderings,
+                         reference=reference, position=position)
+    except RuntimeError:  # a dtype some element-wise step has no kernel for: the failure stands
+        return False
     if found is None or not bool(found.settled.any()):
         return False
     if bool(found.remaining.any()):
