@@ -152,6 +152,9 @@ class Tolerance:
     #: ``scale: all_inputs``: every input element counts at every result element (a transform:
     #: each result element sums all inputs), even an input of the result's own shape
     scale_everywhere: bool = False
+    #: ``arbitrate: false``: a disagreement is not arbitrated against the same call computed in
+    #: float64 (the result dtype's own behaviour is the contract: nextafter, casts, nan_to_num)
+    no_arbitration: bool = False
 
     def covers(self, overload: str, dname: str) -> bool:
         return overload in self.names and (self.dtypes is None or dname in self.dtypes)
@@ -202,6 +205,12 @@ class Tolerances:
         """Whether some entry naming (overload, dtype) says ``nonfinite: unspecified``."""
         dname = dtype_name(dtype)
         return any(t.nonfinite_unspecified and t.covers(overload, dname) for t in self.entries)
+
+    def arbitrates(self, overload: str, dtype: torch.dtype | str) -> bool:
+        """Whether a ``dtype`` result's disagreement with CPU may be arbitrated against the call
+        computed in float64 (no entry naming (overload, dtype) says ``arbitrate: false``)."""
+        dname = dtype_name(dtype)
+        return not any(t.no_arbitration and t.covers(overload, dname) for t in self.entries)
 
 
 # --------------------------------------------------------------------------- reading
@@ -480,7 +489,7 @@ def _argument_names(ov: Any) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- tolerances
 
 _TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "scale", "nonfinite",
-             "grad_error_factor", "reason"}
+             "grad_error_factor", "arbitrate", "reason"}
 
 
 def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
@@ -503,9 +512,13 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
         line = entry.get(LINE)
         if ("rtol" in entry) != ("atol" in entry) or not (
                 "rtol" in entry or "scale_ulps" in entry or "nonfinite" in entry
-                or "grad_error_factor" in entry):
+                or "grad_error_factor" in entry or "arbitrate" in entry):
             raise InputError("a tolerance entry needs both 'rtol' and 'atol', or 'scale_ulps', "
-                             "'nonfinite' or 'grad_error_factor'", file=file, line=line)
+                             "'nonfinite', 'grad_error_factor' or 'arbitrate'", file=file,
+                             line=line)
+        if entry.get("arbitrate", False) is not False:
+            raise InputError("'arbitrate' must be false (arbitration is the default)", file=file,
+                             line=line)
         if "scale" in entry and (entry["scale"] != "all_inputs" or "scale_ulps" not in entry):
             raise InputError("'scale' must be 'all_inputs', beside 'scale_ulps'", file=file,
                              line=line)
@@ -546,7 +559,8 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
                                  scale_ulps=ulps,
                                  nonfinite_unspecified="nonfinite" in entry,
                                  grad_error_factor=None if factor is None else float(factor),
-                                 scale_everywhere="scale" in entry))
+                                 scale_everywhere="scale" in entry,
+                                 no_arbitration="arbitrate" in entry))
     return Tolerances(tuple(entries))
 
 

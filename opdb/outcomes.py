@@ -60,6 +60,20 @@ METADATA_ONLY = "metadata_only"
 #: ``gcd``, ``clamp_min.Tensor``): a matter of placement, not of type promotion.
 CPU_OPERAND_REFUSED = "cpu_operand_refused"
 
+#: Informational category of a ``pass``: where a floating/complex result disagreed with CPU's
+#: beyond its comparison, the same call computed on CPU with its floating inputs in
+#: float64/complex128 (rounded to the result dtype) arbitrated element by element, and on those
+#: elements the backend is as close to it as CPU, or closer, and agrees with it (CPU's float32
+#: variance overflowing to NaN in layer_norm where float64 gives 0). The message counts them.
+CPU_IMPRECISE = "cpu_imprecise"
+
+#: Informational category of a ``pass``: elements whose value the contract leaves open were not
+#: compared: NaN against an infinity (or one infinity against the other) where CPU's own answer
+#: at that element changes with the evaluation order (the same values as transposed or strided
+#: views: a sum meeting opposite infinities, a product overflowing inside a GEMM), and the
+#: backend gave one of CPU's answers. The message counts them.
+VALUE_UNSPECIFIED = "value_unspecified"
+
 # -- the autograd check's own kinds of disagreement (gradients, not forward values) ------------
 #: A gradient's values differ from CPU's beyond tolerance (a wrong backward kernel).
 GRAD_VALUE = "grad_value"
@@ -239,6 +253,10 @@ INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
     METADATA_ONLY: "shape-only backend (meta): agreed on metadata, values not compared",
     CPU_OPERAND_REFUSED: "the backend refuses a 0-dim CPU tensor operand and agrees with it on "
                          "the device (informational)",
+    CPU_IMPRECISE: "where values differ, the backend is as close as CPU to the call computed in "
+                   "float64 (CPU's float32 arithmetic is the imprecise side; informational)",
+    VALUE_UNSPECIFIED: "elements left open (NaN vs inf where CPU's own answer changes with the "
+                       "evaluation order) were not compared (informational)",
 })
 
 #: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).

@@ -91,6 +91,7 @@ class Context:
     cpu_dtype_gaps: Counter[str] = field(default_factory=Counter)  # CPU-only dtype refusals
     cpu_unstable_calls: Counter[str] = field(default_factory=Counter)  # CPU unlike itself
     infos: Counter[tuple[str, str]] = field(default_factory=Counter)  # (category, line)
+    info_elements: Counter[str] = field(default_factory=Counter)  # category -> elements noted
     metadata_only: int = 0  # agreeing examples whose values a shape-only backend cannot give
     value_errors: Counter[str] = field(default_factory=Counter)  # CPU refusals about values only
     _values_skipped: bool = False
@@ -306,10 +307,13 @@ class Context:
                 return True
         return False
 
-    def note_info(self, category: str, line: str) -> None:
+    def note_info(self, category: str, line: str, elements: int = 0) -> None:
         """A check's informational finding (a category of ``opdb.outcomes.INFO_CATEGORIES``):
-        the example still agrees; a ``pass`` carries the category and the most common line."""
+        the example still agrees; a ``pass`` carries the category and the most common line,
+        and the number of result ``elements`` the findings of that category covered (those of
+        ``cpu_imprecise`` and ``value_unspecified``: the count a reader weighs them by)."""
         self.infos[(category, line)] += 1
+        self.info_elements[category] += elements
 
     def to_host(self, t: torch.Tensor) -> torch.Tensor:
         if t.is_meta or not self.backend.host_values:
@@ -346,6 +350,12 @@ class Context:
         """The tolerance data's ``nonfinite: unspecified`` (False for a plain function)."""
         fn = getattr(self.tolerance_fn, "nonfinite_unspecified", None)
         return bool(fn(overload, dtype)) if fn is not None else False
+
+    def arbitrates(self, overload: str, dtype: torch.dtype) -> bool:
+        """Whether the tolerance data lets a disagreement be arbitrated against float64 (no
+        ``arbitrate: false``; True for a plain function)."""
+        fn = getattr(self.tolerance_fn, "arbitrates", None)
+        return bool(fn(overload, dtype)) if fn is not None else True
 
     # -- tallies --------------------------------------------------------------------------
     def begin_example(self, call: Call) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from conformance.compare.arbitration import PRECISE
 from conformance.compare.outputs import result_leaves
 from conformance.compare.values import dense
 from conformance.core import readback
@@ -144,17 +145,13 @@ def backward_name(sig: OpSignature, outs: list[torch.Tensor]) -> str:
     return f"the backward of {sig.name}, {'/'.join(fns) or 'no grad_fn'}{calls}"
 
 
-_PRECISE = {torch.float16: torch.float64, torch.bfloat16: torch.float64,
-            torch.float32: torch.float64, torch.complex64: torch.complex128}
-
-
 def _precise_grads(ctx: Context, call: Call, picked: Picked, idx: list[int],
                    ups: list[torch.Tensor]) -> dict[str, Any]:
     """CPU's gradients of ``call`` with every floating/complex tensor argument and upstream
     gradient upcast to float64/complex128 (by label; empty where CPU refuses that call)."""
     def upcast(t: Any) -> Any:
-        if isinstance(t, torch.Tensor) and t.dtype in _PRECISE:
-            return t.detach().to(_PRECISE[t.dtype])
+        if isinstance(t, torch.Tensor) and t.dtype in PRECISE:
+            return t.detach().to(PRECISE[t.dtype])
         return t
 
     labels = {label for _, label, _ in picked}
@@ -186,12 +183,12 @@ def within_cpu_error(ctx: Context, call: Call, picked: Picked, idx: list[int],
     many terms, whose rounding in another order exceeds the forward's rtol/atol where the sum
     cancels. Non-finite elements must match CPU's."""
     factor = ctx.grad_error_factor(call.sig.name, expected.dtype)
-    if not factor or expected.dtype not in _PRECISE or actual.shape != expected.shape:
+    if not factor or expected.dtype not in PRECISE or actual.shape != expected.shape:
         return False
     if not precise:
         precise.update(_precise_grads(ctx, call, picked, idx, ups) or {"": None})
     p = precise.get(label)
-    if not isinstance(p, torch.Tensor) or p.dtype != _PRECISE[expected.dtype] \
+    if not isinstance(p, torch.Tensor) or p.dtype != PRECISE[expected.dtype] \
             or p.shape != expected.shape:
         return False
     a, e = readback.plain(dense(actual)), readback.plain(dense(expected))

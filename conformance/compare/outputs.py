@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -167,42 +168,78 @@ def _compare_tensor(ctx: Context, call: Call, label: str, where: str, e: torch.T
 
         if ctx.cpu_unstable(call, agrees):
             return  # CPU's own answers differ: only dtype and shape are specified
-        if _cpu_answers_so_for_views(ctx, call, label, where, host, i, j, n):
-            return  # CPU's answer depends on the inputs' layout: the backend gave one of them
+        if _settled(ctx, call, label, where, host, e, i, j, n):
+            return  # CPU's answer depends on the layout, or is the imprecise one
         raise
 
 
-def _cpu_answers_so_for_views(ctx: Context, call: Call, label: str, where: str,
-                              actual: torch.Tensor, i: int, j: int, n: int) -> bool:
-    """Whether CPU gives the backend's answer ``actual`` (part ``j`` of result ``i``) for the
-    same values laid out as step-2 views (every tensor argument that one fits, out= aside):
-    asked only where a value comparison failed. ATen's vectorized loops (contiguous inputs) and
-    its scalar loops (strided ones) are different code with different answers at the edges
-    (float32 ``fmod(x, 1e-45)`` is NaN vectorized, 0 scalar; complex specials), so there
-    CPU's contiguous answer is not a contract: a backend giving CPU's answer for the views
-    agrees with CPU, and the verdict notes it (``cpu_unstable``). A wrong answer that CPU
-    gives for no layout still fails."""
+#: The layouts CPU is asked again in, where a value comparison failed (every tensor argument
+#: that one fits, out= aside), and how messages name them: ATen's vectorized loops (contiguous
+#: inputs) and its scalar loops (strided ones) are different code with different answers at the
+#: edges (float32 ``fmod(x, 1e-45)`` is NaN vectorized, 0 scalar; complex specials), and a GEMM
+#: takes other transpose flags for transposed operands (float64 ``addmm`` of ``+inf`` and
+#: ``1.7e308 * -4``: ``inf`` contiguous, NaN with ``mat2`` transposed).
+REORDERINGS: tuple[tuple[str, str], ...] = (("strided", "step-2 views"),
+                                            ("transposed", "transposed copies"))
+
+
+def _reordered(ctx: Context, call: Call, i: int, j: int) -> Iterator[tuple[str, torch.Tensor]]:
+    """CPU's answers (part ``j`` of result ``i``) for the same values laid out as each of
+    :data:`REORDERINGS`, lazily, each where some tensor argument fits it and CPU answers; none
+    for a call whose layout is its subject (:class:`~conformance.inputs.layouts.LayoutCall`) or
+    that is compared by one of its arguments (an in-place check's ``pick``)."""
+    from conformance.inputs.inplace_forms import InplaceRun
     from conformance.inputs.layouts import LAYOUTS, LayoutCall, tensors_of, with_layouts
 
+    if isinstance(call, LayoutCall) or (isinstance(call, InplaceRun)
+                                        and call.pick not in (None, "out")):
+        return
     outs = {a.name for a in call.sig.args if a.is_out}
-    strided = LAYOUTS["strided"]
-    names = tuple((name, "strided") for name, value in call.values if name not in outs
-                  and any(strided.fits(tuple(t.shape)) for t in tensors_of(value)))
-    if not names or isinstance(call, LayoutCall):
-        return False
-    views = with_layouts(call, names)
-    ctx.inflight.call(views, ctx.repro_fn, side="cpu")
-    try:
-        answer = views.run("cpu")
-    except Exception:  # noqa: BLE001 - CPU refuses the views: no second answer
-        return False
-    expected = _part(answer, i, j)
-    if not isinstance(expected, torch.Tensor) or not _agrees(ctx, call, label, where, actual,
-                                                             expected, (i, n)):
-        return False
-    ctx.cpu_unstable_calls[f"{where}: CPU's answer differs for the same values as step-2 "
-                           f"views, and the backend gave that one"] += 1
-    return True
+    for kind, text in REORDERINGS:
+        layout = LAYOUTS[kind]
+        names = tuple((name, kind) for name, value in call.values if name not in outs
+                      and any(layout.fits(tuple(t.shape)) for t in tensors_of(value)))
+        if not names:
+            continue
+        views = with_layouts(call, names)
+        ctx.inflight.call(views, ctx.repro_fn, side="cpu")
+        try:
+            answer = _part(views.run("cpu"), i, j)
+        except Exception:  # noqa: BLE001 - CPU refuses the views: no second answer
+            continue
+        if isinstance(answer, torch.Tensor):
+            yield text, answer
+
+
+def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
+             expected: torch.Tensor, i: int, j: int, n: int) -> bool:
+    """Asked only where a value comparison failed: whether CPU gives the backend's answer
+    ``actual`` (part ``j`` of result ``i``) for the same values in another layout
+    (:data:`REORDERINGS`) — CPU's contiguous answer is then no contract, and the verdict notes
+    it (``cpu_unstable``) — else whether every element that differs is settled element by
+    element (:func:`~conformance.compare.arbitration.settle`: an element CPU's reorderings
+    leave open, or one where the call computed in float64 sides with the backend). A wrong
+    answer that CPU gives for no layout, and float64 does not side with, still fails."""
+    from conformance.compare.arbitration import precise_call, rounded_reference, settle
+
+    answers = []
+    for text, answer in _reordered(ctx, call, i, j):
+        if _agrees(ctx, call, label, where, actual, answer, (i, n)):
+            ctx.cpu_unstable_calls[f"{where}: CPU's answer differs for the same values as "
+                                   f"{text}, and the backend gave that one"] += 1
+            return True
+        answers.append(answer)
+    reference = None
+    wide = precise_call(call) if expected.dtype.is_floating_point or expected.is_complex() \
+        else None
+    if wide is not None and ctx.arbitrates(call.sig.name, expected.dtype):
+        ctx.inflight.call(call, ctx.repro_fn, side="cpu")  # a crash is the call's on CPU
+        try:
+            reference = rounded_reference(ctx, call, _part(wide.run("cpu"), i, j), expected)
+        except Exception:  # noqa: BLE001 - CPU refuses the wider call: no reference
+            reference = None
+    return settle(ctx, call, label, where, actual, expected, reorderings=answers,
+                  reference=reference, position=(i, n))
 
 
 def _part(out: Any, i: int, j: int) -> Any:

@@ -349,8 +349,18 @@ def within_scale_ulps(tensors: list[torch.Tensor], numbers: list[Any], actual: t
     magnitude of its inputs)."""
     if not (expected.is_floating_point() or expected.is_complex()):
         return False
+    return bool(scale_ulps_mask(tensors, numbers, actual, expected, rtol, atol, ulps,
+                                everywhere=everywhere).all())
+
+
+def scale_ulps_mask(tensors: list[torch.Tensor], numbers: list[Any], actual: torch.Tensor,
+                    expected: torch.Tensor, rtol: float, atol: float, ulps: int, *,
+                    everywhere: bool = False) -> torch.Tensor:
+    """Per element of the floating/complex ``expected``: whether ``actual`` is within
+    :func:`within_scale_ulps`' allowance there (a complex element: both parts)."""
     scale = _input_scale(tensors, numbers, expected.shape, everywhere)
-    if expected.is_complex():
+    pairs = expected.is_complex()
+    if pairs:
         actual, expected = torch.view_as_real(actual), torch.view_as_real(expected)
         scale = scale.unsqueeze(-1).expand(expected.shape)
     a, e = actual.to(torch.float64), expected.to(torch.float64)
@@ -358,7 +368,32 @@ def within_scale_ulps(tensors: list[torch.Tensor], numbers: list[Any], actual: t
     allowed = rtol * e.abs() + atol + ulps * _ulp(scale, expected.dtype)
     near = a.isfinite() & e.isfinite() & ((a - e).abs() <= allowed)  # rtol * inf allows all
     ok = near | (a == e) | (a.isnan() & e.isnan())
-    return bool(ok.all())
+    return ok.all(-1) if pairs else ok
+
+
+def agreement(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Tensor, *,
+              position: tuple[int, int] | None = None) -> torch.Tensor:
+    """Per element of the floating/complex ``expected`` (``actual`` of its shape and dtype):
+    whether ``actual`` agrees there as :func:`assert_values` compares whole results (the
+    overload's exactness class, else its tolerances, complex infinities, ``nonfinite:
+    unspecified`` and ``scale_ulps``): the element-wise judgement that arbitration and
+    unspecified elements start from (:mod:`conformance.compare.arbitration`)."""
+    actual, expected = readback.plain(dense(actual)), readback.plain(dense(expected))
+    how = comparison_for(ctx, call, expected)
+    if how.kind == "exact":
+        bad = mismatches(actual, expected, how.ulps, how.signed_zero)
+        return ~(bad.any(-1) if expected.is_complex() else bad)
+    rtol, atol = (how.rtol, how.atol or 0.0) if how.rtol is not None \
+        else default_tolerance(expected.dtype)
+    actual = complex_infinities_agree(actual, expected)
+    if ctx.nonfinite_unspecified(call.sig.name, expected.dtype):
+        actual = _nonfinite_agree(actual, expected)
+    ok = torch.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    ulps = ctx.scale_ulps(call.sig.name, expected.dtype)
+    if ulps:
+        ok = ok | scale_ulps_mask(*inputs_of(call, position), actual, expected, rtol, atol, ulps,
+                                  everywhere=ctx.scale_everywhere(call.sig.name, expected.dtype))
+    return ok
 
 
 def defined_elements(call: Call, expected: torch.Tensor) -> torch.Tensor | None:

@@ -59,9 +59,11 @@ def _cpu_dtype_gap(ctx: Context, device: str) -> tuple[str | None, str]:
 
 def _informational(ctx: Context, device: str) -> tuple[str | None, str]:
     ((category, line), n), = ctx.infos.most_common(1)
+    elements = ctx.info_elements[category]
+    counted = f": {elements} element(s)" if elements else ""
     return category, (
         f"agreed with CPU on {ctx.checked} examples; {sum(ctx.infos.values())} informational "
-        f"finding(s) ({category}), e.g. {n}x {line}")
+        f"finding(s) ({category}{counted}), e.g. {n}x {line}")
 
 
 def _agreed(ctx: Context, device: str) -> tuple[str | None, str]:

@@ -1,0 +1,206 @@
+"""Disagreements judged element by element, once every other leniency of the comparison has
+failed (:func:`settle`): elements whose value the contract leaves open, and elements where CPU
+is the imprecise side.
+
+CPU is the oracle, but its answer is one evaluation order in the result dtype. Two kinds of
+element are not a backend's fault:
+
+- **unspecified** — NaN against an infinity (or a finite value against an overflow) where CPU's
+  own answer at that element changes when the same values come as transposed or strided views
+  (a GEMM meeting ``+inf`` and an overflowing product: NaN or ``+inf`` by the order of the sum,
+  the transpose flags, whether a zero ``beta`` is skipped), and the backend gave one of CPU's
+  answers;
+- **CPU imprecise** — the same call computed on CPU with its floating inputs in
+  float64/complex128 and rounded to the result dtype (the *reference*) agrees with the backend's
+  element as the comparison would have asked of CPU's, and the backend is at least as close to it
+  as CPU (``native_layer_norm`` of float32 ``[[-4.2e-45], [-4.087e20]]``: CPU's variance
+  overflows to NaN, float64 gives 0 and rstd 4).
+
+Both only excuse: an element that is neither still fails, with the message the comparison gives
+for what remains. No float64 result is arbitrated (there is no wider honest reference on CPU),
+nor a result whose dtype's own behaviour is the contract (``arbitrate: false`` in
+``opdb/data/tolerances.yaml``: ``nextafter``, casts, ``nan_to_num``); a call whose dtype argument
+or out= fixes a narrower computation gets no wider answer and is not arbitrated either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from conformance.compare.values import agreement, assert_values, dense
+from conformance.core import readback
+from conformance.core.call import Call
+from opdb.outcomes import CPU_IMPRECISE, VALUE_UNSPECIFIED
+
+if TYPE_CHECKING:
+    from conformance.compare.context import Context
+
+#: What a floating/complex tensor is widened to for the reference (float64 and complex128 are
+#: already the widest CPU computes in: their results have no reference).
+PRECISE: Mapping[torch.dtype, torch.dtype] = MappingProxyType({
+    torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
+    torch.complex32: torch.complex128, torch.complex64: torch.complex128})
+
+
+def _widen(value: Any) -> tuple[Any, bool, bool]:
+    """``(value widened, whether anything widened, whether something refused to)``."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype not in PRECISE:
+            return value, False, False
+        if value.layout != torch.strided or value.is_nested or value.is_meta:
+            return value, False, True  # sparse, nested, meta: no plain copy to widen
+        return value.detach().to(PRECISE[value.dtype]), True, False
+    if isinstance(value, list | tuple) and any(isinstance(v, torch.Tensor) for v in value):
+        parts = [_widen(v) for v in value]
+        return type(value)(p[0] for p in parts), any(p[1] for p in parts), \
+            any(p[2] for p in parts)
+    return value, False, False
+
+
+def precise_call(call: Call) -> Call | None:
+    """``call`` with every floating/complex tensor argument (out= tensors and list elements
+    included) widened to float64/complex128 (:data:`PRECISE`); Python numbers and ``ScalarType``
+    arguments as they are (a ``dtype=float16`` argument is part of the question, and keeps the
+    answer float16). ``None`` where nothing widens, or a tensor that should is not strided."""
+    values = []
+    widened = False
+    for name, value in call.values:
+        value, changed, refused = _widen(value)
+        if refused:
+            return None
+        widened = widened or changed
+        values.append((name, value))
+    return replace(call, values=tuple(values)) if widened else None
+
+
+def rounded_reference(ctx: Context, call: Call, answer: Any, expected: torch.Tensor
+                      ) -> torch.Tensor | None:
+    """The reference for ``expected``: ``answer`` (the matching part of :func:`precise_call`'s
+    answer) rounded to ``expected``'s dtype; ``None`` where there is none: ``expected`` is
+    float64/complex128 or integral, the tolerance data says ``arbitrate: false``, or the
+    widened call did not answer wider (its dtype is fixed by an argument) or in another shape."""
+    want = PRECISE.get(expected.dtype)
+    if want is None or not isinstance(answer, torch.Tensor) or answer.dtype != want \
+            or answer.shape != expected.shape or not ctx.arbitrates(call.sig.name, expected.dtype):
+        return None
+    return answer.detach().to(expected.dtype)
+
+
+def distance(x: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """Per element, how far ``x`` is from ``ref`` in float64: 0 where they are equal (NaN and
+    NaN too), infinite where one is NaN or an infinity the other is not, else ``|x - ref|``; a
+    complex element's distance is its farther part's."""
+    pairs = x.is_complex()
+    if pairs:
+        x, ref = torch.view_as_real(x), torch.view_as_real(ref)
+    a, r = x.to(torch.float64), ref.to(torch.float64)
+    far = a.isnan() | r.isnan() | a.isinf() | r.isinf()
+    d = torch.where(far, torch.inf, (a - r).abs())
+    d = torch.where((a == r) | (a.isnan() & r.isnan()), 0.0, d)
+    return d.amax(-1) if pairs else d
+
+
+def _not_finite(t: torch.Tensor) -> torch.Tensor:
+    return ~torch.view_as_real(t).isfinite().all(-1) if t.is_complex() else ~t.isfinite()
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """Masks over a result's elements where the backend's answer differs from CPU's:
+    ``unspecified`` (CPU's own answer changes with the layout and the backend gave one of them),
+    ``imprecise`` (the backend is as close to the float64 reference as CPU, or closer) and
+    ``remaining`` (neither: still a disagreement)."""
+
+    unspecified: torch.Tensor
+    imprecise: torch.Tensor
+    remaining: torch.Tensor
+
+    @property
+    def settled(self) -> torch.Tensor:
+        return self.unspecified | self.imprecise
+
+
+def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Tensor, *,
+             reorderings: Sequence[torch.Tensor], reference: torch.Tensor | None,
+             position: tuple[int, int] | None = None) -> Settlement | None:
+    """Sorts the elements where ``actual`` disagrees with CPU's ``expected`` (as
+    :func:`~conformance.compare.values.agreement` judges) into a :class:`Settlement`.
+    ``reorderings``: CPU's answers for the same values laid out otherwise (same dtype and shape);
+    ``reference``: :func:`rounded_reference` or ``None``. ``None`` for a result that is not
+    floating/complex, or where no element disagrees."""
+    if not (expected.is_floating_point() or expected.is_complex()) \
+            or actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return None
+    bad = ~agreement(ctx, call, actual, expected, position=position)
+    if not bool(bad.any()):
+        return None
+    # an element NaN or infinite on one side whose value CPU gives otherwise for the same
+    # values in another layout: which of them comes out is the evaluation order's
+    loose = bad & (_not_finite(actual) | _not_finite(expected))
+    unspecified = torch.zeros_like(bad)
+    for again in reorderings:
+        if bool(loose.any()) and again.shape == expected.shape and again.dtype == expected.dtype:
+            unspecified |= loose & agreement(ctx, call, actual, again, position=position)
+    rest = bad & ~unspecified
+    imprecise = torch.zeros_like(bad)
+    if reference is not None and bool(rest.any()):
+        # the backend agrees with the reference as it had to agree with CPU, and is no farther
+        # from it than CPU: a NaN where the reference has a number is infinitely far, so a
+        # backend keeping CPU's NaN is never excused by it, nor one dropping a NaN it keeps
+        near = agreement(ctx, call, actual, reference, position=position)
+        closer = distance(actual, reference) <= distance(expected, reference)
+        imprecise = rest & near & closer
+    return Settlement(unspecified=unspecified, imprecise=imprecise,
+                      remaining=rest & ~imprecise)
+
+
+def _first(mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[tuple[int, ...], list[Any]]:
+    flat = int(mask.reshape(-1).nonzero()[0])
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape))
+    return index, [t.reshape(-1)[flat].item() for t in tensors]
+
+
+def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
+           expected: torch.Tensor, *, reorderings: Sequence[torch.Tensor],
+           reference: torch.Tensor | None, position: tuple[int, int] | None = None) -> bool:
+    """Whether every element of ``actual`` (result ``label``) that disagrees with CPU's
+    ``expected`` is settled (:func:`classify`): then the example agrees and the verdict notes
+    the elements (``value_unspecified``, ``cpu_imprecise``, with their count). Where some are
+    settled and others not, the comparison fails on the others alone (its message counts and
+    shows those); where none is, ``False`` (the caller's failure stands)."""
+    __tracebackhide__ = True
+    actual, expected = readback.plain(dense(actual)), readback.plain(dense(expected))
+    reorderings = [readback.plain(dense(t)) for t in reorderings]
+    if reference is not None:
+        reference = readback.plain(dense(reference))
+    try:
+        found = classify(ctx, call, actual, expected, reorderings=reorderings,
+                         reference=reference, position=position)
+    except RuntimeError:  # a dtype some element-wise step has no kernel for: the failure stands
+        return False
+    if found is None or not bool(found.settled.any()):
+        return False
+    if bool(found.remaining.any()):
+        narrowed = torch.where(found.settled, expected, actual)
+        assert_values(ctx, call, label, where, narrowed, expected, position=position)
+        return False  # the whole comparison passes what the element-wise one did not: stand
+    total = expected.numel()
+    if bool(found.unspecified.any()):
+        n = int(found.unspecified.sum())
+        index, (a, e) = _first(found.unspecified, actual, expected)
+        ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) whose value CPU's "
+                      f"own answer changes with the operands' layout, and the backend gave one "
+                      f"of CPU's (first at index {index}: {a!r}, CPU {e!r}) [{where}]", n)
+    if bool(found.imprecise.any()):
+        assert reference is not None  # imprecise elements are judged against it
+        n = int(found.imprecise.sum())
+        index, (a, e, r) = _first(found.imprecise, actual, expected, reference)
+        ctx.note_info(CPU_IMPRECISE, f"{label}: {n} of {total} element(s) where the backend is "
+                      f"as close as CPU to the call computed in float64 (first at index {index}: "
+                      f"{a!r}, CPU {e!r}, float64 {r!r}) [{where}]", n)
+    return True

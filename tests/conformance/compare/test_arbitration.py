@@ -1,0 +1,297 @@
+"""Arbitration of value disagreements, and elements whose value the contract leaves open.
+
+Each test calls the comparison (``compare_outputs``, as the checks do) with a hand-made
+"backend" answer: the call computed in float64 and rounded (a backend that is right where CPU's
+float32 arithmetic is not), or a wrong one. Arbitration excuses the first (``cpu_imprecise``,
+counted), never the second: a backend farther from float64 than CPU, or off the float64 answer,
+or dropping a NaN, still fails; float64 results and ops whose dtype is the contract are not
+arbitrated. Element-level unspecified values (``value_unspecified``): NaN against an infinity
+where CPU's own answer changes with the operands' layout.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+import torch
+
+import opdb
+from conformance.compare.arbitration import (
+    classify,
+    distance,
+    precise_call,
+    rounded_reference,
+)
+from conformance.compare.context import Context
+from conformance.compare.outputs import compare_outputs
+from conformance.compare.values import assert_values
+from conformance.core.backends import resolve
+from conformance.core.call import Call
+from conformance.core.inflight import Inflight
+from conformance.core.signature import OpSignature
+from conformance.core.verdicts import CheckFailure
+from conformance.engine.ladder import climb
+from opdb.errors import InputError
+from opdb.opdata import load_hints, load_tolerances
+from opdb.outcomes import CPU_IMPRECISE, CPU_UNSTABLE, INFO_CATEGORIES, VALUE_UNSPECIFIED
+
+INF, NAN = math.inf, math.nan
+
+
+def _call(name: str, **values: Any) -> Call:
+    return Call(sig=OpSignature.of(opdb.load()[name]), values=tuple(values.items()))
+
+
+def _ctx(call: Call, tolerance_fn: Any = None) -> Context:
+    return Context(backend=resolve("cpu"), sig=call.sig,
+                   hints=load_hints().for_op(call.sig.name),
+                   tolerance_fn=tolerance_fn or load_tolerances(), inflight=Inflight(None),
+                   repro_fn=lambda c: "")
+
+
+def _float64_answer(call: Call) -> Any:
+    """What a backend computing in float64 and rounding once to CPU's dtypes returns."""
+    wide = precise_call(call)
+    assert wide is not None
+    out, cpu = wide.run("cpu"), call.run("cpu")
+    if isinstance(out, tuple):
+        return tuple(t.to(c.dtype) for t, c in zip(out, cpu, strict=True))
+    return out.to(cpu.dtype)
+
+
+def _judge(call: Call, actual: Any, tolerance_fn: Any = None) -> Context:
+    """compare_outputs of ``actual`` against CPU's answer; the context, for its notes."""
+    ctx = _ctx(call, tolerance_fn)
+    compare_outputs(ctx, call, call.run("cpu"), actual, values=True)
+    return ctx
+
+
+LAYER_NORM = dict(input=torch.tensor([[-4.2e-45], [-4.087e20]]), normalized_shape=[1],
+                  weight=None, bias=None, eps=0.0625)
+
+
+def test_layer_norm_whose_float32_variance_overflows_passes_as_cpu_imprecise():
+    """The issue's first example: CPU's float32 variance of -4.087e20 overflows (NaN), float64
+    says out 0, rstd 4."""
+    call = _call("native_layer_norm", **LAYER_NORM)
+    cpu = call.run("cpu")
+    assert math.isnan(cpu[0][1, 0]) and math.isnan(cpu[2][1, 0])
+    right = _float64_answer(call)
+    assert right[0][1, 0] == 0 and right[2][1, 0] == 4
+    ctx = _judge(call, right)
+    assert {cat for cat, _ in ctx.infos} == {CPU_IMPRECISE}
+    assert ctx.info_elements[CPU_IMPRECISE] == 2  # out[0] and out[2], one element each
+    line = next(line for _, line in ctx.infos)
+    assert "as close as CPU to the call computed in float64" in line and "CPU nan" in line
+    verdict, category, message = climb(ctx, "cpu")
+    assert (verdict, category) == ("pass", CPU_IMPRECISE)
+    assert "cpu_imprecise: 2 element(s)" in message
+
+
+def test_an_answer_off_the_float64_one_still_fails_even_where_cpu_is_nan():
+    """rstd 3 where float64 says 4 and CPU NaN: nearer than NaN, but not the answer."""
+    call = _call("native_layer_norm", **LAYER_NORM)
+    out, mean, rstd = _float64_answer(call)
+    with pytest.raises(CheckFailure) as info:
+        _judge(call, (out, mean, torch.where(rstd == 4, 3.0, rstd)))
+    assert info.value.category == "value" and "out[2]" in info.value.message
+
+
+def test_only_the_unexcused_elements_fail_and_the_message_shows_them():
+    """out[0] right where CPU overflows (excused), but wrong in the other row: the failure
+    counts and shows that row alone."""
+    call = _call("native_layer_norm", **LAYER_NORM)
+    out, mean, rstd = _float64_answer(call)
+    wrong = out.clone()
+    wrong[0, 0] = 0.5
+    with pytest.raises(CheckFailure) as info:
+        _judge(call, (wrong, mean, rstd))
+    assert "Mismatched elements: 1 / 2" in info.value.message
+    assert "index (0, 0)" in info.value.message
+
+
+def test_a_wrong_answer_where_cpu_is_the_closer_side_fails():
+    """float32 add is correctly rounded on CPU (its error is 0): a backend 1 ulp off is
+    farther from the float64 answer and fails."""
+    x, y = torch.tensor([1.0, 3.0]), torch.tensor([1e-8, 7.0])
+    call = _call("add.Tensor", self=x, other=y)
+    off = torch.nextafter(call.run("cpu"), torch.tensor(INF))
+    with pytest.raises(CheckFailure):
+        _judge(call, off)
+
+
+def test_closer_is_required_not_only_near():
+    """Both within the tolerance of the float64 answer but beyond it of each other: a backend
+    farther from the reference than CPU is not excused; one as near as CPU is."""
+    call = _call("native_layer_norm", **LAYER_NORM)
+    ctx = _ctx(call)
+    ref = torch.tensor([1.0, 1.0])
+    tol = 1e-5 + 1.3e-6  # float32's atol + rtol at 1.0
+    found = classify(ctx, call, ref + 0.7 * tol, ref - 0.4 * tol, reorderings=[],
+                     reference=ref)
+    assert found is not None and bool(found.remaining.all())
+    found = classify(ctx, call, ref + 0.7 * tol, ref - 0.7 * tol, reorderings=[],
+                     reference=ref)
+    assert found is not None and bool(found.imprecise.all())
+
+
+def test_a_dropped_nan_still_fails():
+    """A NaN input's NaN is CPU's and float64's: a backend returning a number there fails
+    (the NaN is infinitely far from it)."""
+    x = torch.tensor([[NAN, 1.0], [2.0, 3.0]])
+    call = _call("native_layer_norm", input=x, normalized_shape=[2], weight=None, bias=None,
+                 eps=1e-5)
+    out, mean, rstd = _float64_answer(call)
+    assert math.isnan(out[0, 0])
+    with pytest.raises(CheckFailure):
+        _judge(call, (torch.nan_to_num(out), mean, rstd))
+    ctx = _ctx(call)
+    found = classify(ctx, call, torch.tensor([0.0]), torch.tensor([NAN]), reorderings=[],
+                     reference=torch.tensor([NAN]))
+    assert found is not None and bool(found.remaining.all())
+
+
+def test_float64_results_are_not_arbitrated():
+    """The same overflow in float64 (-1.7e308): CPU NaN, the exact answer 0 and 4, but no wider
+    reference exists on CPU: the backend giving the exact answer still fails."""
+    x = torch.tensor([[-4.2e-45], [-1.7e308]], dtype=torch.float64)
+    call = _call("native_layer_norm", input=x, normalized_shape=[1], weight=None, bias=None,
+                 eps=0.0625)
+    out, mean, rstd = call.run("cpu")
+    assert math.isnan(out[1, 0])
+    with pytest.raises(CheckFailure):
+        _judge(call, (torch.nan_to_num(out), mean, torch.nan_to_num(rstd, nan=4.0)))
+    ctx = _ctx(call)
+    wide = torch.zeros(2, 1, dtype=torch.float64)
+    assert rounded_reference(ctx, call, wide, out) is None
+
+
+def test_a_dtype_argument_that_fixes_the_precision_gives_no_reference():
+    """sum(float32, dtype=float16) computes in float16 whatever its input: the widened call
+    answers float16 too, so there is nothing to arbitrate with."""
+    call = _call("sum.dim_IntList", self=torch.ones(3), dim=[0], dtype=torch.float16)
+    wide = precise_call(call)
+    assert wide is not None and dict(wide.values)["dtype"] is torch.float16
+    answer = wide.run("cpu")
+    assert rounded_reference(_ctx(call), call, answer, call.run("cpu")) is None
+
+
+def test_arbitrate_false_keeps_the_comparison_where_the_dtype_is_the_contract():
+    """nan_to_num(float32 inf) is float32's largest value; in float64 it is 1.8e308, which
+    rounds to inf: a kernel leaving inf would side with float64. tolerances.yaml's
+    ``arbitrate: false`` keeps it a failure; without that entry it would pass."""
+    call = _call("nan_to_num", self=torch.tensor([INF, 1.0]))
+    leaves_inf = torch.tensor([INF, 1.0])
+    with pytest.raises(CheckFailure):
+        _judge(call, leaves_inf)
+    ctx = _judge(call, leaves_inf, tolerance_fn=lambda name, dtype: (None, None))
+    assert {cat for cat, _ in ctx.infos} == {CPU_IMPRECISE}  # what the data entry prevents
+
+
+def test_addmm_whose_float32_sum_meets_inf_and_an_overflowing_product():
+    """The issue's second example in float32: +inf meets 3.3e38 * -4 (overflows to -inf in
+    float32): CPU NaN, float64 +inf. The backend's +inf is excused, its -inf is not."""
+    s = torch.tensor([[INF, 1.0], [2.0, 3.0]])
+    call = _call("addmm", self=s, mat1=torch.tensor([[3.3e38, 1.0], [1.0, 1.0]]),
+                 mat2=torch.tensor([[-4.0, 1.0], [1.0, 1.0]]))
+    cpu = call.run("cpu")
+    assert math.isnan(cpu[0, 0])
+    right = _float64_answer(call)
+    assert right[0, 0] == INF
+    ctx = _judge(call, right)
+    assert ctx.info_elements[CPU_IMPRECISE] == 1
+    with pytest.raises(CheckFailure):
+        _judge(call, torch.where(right == INF, -INF, right))
+
+
+def _layouts(call: Call) -> tuple[torch.Tensor, torch.Tensor]:
+    """CPU's answer, and its answer for every operand as a transposed copy."""
+    from conformance.inputs.layouts import with_layouts
+
+    names = tuple((n, "transposed") for n, v in call.values if isinstance(v, torch.Tensor))
+    return call.run("cpu"), with_layouts(call, names).run("cpu")
+
+
+ADDMM64 = dict(self=torch.tensor([[INF, -INF], [1.7e308, -1.7e308]], dtype=torch.float64),
+               mat1=torch.tensor([[2.0, -4.0], [0.5, 2.0]], dtype=torch.float64),
+               mat2=torch.tensor([[1.7e308, 1.7e308], [-INF, -1.7e308]], dtype=torch.float64))
+
+
+def test_float64_addmm_nan_or_inf_is_unspecified_where_cpu_changes_with_the_layout():
+    """float64 addmm whose sums meet an infinity and overflowing products: CPU's GEMM gives NaN
+    at one element for contiguous operands and at another for transposed ones. A backend
+    giving the transposed answer passes (``cpu_unstable``, as before); one giving NaN at both
+    elements (each one of CPU's answers, the whole one neither) passes element by element
+    (``value_unspecified``, counted); a third value still fails."""
+    call = _call("addmm", **ADDMM64)
+    plain, transposed = _layouts(call)
+    differ = ~((plain == transposed) | (plain.isnan() & transposed.isnan()))
+    if not bool(differ.any()):
+        pytest.skip("this CPU's GEMM gives the same answer for transposed operands")
+    ctx = _judge(call, transposed)
+    assert ctx.cpu_unstable_calls and not ctx.infos
+    assert climb(ctx, "cpu")[1] == CPU_UNSTABLE
+    both = torch.where(plain.isnan() | transposed.isnan(), NAN, plain)
+    if bool(((both != plain) & ~(both.isnan() & plain.isnan())).any()) \
+            and bool(((both != transposed) & ~(both.isnan() & transposed.isnan())).any()):
+        ctx = _judge(call, both)
+        assert {cat for cat, _ in ctx.infos} == {VALUE_UNSPECIFIED}
+        assert ctx.info_elements[VALUE_UNSPECIFIED] == int((both.isnan() & ~plain.isnan()).sum())
+    third = torch.where(differ, 0.0, plain)  # a finite value where CPU gives NaN or an infinity
+    with pytest.raises(CheckFailure):
+        _judge(call, third)
+
+
+def test_unspecified_needs_an_infinity_or_nan_and_one_of_cpus_answers():
+    """classify: an element is unspecified only where one side is not finite and some CPU
+    reordering gives the backend's value there; finite differences are never unspecified."""
+    call = _call("addmm", **ADDMM64)
+    ctx = _ctx(call)
+    cpu = torch.tensor([INF, 1.0, NAN], dtype=torch.float64)
+    again = torch.tensor([NAN, 2.0, -INF], dtype=torch.float64)
+    backend = torch.tensor([NAN, 2.0, INF], dtype=torch.float64)
+    found = classify(ctx, call, backend, cpu, reorderings=[again], reference=None)
+    assert found is not None
+    assert found.unspecified.tolist() == [True, False, False]
+    assert found.remaining.tolist() == [False, True, True]
+
+
+def test_nan_sign_and_payload_and_a_free_zero_sign_are_not_compared():
+    """NaN's sign and payload are never compared; a zero's sign only where IEEE fixes it (the
+    exactness data's ``signed_zero``: neg, copies), not for a sum."""
+    neg_nan = torch.tensor([NAN]).neg()
+    payload = torch.tensor([0x7FC00001], dtype=torch.int32).view(torch.float32)
+    call = _call("exp", self=torch.tensor([NAN]))
+    for other in (neg_nan, payload):
+        assert math.isnan(other.item())
+        assert_values(_ctx(call), call, "out", "", other, torch.tensor([NAN]))
+    add = _call("add.Tensor", self=torch.tensor([-0.0]), other=torch.tensor([0.0]))
+    assert_values(_ctx(add), add, "out", "", torch.tensor([-0.0]), torch.tensor([0.0]))
+    neg = _call("neg", self=torch.tensor([0.0]))
+    with pytest.raises(CheckFailure):
+        assert_values(_ctx(neg), neg, "out", "", torch.tensor([0.0]), torch.tensor([-0.0]))
+
+
+def test_distance_counts_nan_and_infinities_as_infinitely_far():
+    ref = torch.tensor([0.0, NAN, INF, 1.0])
+    got = distance(torch.tensor([NAN, NAN, INF, 3.0]), ref).tolist()
+    assert got == [INF, 0.0, 0.0, 2.0]
+    assert distance(torch.tensor([-INF]), torch.tensor([INF])).item() == INF
+    z = distance(torch.tensor([complex(1, NAN)]), torch.tensor([complex(1, 2)]))
+    assert z.item() == INF
+
+
+def test_the_categories_are_informational():
+    assert CPU_IMPRECISE in INFO_CATEGORIES and VALUE_UNSPECIFIED in INFO_CATEGORIES
+
+
+@pytest.mark.parametrize("value", [True, "maybe"])
+def test_arbitrate_accepts_only_false(tmp_path, value):
+    path = tmp_path / "tolerances.yaml"
+    path.write_text(f"- names: [nextafter]\n  arbitrate: {value}\n  reason: r\n")
+    with pytest.raises(InputError, match="'arbitrate' must be false"):
+        load_tolerances(path)
+    path.write_text("- names: [nextafter]\n  arbitrate: false\n  reason: r\n")
+    assert not load_tolerances(path).arbitrates("nextafter", torch.float32)
