@@ -48,8 +48,11 @@ def checks_epilog() -> str:
 
 
 def register(subparsers: Any) -> None:
+    from conformance.checks import DEFAULT_CHECKS  # names only: no check (no torch) imported
+
     p = subparsers.add_parser(
-        "run", help="check every overload on a backend against CPU (values, promotion, broadcast)",
+        "run", help="check every overload on a backend against CPU (values, promotion, broadcast, "
+                    "dtypes; more with --checks)",
         description="Run the parity checks on a backend against CPU and write verdict records.",
         add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-h", "--help", action=_HelpWithChecks, help="show this help and exit")
@@ -58,7 +61,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--ops", metavar="REGEX",
                    help="overloads whose name, base name or family fully matches REGEX")
     p.add_argument("--checks", metavar="LIST",
-                   help="comma-separated checks (listed below; default: all of them)")
+                   help="comma-separated checks (listed below; default: "
+                        f"{','.join(DEFAULT_CHECKS)})")
     p.add_argument("--max-examples", type=int, metavar="K",
                    help="calls Hypothesis draws per (overload, check) (default 10); the "
                         "forward check checks each with 16 value refills")

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from conformance.checks import DEFAULT_CHECKS  # names only: no check (no torch) imported
+
     group = parser.getgroup("conformance", "operator conformance against CPU (opconform)")
     group.addoption("--backend", default=None, metavar="NAME",
                     help="backend under test: cpu, meta, cuda, mps, xpu, mlu, "
@@ -25,7 +27,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="overloads whose name, base name or family fully matches REGEX "
                          "(e.g. 'add|mul' selects add.Tensor, add_.Scalar, mul.out, ...)")
     group.addoption("--checks", default=None, metavar="LIST",
-                    help="comma-separated checks (default: forward,promotion,broadcast)")
+                    help=f"comma-separated checks (default: {','.join(DEFAULT_CHECKS)})")
     group.addoption("--max-examples", type=int, default=None, metavar="K",
                     help="Hypothesis examples per (overload, check) (default 10; promotion x3)")
     group.addoption("--conformance-seed", type=int, default=0, metavar="S",
