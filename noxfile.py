@@ -55,3 +55,24 @@ def bench(session: nox.Session) -> None:
 
     for script in sorted(pathlib.Path("benchmarks").glob("bench_*.py")):
         session.run("python", str(script), *session.posargs)
+
+
+#: PyTorch/XLA and the torch it is built against: torch_xla 2.9.0 pins torch 2.9.0 in its release
+#: notes (its wheel's metadata names no torch), so both are named here.
+XLA = ("torch_xla==2.9.0", "torch==2.9.0")
+#: Where torch 2.9.0 comes from: its CPU build (PyPI's default build pulls the CUDA libraries,
+#: gigabytes that PJRT_DEVICE=CPU never uses). torch_xla itself comes from the package index.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+@nox.session(python=PYTHON, default=False)
+def xla(session: nox.Session) -> None:
+    """Full default run on PyTorch/XLA on the CPU (PJRT_DEVICE=CPU), torch_xla in its own venv."""
+    # not constraints.txt: it pins the torch this project tests (2.13), which torch_xla 2.9
+    # does not run on
+    session.install(XLA[1], "--index-url", TORCH_CPU_INDEX)
+    session.install(*XLA, "-e", ".")
+    session.run("python", "-c", "import torch, torch_xla; print('torch', torch.__version__, "
+                "'torch_xla', torch_xla.__version__)")
+    session.run("conformance", "run", "--backend", "xla", "-o", "xla.jsonl", "--overwrite",
+                "--html", "xla.html", *session.posargs, env={"PJRT_DEVICE": "CPU"})

@@ -24,7 +24,7 @@ from conformance.compare.gradients import (
 )
 from conformance.compare.outputs import compare_outputs, result_label, result_leaves
 from conformance.compare.values import assert_values
-from conformance.core.call import Call, written
+from conformance.core.call import Call, settle, written
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import Abort, CheckFailure, CpuRejected, error_line, missing_op_from
 from conformance.inputs.strategies import autograd_calls
@@ -183,9 +183,10 @@ def _backend_backward(ctx: Context, call: Call, where: str, dev_leaves: dict[str
     try:
         # each upstream gradient where its output lives (an op returning CPU tensors by design,
         # _to_cpu, takes a CPU gradient on every device)
-        return torch.autograd.grad(act_outs, list(dev_leaves.values()),
-                                   [u.to(o.device) for u, o in zip(ups, act_outs, strict=True)],
-                                   allow_unused=True)
+        grads = torch.autograd.grad(act_outs, list(dev_leaves.values()),
+                                    [u.to(o.device) for u, o in zip(ups, act_outs, strict=True)],
+                                    allow_unused=True)
+        return settle(ctx.backend.device, grads)  # a lazy device computes them now
     except Exception as exc:  # noqa: BLE001
         ctx.stop_if_unsupported(exc, call)  # a missing backward kernel: unsupported, naming it
         raise CheckFailure(BACKWARD_RAISES, f"{backward_name(call.sig, act_outs)} raised "

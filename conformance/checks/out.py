@@ -34,7 +34,7 @@ import torch
 
 from conformance.checks.check import Check
 from conformance.compare.outputs import result_leaves
-from conformance.core.call import Call
+from conformance.core.call import Call, settle
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import Abort, CheckFailure, CpuRejected, error_line, missing_op_from
 from conformance.inputs.out_forms import (
@@ -118,7 +118,7 @@ def _run(call: Call, device: str, outs: list[torch.Tensor]) -> Any:
     args, kwargs = slotted.split(device)
     args = [outs[a.i] if isinstance(a, _Slot) else a for a in args]
     kwargs = {k: outs[v.i] if isinstance(v, _Slot) else v for k, v in kwargs.items()}
-    return call.sig.packet(*args, **kwargs)
+    return settle(device, (call.sig.packet(*args, **kwargs), outs))[0]  # lazy: computed now
 
 
 def _describe(call: Call, form: OutForm, n_outs: int) -> str:

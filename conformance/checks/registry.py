@@ -5,6 +5,7 @@ Adding a check is a new module in this package (its ``CHECK`` record) and one li
 from __future__ import annotations
 
 from conformance.checks import (
+    DEFAULT_CHECKS,
     autograd,
     broadcast,
     dtypes,
@@ -30,4 +31,6 @@ CHECKS: dict[str, Check] = {
     )
 }
 
-DEFAULT_CHECKS = ("forward", "promotion", "broadcast", "dtypes")
+assert set(DEFAULT_CHECKS) <= set(CHECKS), DEFAULT_CHECKS
+
+__all__ = ["CHECKS", "DEFAULT_CHECKS"]

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from opdb.errors import InputError
 
     without = parse_without(args.without) if args.without is not None else None
-    backend = resolve(args.backend, without=without)
+    backend = resolve(args.backend, without=without, touch=False)  # static: no device work
     db = load_db(args.native_functions)
     cov = static_coverage(db, backend=backend.name, dispatch_key=backend.dispatch_key)
     text = json.dumps(cov, indent=1) + "\n"

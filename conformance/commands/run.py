@@ -48,17 +48,24 @@ def checks_epilog() -> str:
 
 
 def register(subparsers: Any) -> None:
+    from conformance.checks import DEFAULT_CHECKS  # names only: no check (no torch) imported
+    from conformance.core.backends import BACKEND_NAMES  # torch is imported by resolve() only
+    from conformance.core.inflight import ITEM_CEILING  # torch-free
+
     p = subparsers.add_parser(
-        "run", help="check every overload on a backend against CPU (values, promotion, broadcast)",
+        "run", help="check every overload on a backend against CPU (values, promotion, broadcast, "
+                    "dtypes; more with --checks)",
         description="Run the parity checks on a backend against CPU and write verdict records.",
         add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-h", "--help", action=_HelpWithChecks, help="show this help and exit")
     p.add_argument("--backend", required=True, metavar="NAME",
-                   help="cpu, meta, cuda, mps, xpu, mlu, privateuse1:MODULE")
+                   help=", ".join(BACKEND_NAMES) + " (xla: torch_xla, PJRT_DEVICE picks "
+                        "CPU, TPU or CUDA)")
     p.add_argument("--ops", metavar="REGEX",
                    help="overloads whose name, base name or family fully matches REGEX")
     p.add_argument("--checks", metavar="LIST",
-                   help="comma-separated checks (listed below; default: all of them)")
+                   help="comma-separated checks (listed below; default: "
+                        f"{','.join(DEFAULT_CHECKS)})")
     p.add_argument("--max-examples", type=int, metavar="K",
                    help="calls Hypothesis draws per (overload, check) (default 10); the "
                         "forward check checks each with 16 value refills")
@@ -94,7 +101,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--corpus-mix", action="store_true",
                    help="also mix recorded calls into items the schema strategies can feed")
     p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="per-item timeout; a hung item gets the verdict 'timeout' (default 120)")
+                   help="per-call timeout: a call on CPU or the backend (with a lazy "
+                        "backend's read-back and compilation) running past it gets its item "
+                        "the verdict 'timeout' ('cpu_timeout' when CPU's call hung); an item "
+                        f"may run {ITEM_CEILING} x SECONDS in all (default 120)")
     p.add_argument("--shard", metavar="K/N", help="run only shard K of N (0-based)")
     p.add_argument("--durations", metavar="RESULTS",
                    help="with --shard: balance the shards by the durations in a previous "

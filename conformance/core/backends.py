@@ -25,35 +25,38 @@ _ENV: dict[str, dict[str, str]] = {
 }
 
 
-_BUILTIN = {
-    # name: (device type, dispatch key, whether its tensors hold values that can be read back,
-    # whether a forked child can use the device)
-    "cpu": ("cpu", "CPU", True, True),
-    "meta": ("meta", "Meta", False, True),
-    "cuda": ("cuda", "CUDA", True, False),
-    "mps": ("mps", "MPS", True, False),
-    "xpu": ("xpu", "XPU", True, False),
-}
-
-
-BACKEND_NAMES = (*_BUILTIN, "mlu", "privateuse1:MODULE")
-
-
 @dataclass(frozen=True)
 class Backend:
-    """A backend under test.
+    """A backend under test, and everything the harness may assume of it.
 
-    ``name`` is as the user spelled it (``mlu``, ``cuda``, ``privateuse1:torch_mlu``);
+    ``name`` is as the user spelled it (``mlu``, ``cuda``, ``xla``, ``privateuse1:torch_mlu``);
     ``device`` is the torch device type tensors are moved to; ``dispatch_key`` is the key the
     dispatcher is asked about; ``module`` is the Python module imported to bring it up, if any;
-    ``without`` lists overloads deliberately left out of the reference backend;
-    ``host_values`` is False for a shape-only backend (``meta``, fake tensors): its tensors
-    carry sizes, strides and dtypes but no values, so the engine judges every check on
-    metadata (structure, device, dtype, shape, aliasing, errors) and never reads values back.
-    ``fork_safe``: a forked child of a process that used the device can use it too (host
-    memory: ``cpu``, ``meta``, the reference ``mlu``; a vendor module says so with a
-    module-level ``FORK_SAFE = True``); not CUDA, XPU or MPS, whose driver state a child
-    cannot use. Only then may an item run in a forked child (``cpu_crashes`` in the hints).
+    ``without`` lists overloads deliberately left out of the reference backend.
+
+    What the harness assumes of a backend is a field here, never "not CPU" and never its name:
+
+    - ``installs``: bring-up calls ``module.install()`` (the reference backend, with
+      ``without``; a vendor module only if it has an ``install``). A repro does the same.
+    - ``host_values`` is False for a shape-only backend (``meta``, fake tensors): its tensors
+      carry sizes, strides and dtypes but no values, so the engine judges every check on
+      metadata (structure, device, dtype, shape, aliasing, errors) and never reads values back.
+    - ``fork_safe``: a forked child of a process that used the device can use it too (host
+      memory: ``cpu``, ``meta``, the reference ``mlu``; a vendor module says so with a
+      module-level ``FORK_SAFE = True``); not CUDA, XPU, MPS or XLA, whose driver or runtime
+      state a child cannot use. Only then may an item run in a forked child (``cpu_crashes`` in
+      the hints).
+    - ``lazy``: results are computed when they are read (XLA's lazy tensors: a graph is
+      traced, compiled per new shape and run on read-back). Every backend call's results are
+      then read back inside the call (:func:`conformance.core.call.settle`), so an error the
+      computation raises is the call's, before a refusal is judged, and the compilation counts
+      in the call, under its about-to-run marker. A vendor module says so with ``LAZY = True``.
+    - ``strides``: result strides are the backend's own answer, so where CPU's are a contract
+      (views, in-place results, ``memory_format``) a difference is a failure. A backend whose
+      tensors keep no strides of their own (XLA: every tensor is laid out as the compiler
+      likes, ``stride()`` is a contiguous stand-in) does not promise them: the ``noncontiguous``
+      check then notes a difference (``strides_informational``). A vendor module says so with
+      ``STRIDES = False``.
     """
 
     name: str
@@ -63,10 +66,29 @@ class Backend:
     without: tuple[str, ...] = ()
     host_values: bool = True
     fork_safe: bool = False
+    installs: bool = False
+    lazy: bool = False
+    strides: bool = True
 
     @property
     def is_cpu(self) -> bool:
         return self.device == "cpu"
+
+
+#: The backends named by a word (besides ``mlu`` and ``privateuse1:MODULE``), as resolved when
+#: available. A record with a ``module`` is brought up by importing it (``xla``: torch_xla, whose
+#: ``PJRT_DEVICE`` environment variable picks CPU, TPU or CUDA).
+BUILTIN: dict[str, Backend] = {
+    "cpu": Backend("cpu", "cpu", "CPU", fork_safe=True),
+    "meta": Backend("meta", "meta", "Meta", host_values=False, fork_safe=True),
+    "cuda": Backend("cuda", "cuda", "CUDA"),
+    "mps": Backend("mps", "mps", "MPS"),
+    "xpu": Backend("xpu", "xpu", "XPU"),
+    "xla": Backend("xla", "xla", "XLA", module="torch_xla", lazy=True, strides=False),
+}
+
+
+BACKEND_NAMES = (*BUILTIN, "mlu", "privateuse1:MODULE")
 
 
 def _available(device: str) -> bool:
@@ -86,13 +108,13 @@ def parse_without(text: str | None) -> tuple[str, ...]:
     return tuple(sorted({part.strip() for part in text.split(",") if part.strip()}))
 
 
-def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
-    """Resolve a backend name, bringing the backend up (importing its module) if needed.
+def resolve(name: str, *, without: tuple[str, ...] | None = None, touch: bool = True) -> Backend:
+    """Resolve a backend name and bring the backend up (:func:`bring_up`: its module imported,
+    installed where it installs, one tensor made on its device unless ``touch`` is false: a
+    static question, ``conformance coverage``, computes nothing there).
 
     Raises :class:`InputError` for an unknown or unavailable backend.
     """
-    import torch
-
     key = name.strip()
     lower = key.lower()
     if without is None:
@@ -101,42 +123,98 @@ def resolve(name: str, *, without: tuple[str, ...] | None = None) -> Backend:
         raise InputError(
             f"--without applies only to the reference backend 'mlu', not {name!r}"
         )
-    if lower in _BUILTIN:
-        device, dispatch_key, host_values, fork_safe = _BUILTIN[lower]
-        for var, value in _ENV.get(lower, {}).items():
-            os.environ.setdefault(var, value)
-        if not _available(device):
-            raise InputError(
-                f"backend {name!r} is not available in this torch build "
-                f"({torch.__version__}): torch.{device} reports no device"
-            )
-        return Backend(name=lower, device=device, dispatch_key=dispatch_key,
-                       host_values=host_values, fork_safe=fork_safe)
+    if lower in BUILTIN:
+        return bring_up(_builtin(BUILTIN[lower]), touch=touch)
     if lower == "mlu":
-        import kernels
-
-        try:
-            kernels.install(without=without)
-        except ValueError as exc:  # an overload the reference backend does not implement
-            raise InputError(f"--without / {WITHOUT_ENV}: {exc}") from None
-        return Backend(
+        return bring_up(Backend(
             name="mlu", device="mlu", dispatch_key="PrivateUse1", module="kernels", without=without,
-            fork_safe=True,  # NumPy arrays in host memory
-        )
+            installs=True, fork_safe=True,  # NumPy arrays in host memory
+        ), touch=touch)
     if lower.startswith("privateuse1:"):
-        modname = key.split(":", 1)[1]
-        if not modname:
-            raise InputError("backend 'privateuse1:' needs a module name, e.g. privateuse1:torch_mlu")
-        try:
-            module = importlib.import_module(modname)
-        except ImportError as exc:
-            raise InputError(f"backend {name!r}: cannot import module {modname!r}: {exc}") from None
-        device = torch._C._get_privateuse1_backend_name()
-        return Backend(name=key, device=device, dispatch_key="PrivateUse1", module=modname,
-                       fork_safe=getattr(module, "FORK_SAFE", False) is True)
+        return bring_up(_vendor(key), touch=touch)
     raise InputError(
         f"unknown backend {name!r}; expected one of: {', '.join(BACKEND_NAMES)}"
     )
+
+
+def _builtin(record: Backend) -> Backend:
+    """A named backend's record, once its module imports (if it has one) and its device is
+    there."""
+    import torch
+
+    for var, value in _ENV.get(record.name, {}).items():
+        os.environ.setdefault(var, value)
+    if record.module is not None:
+        try:
+            importlib.import_module(record.module)
+        except ImportError as exc:
+            raise InputError(
+                f"backend {record.name!r} needs the module {record.module!r}, which does not "
+                f"import: {exc} (install it with the torch it pins)") from None
+    elif not _available(record.device):
+        raise InputError(
+            f"backend {record.name!r} is not available in this torch build "
+            f"({torch.__version__}): torch.{record.device} reports no device"
+        )
+    return record
+
+
+def _vendor(key: str) -> Backend:
+    """``privateuse1:MODULE``: the module imported; what it declares (``FORK_SAFE``, ``LAZY``,
+    ``STRIDES``, an ``install()``) is its record."""
+    import torch
+
+    modname = key.split(":", 1)[1]
+    if not modname:
+        raise InputError("backend 'privateuse1:' needs a module name, e.g. privateuse1:torch_mlu")
+    try:
+        module = importlib.import_module(modname)
+    except ImportError as exc:
+        raise InputError(f"backend {key!r}: cannot import module {modname!r}: {exc}") from None
+    device = torch._C._get_privateuse1_backend_name()
+    return Backend(name=key, device=device, dispatch_key="PrivateUse1", module=modname,
+                   fork_safe=getattr(module, "FORK_SAFE", False) is True,
+                   installs=callable(getattr(module, "install", None)),
+                   lazy=getattr(module, "LAZY", False) is True,
+                   strides=getattr(module, "STRIDES", True) is not False)
+
+
+def bring_up(backend: Backend, *, touch: bool = True) -> Backend:
+    """Bring ``backend`` up in this process and return it: its module's ``install()`` where the
+    record ``installs`` (the reference backend with its ``without``), one tensor made on its
+    device, and its device registered as lazy or not (:data:`conformance.core.call.LAZY_DEVICES`,
+    read by every call on the device).
+
+    The tensor: autograd's engine sets up its per-device ready queues when it first starts, and a
+    device first touched after a CPU backward in the process fails every later backward there
+    with "INTERNAL ASSERT FAILED ... device_ready_queues_" (torch_xla on CPU did: the autograd
+    check's first item runs CPU's backward first). A device that cannot make a tensor is bad
+    input now, not a verdict on every item."""
+    import torch
+
+    from conformance.core import call
+    from conformance.core.verdicts import error_line
+
+    if backend.installs and backend.module is not None:
+        module = importlib.import_module(backend.module)
+        try:
+            if backend.without:
+                module.install(without=backend.without)
+            else:
+                module.install()
+        except ValueError as exc:  # an overload the reference backend does not implement
+            raise InputError(f"--without / {WITHOUT_ENV}: {exc}") from None
+    if backend.lazy:
+        call.LAZY_DEVICES.add(backend.device)
+    else:
+        call.LAZY_DEVICES.discard(backend.device)
+    if touch and not backend.is_cpu:
+        try:
+            torch.empty(1, device=backend.device)
+        except Exception as exc:  # noqa: BLE001 - the answer is the error
+            raise InputError(f"backend {backend.name!r}: making a tensor on its device "
+                             f"{backend.device!r} raised {error_line(exc)}") from None
+    return backend
 
 
 def device_error(backend: Backend) -> str | None:

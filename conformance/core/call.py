@@ -182,10 +182,10 @@ class Call:
         # the check CPU builds a tensor from drawn parts that reading then faults on (a to_dense
         # IndexError, or memory errors), and compares nothing
         with torch.sparse.check_sparse_tensor_invariants():
-            out = self.sig.packet(*args, **kwargs)
+            out = settle(device, self.sig.packet(*args, **kwargs))
         if not self.written:
             return out
-        return tuple(value for _, value in written_parts(self.sig, placed))
+        return settle(device, tuple(value for _, value in written_parts(self.sig, placed)))
 
     @property
     def tensor_dtypes(self) -> frozenset[str]:
@@ -209,6 +209,27 @@ class Call:
             spec = next(a for a in self.sig.args if a.name == name)
             parts.append(f"{name}={text}" if spec.kwarg_only or spec.has_default else text)
         return f"{self.sig.name}({', '.join(parts)})"
+
+
+#: Device types whose results are computed only when read (lazy tensors: XLA): the bring-up of
+#: a backend whose record says ``lazy`` puts its device here, any other's takes it out
+#: (:func:`conformance.core.backends.bring_up`).
+LAZY_DEVICES: set[str] = set()
+
+
+def settle(device: str, results: Any) -> Any:
+    """``results`` (what a call on ``device`` returned or wrote), computed now where the device
+    is lazy (:data:`LAZY_DEVICES`): every tensor in them is read back once
+    (:func:`conformance.core.readback.materialize`). What the computation raises is then raised
+    by the call that asked for it, before the check judges a refusal (a lazy backend refusing
+    only on read-back was an ``error_accepts``), and what it takes (compiling a graph per new
+    shape) is spent under the call's about-to-run marker, not in whatever reads it first.
+    Returns ``results``. Every way a check runs a call on a device goes through here."""
+    if device in LAZY_DEVICES:
+        from conformance.core.readback import materialize
+
+        materialize(results)
+    return results
 
 
 def written_results(sig: OpSignature) -> tuple[str, ...]:

@@ -10,17 +10,33 @@ import time
 from collections.abc import Callable
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from conformance.core.call import Call
+if TYPE_CHECKING:  # torch-free at run time: the CLI's help reads ITEM_CEILING
+    from conformance.core.call import Call
 
-#: The in-flight marker's fields that change with every call (:meth:`Inflight.call`).
-_CALL_FIELDS = ("call", "side", "source", "repro")
+#: The in-flight marker's fields that change with every call (:meth:`Inflight.call`);
+#: ``call_started`` (``time.time()``) is when the call began: a timeout is a call that runs too
+#: long, not an item (the watchdog, the controller, fork isolation read it).
+_CALL_FIELDS = ("call", "side", "source", "repro", "call_started")
 
 
-def _json_text(value: str | None) -> bytes:
-    """``json.dumps`` of a string or ``None``, without its per-call overhead."""
-    return b"null" if value is None else encode_basestring_ascii(value).encode()
+#: The timeout (``--conformance-timeout``) is per call: a call on CPU or on the backend (its
+#: read-back of a lazy result, hence a graph's compilation, included) that runs past it is a
+#: hang, pinned on the side that ran it (the marker's ``side`` and ``call_started``). An item
+#: whose calls keep finishing may run this many timeouts in all before it is a ``timeout`` of the
+#: whole item (never pinned on CPU): a backend that compiles per new shape is not starved by an
+#: item budget, and a run still ends (docs/decisions.md#per-call-timeout).
+ITEM_CEILING = 10
+
+
+def _json_text(value: str | float | None) -> bytes:
+    """``json.dumps`` of a string, a float or ``None``, without its per-call overhead."""
+    if value is None:
+        return b"null"
+    if isinstance(value, float):
+        return repr(value).encode()
+    return encode_basestring_ascii(value).encode()
 
 
 class Inflight:
@@ -37,6 +53,9 @@ class Inflight:
         self._repro_of: Call | None = None
         self._repro: str | None = None
         self._head = b"{}"  # the item's JSON as of the last start/mark (call fields apart)
+        #: called before every call is recorded (the watchdog's progress: its deadline is the
+        #: call's); set by whoever watches the item, None otherwise
+        self.on_call: Callable[[], None] | None = None
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -47,10 +66,13 @@ class Inflight:
 
     def call(self, call: Call, repro: Callable[[Call], str], *, side: str) -> None:
         """Record the call about to run on ``side`` (``cpu`` or the backend's device)."""
+        if self.on_call is not None:
+            self.on_call()
         if not self.path:
             return
         self.item["call"] = call.describe()
         self.item["side"] = side
+        self.item["call_started"] = time.time()
         self.item["source"] = call.source  # a schema draw or a recorded call (corpus)
         # the repro is what a crash verdict carries; an oracle crash is a skip and needs none
         if side != "cpu" and self._repro_of is not call:  # one repro per call (CPU reruns)

@@ -52,6 +52,17 @@ def result_bits(out: Any) -> list[Any]:
     return snap
 
 
+def materialize(results: Any) -> None:
+    """Read every device tensor in ``results`` (any nesting of tuples, lists and dicts) back to
+    host memory once, values discarded: a lazy tensor's pending computation runs now and
+    raises here if it fails. A CPU or meta tensor is left alone."""
+    from torch.utils._pytree import tree_flatten
+
+    for leaf in tree_flatten(results)[0]:
+        if isinstance(leaf, torch.Tensor) and leaf.device.type not in ("cpu", "meta"):
+            leaf.detach().to("cpu")
+
+
 #: legacy vmap levels (c10's ``kVmapNumLevels``)
 _VMAP_LEVELS = 64
 

@@ -433,13 +433,26 @@ class Search:
                             repro=self.repro_fn(last[0]) if last else None, ctx=ctx)
 
     def raised(self, exc: BaseException) -> Verdict:
-        """The test raised failures (one, or a group of distinct ones) or something else."""
+        """The test raised failures (one, or a group of distinct ones) or something else.
+
+        Every failure the search kept counts, whatever else the group holds: Hypothesis reports
+        each distinct exception it met (``Hypothesis found 10 distinct failures``: the
+        fingerprints' classes and, say, one example where the harness raised), and one
+        exception of another kind next to them made the whole item a ``harness_error`` skip,
+        real failures with it. The other exceptions are named in the verdict's message."""
         ctx = self.context
-        if self.found and _only_check_failures(exc):
-            return self.failed()
+        failures, others = _leaves(exc)
+        if self.found and failures:
+            verdict = self.failed()
+            if not others:
+                return verdict
+            from dataclasses import replace
+
+            return replace(verdict, message=f"{verdict.message} (the harness also raised on "
+                           f"{len(others)} other example(s): {error_line(others[0])})")
         if isinstance(exc, CheckFailure):
             return self.verdict("fail", exc.category, exc.message, examples=ctx.checked, ctx=ctx)
-        return self.harness_error(exc)
+        return self.harness_error(others[0] if others and len(others) == 1 else exc)
 
     def harness_error(self, exc: BaseException) -> Verdict:
         return self.verdict("skip", "harness_error", f"the harness failed: {error_line(exc)}",
@@ -541,9 +554,18 @@ def _fails_again(ctx: Context, check: Check, calls: list[Call]
     return None
 
 
-def _only_check_failures(exc: BaseException) -> bool:
-    """``exc`` is a CheckFailure or a group holding only CheckFailures (what distinct failures
-    end with); anything else (a harness exception next to them) is reported as such."""
+def _leaves(exc: BaseException) -> tuple[list[CheckFailure], list[BaseException]]:
+    """The exceptions ``exc`` stands for, groups opened (Hypothesis' group of distinct failures,
+    a ``FlakyFailure`` around the failure it could not replay): the check failures, and the
+    others."""
     if isinstance(exc, BaseExceptionGroup):
-        return all(_only_check_failures(e) for e in exc.exceptions)
-    return isinstance(exc, CheckFailure)
+        failures: list[CheckFailure] = []
+        others: list[BaseException] = []
+        for e in exc.exceptions:
+            f, o = _leaves(e)
+            failures += f
+            others += o
+        return failures, others
+    if isinstance(exc, CheckFailure):
+        return [exc], []
+    return [], [exc]

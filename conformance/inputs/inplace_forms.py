@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-from conformance.core.call import Call, as_kind
+from conformance.core.call import Call, as_kind, settle
 from conformance.core.signature import OpSignature
 from conformance.inputs.strategies import forward_calls
 from conformance.inputs.values import draw_tensor
@@ -225,6 +225,7 @@ class InplaceRun(InplaceCall):
             kwargs = {n: passed[n] for n in kwargs}
         before = {label: t._version for label, t in record_tensors(passed, base)}
         out = self.sig.packet(*args, **kwargs)
+        settle(device, (out, passed, base))  # a lazy device computes what was written now
         versions = {label: (before[label], t._version) for label, t in record_tensors(passed, base)}
         return Record(out=out, args=passed, base=base, versions=versions)
 

@@ -14,8 +14,8 @@ Without ``--backend NAME`` the plugin does nothing. With it the session gains on
 ``-n`` (pytest-xdist) work on them as on any test. Verdict records go to ``--results FILE``
 (JSONL), written by one process only — the xdist controller, or the lone process — from the
 reports the items produce, so the file is complete and valid with ``-n``. Workers also keep an
-about-to-run file per process; when a worker dies (segfault, or the per-item watchdog firing on a
-hang) the controller turns that file into a ``crash`` or ``timeout`` verdict for the item that
+about-to-run file per process; when a worker dies (segfault, or the watchdog firing on a hung
+call) the controller turns that file into a ``crash`` or ``timeout`` verdict for the item that
 was running.
 """
 

@@ -106,8 +106,9 @@ def judge(replayed: Mapping[str, str] | None) -> tuple[str, str | None, str]:
                            f"on what ran before it in that process")
 
 
-#: Seconds a recorded-calls retry may take beyond the item's own timeout (an interpreter start,
-#: the backend's import, the op database).
+#: Seconds a recorded-calls retry may take beyond the bound it is given (its item's ceiling:
+#: the retry's own watchdog ends a hung call) (an interpreter start, the backend's import, the
+#: op database).
 RETRY_GRACE = 90.0
 
 
@@ -194,7 +195,9 @@ def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[st
     twice = item in seen
     replayed: dict[str, str] | None = None
     if marker.get("state") == "timeout":
-        verdict, category, tail = "timeout", None, "; it ran past the per-item timeout"
+        tail = ("; it ran past its ceiling" if marker.get("timeout_of") == "item"
+                else "; a call ran past the per-call timeout")
+        verdict, category = "timeout", None
     elif side == "cpu":
         verdict, category, tail = "skip", "cpu_crashed", "; CPU (the oracle) was running"
         if not twice:

@@ -17,8 +17,8 @@ message as a run item's) to the results file:
   (overload, check), as for every verdict). Every worker collects the same items, so a worker
   restarted after a crash adds nothing.
 
-They are counted in the progress line (:mod:`conformance.pytest_plugin.progress`), the run
-summary and the report as before; ``--collect-only`` lists them as items and writes nothing.
+The progress line (:mod:`conformance.pytest_plugin.progress`) says their count apart from the
+work done (the items that run); the run summary and the report count them as before; ``--collect-only`` lists them as items and writes nothing.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from conformance.core.inflight import ITEM_CEILING
 from conformance.pytest_plugin.records import dead_record, json_safe
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def forked(state: State, nodeid: str, run: Callable[[], Verdict],
     """Run an item in a forked child and return its verdict record: one whose overload's CPU
     kernel is known to kill the process (``cpu_crashes`` in the hints) costs the child, not
     this test worker (~4 CPU-s for xdist to start and collect a new one). A child that dies,
-    or runs past the timeout (then killed), gets the record the xdist controller makes of a
+    or hangs (a call past the per-call timeout, or the item past its ceiling; then killed), gets the record the xdist controller makes of a
     dead worker, from the about-to-run marker the child wrote; when CPU (the oracle) killed
     it, the item's recorded calls alone are searched in another forked child (``recorded``:
     the same item on recorded calls only), this process being intact, instead of in a fresh
@@ -71,16 +72,33 @@ def forked(state: State, nodeid: str, run: Callable[[], Verdict],
                 dead = None
         return got, dead, exit_outcome(None if hung else code)
 
-    return json_safe(dead_record(state, marker, who=f"a forked child of {where}",
+    lost = {**marker, "timeout_of": "item"} if hung == "item" else marker
+    return json_safe(dead_record(state, lost, who=f"a forked child of {where}",
                                  code=code if code else None, ended="process ended",
-                                 hung=hung, retry=retry))
+                                 hung=hung is not None, retry=retry))
+
+
+def _due(state: State, nodeid: str, start: float) -> tuple[float, str] | None:
+    """When the forked child running ``nodeid`` (since ``start``, wall time) is overdue, and why:
+    its call in flight (the marker it writes, ``call_started``) past the per-call timeout
+    (``"call"``), or the item past its ceiling (``"item"``); ``None`` with no timeout."""
+    if state.timeout <= 0:
+        return None
+    from conformance.core.inflight import Inflight
+
+    marker = Inflight.read(state.inflight.path) if state.inflight.path else None
+    last = marker.get("call_started") if marker and marker.get("nodeid") == nodeid else None
+    call_due = float(last or start) + state.timeout
+    ceiling = start + state.timeout * ITEM_CEILING
+    return (call_due, "call") if call_due < ceiling else (ceiling, "item")
 
 
 def _fork_once(state: State, nodeid: str, run: Callable[[], Verdict]
-               ) -> tuple[dict[str, Any] | None, int, bool]:
+               ) -> tuple[dict[str, Any] | None, int, str | None]:
     """Run ``run`` in a forked child: ``(record, exit code, hung)``, the record ``None`` when
-    the child died or hung (then killed). The child computes on one thread (OpenMP's pool does
-    not survive a fork: a child's parallel region would hang)."""
+    the child died or hung (then killed; ``hung`` says whether a ``"call"`` ran past the
+    per-call timeout or the ``"item"`` past its ceiling). The child computes on one thread
+    (OpenMP's pool does not survive a fork: a child's parallel region would hang)."""
     import gc
     import select
     import signal
@@ -118,14 +136,20 @@ def _fork_once(state: State, nodeid: str, run: Callable[[], Verdict]
             os._exit(code)
     os.close(w)
     chunks: list[bytes] = []
-    hung = False
-    deadline = time.monotonic() + state.timeout if state.timeout > 0 else None
+    hung: str | None = None
+    start = time.time()
     try:
         while True:
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            due = _due(state, nodeid, start)
+            wait = None if due is None else max(0.0, due[0] - time.time())
             ready, _, _ = select.select([r], [], [], wait)
-            if not ready:  # past the per-item timeout: end the child, not this worker
-                hung = True
+            if not ready:
+                due = _due(state, nodeid, start)  # the child's calls may have moved it
+                if due is not None and time.time() < due[0]:
+                    continue
+                # a call past the per-call timeout, or the item past its ceiling: end the
+                # child, not this worker
+                hung = due[1] if due is not None else "call"
                 os.kill(pid, signal.SIGKILL)
                 break
             chunk = os.read(r, 1 << 16)

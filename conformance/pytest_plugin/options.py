@@ -17,15 +17,19 @@ if TYPE_CHECKING:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from conformance.checks import DEFAULT_CHECKS  # names only: no check (no torch) imported
+    from conformance.core.backends import BACKEND_NAMES  # torch is imported by resolve() only
+    from conformance.core.inflight import ITEM_CEILING  # torch-free
+
     group = parser.getgroup("conformance", "operator conformance against CPU (opconform)")
     group.addoption("--backend", default=None, metavar="NAME",
-                    help="backend under test: cpu, meta, cuda, mps, xpu, mlu, "
-                         "privateuse1:MODULE. Without it the plugin does nothing.")
+                    help=f"backend under test: {', '.join(BACKEND_NAMES)}. Without it the "
+                         "plugin does nothing.")
     group.addoption("--ops", default=None, metavar="REGEX",
                     help="overloads whose name, base name or family fully matches REGEX "
                          "(e.g. 'add|mul' selects add.Tensor, add_.Scalar, mul.out, ...)")
     group.addoption("--checks", default=None, metavar="LIST",
-                    help="comma-separated checks (default: forward,promotion,broadcast)")
+                    help=f"comma-separated checks (default: {','.join(DEFAULT_CHECKS)})")
     group.addoption("--max-examples", type=int, default=None, metavar="K",
                     help="Hypothesis examples per (overload, check) (default 10; promotion x3)")
     group.addoption("--conformance-seed", type=int, default=0, metavar="S",
@@ -52,8 +56,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="also mix recorded calls into items the schema strategies can feed "
                          "(one example in four)")
     group.addoption("--conformance-timeout", type=float, default=120.0, metavar="SECONDS",
-                    help="per-item watchdog: a hung item is recorded as 'timeout' and its "
-                         "process ends (use -n so a worker is replaced) (default 120; 0 = off)")
+                    help="per-call watchdog: a call on CPU or the backend (a lazy result's "
+                         "read-back, hence its compilation, included) running past SECONDS "
+                         "is a hang: its item is recorded as 'timeout' ('cpu_timeout' when "
+                         "CPU's call hung) and its process ends (use -n so a worker is "
+                         f"replaced); an item may run {ITEM_CEILING} x SECONDS in all "
+                         "(default 120; 0 = off)")
     group.addoption("--shard", default=None, metavar="K/N",
                     help="run only shard K of N (0-based; items dealt in a stable order, "
                          "balanced by --shard-durations when given, else round-robin)")

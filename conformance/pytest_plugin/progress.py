@@ -79,22 +79,25 @@ class Progress:
         self.draw(report.nodeid)
 
     def status(self, now: float | None = None) -> str:
-        """``1200/9303 12.9%  14.2/s  ETA 9m30s  pass 1100  fail 50`` (the resumed ones aside).
+        """``1200/9303 13%  1m24s  14.2/s  ETA 9m30s  pass 1100  fail 50  not applicable
+        3700`` (the resumed ones aside).
 
-        Verdicts recorded without running an item (checks that do not apply,
-        :mod:`conformance.pytest_plugin.inapplicable`) count in the totals and the verdict counts; the rate
-        and the ETA are those of the items that run."""
+        Done, total, percentage, rate and ETA are those of the items that run: verdicts
+        recorded without running an item (checks that do not apply,
+        :mod:`conformance.pytest_plugin.inapplicable`, a third of a full run) are no work done,
+        and counting them as done showed 33% at 7.6% of the work. Their count is said apart."""
         now = time.monotonic() if now is None else now
         elapsed = now - self.t0
         rate = self.done / elapsed if elapsed > 0 else 0.0
         left = max(self.total - self.done, 0)
         eta = _elapsed(left / rate) if rate > 0 and self.total else "?"
-        direct = self._direct()
-        done, total = self.done + sum(direct.values()), self.total + sum(direct.values())
+        done, total = self.done, max(self.total, self.done)
         pct = f"{100 * done / total:.0f}%" if total else "?%"
-        counts = "  ".join(f"{v} {self.counts[v] + direct[v]}"
-                           for v in (*VERDICTS, "xpass", "error")
-                           if self.counts[v] + direct[v])
+        counts = "  ".join(f"{v} {self.counts[v]}" for v in (*VERDICTS, "xpass", "error")
+                           if self.counts[v])
+        inapplicable = sum(self._direct().values())
+        if inapplicable:
+            counts += f"  not applicable {inapplicable}"
         resumed = f" (+{self.already} resumed)" if self.already else ""
         return (f"{done}/{total}{resumed} {pct}  {_elapsed(elapsed)}  {rate:.1f}/s  "
                 f"ETA {eta}  {counts}").rstrip()

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from conformance.core.inflight import ITEM_CEILING
+
 if TYPE_CHECKING:
     from conformance.pytest_plugin.session import State
 
@@ -20,6 +22,23 @@ Retry = Callable[[], "tuple[dict[str, Any] | None, dict[str, Any] | None, str]"]
 
 
 VERDICT_PROP = "conformance_verdict"  # user_properties key carrying the verdict record (JSON text)
+
+
+
+def call_overdue(marker: dict[str, Any], timeout: float, now: float | None = None) -> bool:
+    """Whether the call in flight in ``marker`` (else its item, if no call has started) has run
+    past ``timeout`` seconds (0: no timeout)."""
+    started = marker.get("call_started") or marker.get("started")
+    return bool(timeout and started and (time.time() if now is None else now) - started
+                >= timeout)
+
+
+def timeout_message(timeout: float, *, ceiling: bool) -> str:
+    """What a ``timeout`` record says ran too long: one call, or (``ceiling``) the item."""
+    if ceiling:
+        return (f"ran past the item's {timeout * ITEM_CEILING:g}s ceiling ({ITEM_CEILING} x the "
+                f"{timeout:g}s per-call timeout) while its calls still finished")
+    return f"a call ran past the {timeout:g}s per-call timeout"
 
 
 def json_safe(obj: dict[str, Any]) -> dict[str, Any]:
@@ -45,17 +64,19 @@ def how_it_ended(code: int | None) -> str:
 def dead_record(state: State, marker: dict[str, Any], *, who: str, code: int | None,
                 ended: str, hung: bool = False, retry: Retry | None = None) -> dict[str, Any]:
     """The record of an item whose process died (``who``: ``xdist worker gw0``, ...; ``code``
-    its exit status) from its about-to-run ``marker``: a ``timeout`` if it was marked or ran
-    past the timeout (``hung``: its parent saw it do so); the oracle's death or hang a
-    ``skip`` (``cpu_crashed``/``cpu_timeout``) unless its recorded calls alone give a verdict
-    (:meth:`State.retry_recorded`, in ``retry`` where given); else a ``crash`` once the call
-    is replayed alone in fresh processes (:meth:`State.crash_record`)."""
-    started = marker.get("started")
-    hung = hung or bool(state.timeout and started and time.time() - started >= state.timeout)
+    its exit status) from its about-to-run ``marker``: a ``timeout`` if it was marked, if its
+    call in flight ran past the per-call timeout or the item past its ceiling (the marker's
+    ``timeout_of: item``) (``hung``: its parent saw it do so); the oracle's death, or its own
+    call's hang, a ``skip`` (``cpu_crashed``/``cpu_timeout``) unless its recorded calls alone
+    give a verdict (:meth:`State.retry_recorded`, in ``retry`` where given); else a ``crash``
+    once the call is replayed alone in fresh processes (:meth:`State.crash_record`)."""
+    ceiling = marker.get("timeout_of") == "item"
+    hung = hung or ceiling or call_overdue(marker, state.timeout)
     if marker.get("state") == "timeout" or hung:
         rec = lost_record(state, marker, "timeout",
-                          f"ran past the {state.timeout:g}s per-item timeout; {ended}")
-        if marker.get("side") == "cpu":  # the oracle hung: not a verdict on the backend
+                          f"{timeout_message(state.timeout, ceiling=ceiling)}; {ended}")
+        if marker.get("side") == "cpu" and not ceiling:  # the oracle's call hung: not a
+            # verdict on the backend (an item past its ceiling is the item's, whoever ran last)
             rec["verdict"], rec["category"] = "skip", "cpu_timeout"
             rec = state.retry_recorded(marker, rec, retry)
         return rec

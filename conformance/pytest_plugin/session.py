@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from conformance.core.inflight import ITEM_CEILING
 from conformance.pytest_plugin.options import (
     check_results_path,
     hypothesis_database,
@@ -299,7 +300,9 @@ class State:
         else:
             got, dead, outcome = retry_recorded(
                 self._retry_options(name, check), f"{name}::{check}",
-                timeout=self.timeout or 120.0, cwd=self.config.invocation_params.dir)
+                # its own watchdog ends a hung call; this bounds the item as a whole
+                timeout=(self.timeout or 120.0) * ITEM_CEILING,
+                cwd=self.config.invocation_params.dir)
         took = float(rec.get("duration_s") or 0)
         if got is not None and (got.get("verdict") in ("pass", "fail", "unsupported", "crash",
                                                          "timeout")

@@ -1,5 +1,5 @@
-"""The per-item watchdog (:class:`Watchdog`): a hung item is recorded as ``timeout`` (or, when
-CPU hung, ``cpu_timeout``) and its process ends.
+"""The watchdog (:class:`Watchdog`): a call that hangs is recorded as ``timeout`` (or, when it
+was CPU's call, ``cpu_timeout``) and its process ends; so is an item past its ceiling.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from conformance.pytest_plugin.records import lost_record
+from conformance.core.inflight import ITEM_CEILING
+from conformance.pytest_plugin.records import lost_record, timeout_message
 
 if TYPE_CHECKING:
     from conformance.pytest_plugin.items import ConformanceItem
@@ -17,12 +18,28 @@ if TYPE_CHECKING:
 
 
 class Watchdog:
-    """Ends the process if an item runs past the timeout, leaving a ``timeout`` verdict behind.
+    """Ends the process when a call runs past the timeout (or its item past
+    :data:`~conformance.core.inflight.ITEM_CEILING` timeouts), leaving a ``timeout``
+    verdict behind.
+
+    The timeout is per call: every call the engine records in the about-to-run marker
+    (:meth:`conformance.core.inflight.Inflight.call`, before each CPU and backend call) moves the
+    deadline to ``now + timeout``, so the call in flight when it fires has itself run the whole
+    timeout, and the side it ran on is the one that hung (``cpu_timeout`` only when CPU's own
+    call did). A per-item budget fired in whatever call ran when an item's many quick calls
+    added up (an item of a backend compiling a graph per new shape: 630 of them for
+    ``eq.Scalar`` on torch_xla), and pinned it on CPU whenever CPU's call was the one in
+    flight. Moving the deadline is one float assignment (:meth:`progress`), no notify: the
+    thread finds the later deadline when it wakes.
 
     A thread, not a signal: a backend hung in native code never returns to the interpreter's
     signal handler, but this thread still runs while the GIL is released. The marker goes to the
     about-to-run file (the xdist controller reads it when the worker dies) and, in a lone
-    process, straight to the results file.
+    process, straight to the results file. A kernel spinning in C while holding the GIL starves
+    the thread: faulthandler's watchdog, a C thread that needs no GIL, then dumps the stacks and
+    ``_exit()``s; this thread keeps faulthandler's deadline a grace period past its own while
+    calls progress (re-armed about once a timeout, not per call), and the controller sees from
+    the marker's ``call_started`` that the call hung.
 
     One per process, armed for each item and disarmed after it: a ``threading.Timer`` and a
     ``faulthandler`` deadline started and cancelled per item cost 3.7 ms of wall time an item
@@ -37,10 +54,17 @@ class Watchdog:
 
     def __init__(self) -> None:
         self._cv = threading.Condition()
-        self._deadline: float | None = None
         self._armed: tuple[State, ConformanceItem, float] | None = None
+        self._progress = 0.0  # monotonic time the call in flight started (or the item)
+        self._ceiling = 0.0  # monotonic time the item may not run past
+        self._fault_at = 0.0  # monotonic time faulthandler's deadline is set for
         self._stderr: Any = None
         threading.Thread(target=self._loop, name="conformance-watchdog", daemon=True).start()
+
+    @staticmethod
+    def grace(seconds: float) -> float:
+        """How far past the watchdog's own deadline faulthandler's is set."""
+        return min(15.0, max(2.0, seconds / 4))
 
     @classmethod
     def arm(cls, state: State, node: ConformanceItem, seconds: float) -> Watchdog:
@@ -51,16 +75,21 @@ class Watchdog:
             cls._instance = cls()
         dog = cls._instance
         with dog._cv:
+            now = time.monotonic()
             dog._armed = (state, node, seconds)
-            dog._deadline = time.monotonic() + seconds
+            dog._progress = now
+            dog._ceiling = now + seconds * ITEM_CEILING
+            dog._fault_at = now + seconds + cls.grace(seconds)
+            dog._stderr = sys.stderr  # parked on the same file (a later one may have no fileno)
+            faulthandler.dump_traceback_later(seconds + cls.grace(seconds), exit=True,
+                                              file=dog._stderr)
+            state.inflight.on_call = dog.progress
             dog._cv.notify()
-        # A kernel spinning in C while holding the GIL starves the thread above; faulthandler's
-        # watchdog is a C thread that needs no GIL: it dumps the stacks and _exit()s. The
-        # controller then sees how long the item ran (the about-to-run file) and says timeout.
-        grace = min(15.0, max(2.0, seconds / 4))
-        dog._stderr = sys.stderr  # parked on the same file (a later one may have no fileno)
-        faulthandler.dump_traceback_later(seconds + grace, exit=True, file=dog._stderr)
         return dog
+
+    def progress(self) -> None:
+        """A call starts: the deadline is the timeout from now."""
+        self._progress = time.monotonic()
 
     def cancel(self) -> None:
         import faulthandler
@@ -71,7 +100,9 @@ class Watchdog:
     def disarm(self) -> None:
         """No deadline: the thread waits for the next item (faulthandler's is left as it is)."""
         with self._cv:
-            self._deadline = self._armed = None
+            if self._armed is not None:
+                self._armed[0].inflight.on_call = None
+            self._armed = None
             self._cv.notify()
 
     @classmethod
@@ -86,28 +117,37 @@ class Watchdog:
     def _loop(self) -> None:
         with self._cv:
             while True:
-                if self._deadline is None:
+                if self._armed is None:
                     self._cv.wait()
                     continue
-                left = self._deadline - time.monotonic()
-                if left > 0:
-                    self._cv.wait(left)
-                    continue
-                assert self._armed is not None
-                self.fire(*self._armed)
+                state, node, seconds = self._armed
+                now = time.monotonic()
+                due = min(self._progress + seconds, self._ceiling)
+                if now >= due:
+                    self.fire(state, node, seconds, ceiling=due == self._ceiling)
+                grace = self.grace(seconds)
+                if self._fault_at - now <= grace / 2:  # calls progress: faulthandler follows
+                    import faulthandler
+
+                    self._fault_at = due + grace
+                    faulthandler.dump_traceback_later(self._fault_at - now, exit=True,
+                                                      file=self._stderr)
+                self._cv.wait(max(0.0, min(due, self._fault_at - grace / 2) - now))
 
     @staticmethod
-    def fire(state: State, node: ConformanceItem, seconds: float) -> None:
+    def fire(state: State, node: ConformanceItem, seconds: float, *,
+             ceiling: bool = False) -> None:
+        if ceiling:
+            state.inflight.item["timeout_of"] = "item"  # the controller reads it (dead_record)
         state.inflight.mark("timeout")
-        rec = lost_record(state, state.inflight.item, "timeout",
-                          f"ran past the {seconds:g}s per-item timeout; process ended")
-        if state.inflight.item.get("side") == "cpu":
+        what = timeout_message(seconds, ceiling=ceiling)
+        rec = lost_record(state, state.inflight.item, "timeout", f"{what}; process ended")
+        if state.inflight.item.get("side") == "cpu" and not ceiling:  # CPU's own call hung
             rec["verdict"], rec["category"] = "skip", "cpu_timeout"
         state.record(rec)
         import sys
 
-        sys.stderr.write(f"\nconformance: {node.nodeid} timed out after "
-                         f"{seconds:g}s; ending process {os.getpid()}\n")
+        sys.stderr.write(f"\nconformance: {node.nodeid}: {what}; ending process "
+                         f"{os.getpid()}\n")
         sys.stderr.flush()
         os._exit(70)
-

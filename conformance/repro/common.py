@@ -18,18 +18,21 @@ _MAX_LITERAL = 4096  # elements; above this the tensor is written as a seeded ra
 
 
 def bringup_lines(backend: Backend) -> list[str]:
-    """Python lines that bring the backend up, derived from its record.
-
-    A ``privateuse1:MODULE`` backend comes up by importing its module; a named backend whose
-    record carries a module (the reference backend) comes up through that module's
-    ``install()``, with the overloads it was told to leave out.
-    """
-    if backend.module is None:
-        return []
-    lines = [f"import {backend.module}"]
-    if backend.name != f"privateuse1:{backend.module}":
-        args = f"without={list(backend.without)!r}" if backend.without else ""
-        lines.append(f"{backend.module}.install({args})")
+    """Python lines that bring the backend up, derived from its record as
+    :func:`conformance.core.backends.bring_up` does: its module imported; ``install()``
+    called only where the record ``installs`` (the reference backend, with the overloads it was
+    told to leave out; a vendor module that has one), never because of how the name is
+    spelled; one tensor made on the device before the snippet's CPU side runs (a device first
+    touched after a CPU backward fails autograd's ``device_ready_queues_`` assert)."""
+    lines = []
+    if backend.module is not None:
+        lines.append(f"import {backend.module}")
+        if backend.installs:
+            args = f"without={list(backend.without)!r}" if backend.without else ""
+            lines.append(f"{backend.module}.install({args})")
+    if not backend.is_cpu:
+        lines.append(f"torch.empty(1, device={backend.device!r})  # the device is up before "
+                     f"any CPU backward")
     return lines
 
 

@@ -233,6 +233,21 @@ def test_stride_bug_is_a_strides_failure_where_a_contract(reference):
     assert v.verdict == "pass" and v.category == "strides_informational", v.message
 
 
+def test_a_backend_without_strides_is_not_held_to_cpus(reference):
+    """A backend whose record says it keeps no strides of its own (``Backend.strides`` false:
+    XLA's lazy tensors, where 43 of 44 items failed on result strides) promises none: the same
+    contiguous result for a transposed input is a pass noting it, values still compared."""
+    import dataclasses
+
+    backend = dataclasses.replace(_buggy("buggy_strides"), strides=False)
+    v = _run(backend, "neg")
+    assert (v.verdict, v.category) == ("pass", "strides_informational"), v.message
+    assert "stride()" in v.message and "keeps no strides of its own" in v.message
+    backend = dataclasses.replace(_buggy("buggy_alpha"), strides=False)
+    v = _run_check(backend, "add.Tensor", "forward")  # a value bug is still one
+    assert (v.verdict, v.category) == ("fail", "value"), v.message
+
+
 def test_a_forward_failure_is_not_filed_again(reference):
     """A kernel wrong for contiguous input too is the forward check's failure: its examples are
     not counted here (the contiguous twin disagrees with CPU as well)."""

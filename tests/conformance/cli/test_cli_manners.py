@@ -25,6 +25,31 @@ def test_run_help_names_every_check_from_the_table(capsys: pytest.CaptureFixture
     for name, check in CHECKS.items():
         assert f"  {name}" in out and check.doc in out
     assert "--resume" in out and "--overwrite" in out and "--durations" in out
+    # --checks' help says the default the run uses (it said "all of them" while four ran)
+    from conformance.checks.registry import DEFAULT_CHECKS
+
+    default = ",".join(DEFAULT_CHECKS)
+    flat = " ".join(out.split())  # argparse wraps the option's help
+    assert flat.count(f"default: {default}") == 2, out  # the option's help, the list's title
+    assert "all of them" not in out and len(DEFAULT_CHECKS) < len(CHECKS)
+
+
+def test_plugin_checks_help_names_the_default_checks() -> None:
+    """The plugin's ``--checks`` (``pytest --backend``) names the same default."""
+    import argparse
+
+    import conformance.pytest_plugin.options as options
+    from conformance.checks.registry import DEFAULT_CHECKS
+
+    seen: dict[str, str] = {}
+
+    class Group:
+        def addoption(self, *names: str, **kw: object) -> None:
+            seen[names[0]] = str(kw.get("help"))
+
+    parser = argparse.Namespace(getgroup=lambda *a, **k: Group())
+    options.pytest_addoption(parser)  # type: ignore[arg-type]
+    assert seen["--checks"].endswith(f"(default: {','.join(DEFAULT_CHECKS)})")
 
 
 @pytest.mark.parametrize("shard", ["3/2", "2/2", "1/0", "a/b", "1-2"])

@@ -367,3 +367,47 @@ def test_a_binding_refusal_on_both_sides_is_no_agreement():
         "aten::x() Expected a value of type 'List[Tensor]' for argument 'out1' but instead "
         "found type 'Tensor'."))
     assert not binding_refusal(RuntimeError("expected scalar type Float but found Half"))
+
+
+def test_many_distinct_failures_beside_a_harness_exception_are_all_fails():
+    """More distinct failures than MAX_DISTINCT (their classes saturate) and one example where
+    the harness raised: Hypothesis reports an ExceptionGroup ("found 10 distinct failures").
+    That group was a ``skip``/``harness_error``: the real failures became a skip. Each kept
+    failure counts (a ``fail`` listing them), and the message names the harness exception."""
+    import dataclasses
+
+    from conformance.core.verdicts import CheckFailure
+    from conformance.engine.search import MAX_DISTINCT
+
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+
+    def verify(ctx, call):
+        ctx.run_cpu(call)  # a CPU refusal is no example, as for every check
+        t = call.values[0][1]
+        if t.dim() == 1:
+            raise RuntimeError("a comparison the harness could not make")
+        raise CheckFailure("value", f"kind {words[t.numel() % len(words)]}")
+
+    check = dataclasses.replace(CHECKS["forward"], verify=verify, refills=False)
+    cpu = resolve("cpu")
+    v = run_check(Item(sig_of("add.Tensor"), check), cpu,
+                  settings=EngineSettings(max_examples=60, seed=0, database=None, corpus="off"),
+                  hints=HINTS.for_op("add.Tensor"), tolerance_fn=TOL,
+                  repro_fn=lambda call: snippet(call, cpu))
+    assert (v.verdict, v.category) == ("fail", "value"), v.message
+    assert len(v.failures) > MAX_DISTINCT + 1  # the fingerprints past the classes too
+    assert all(f.category == "value" and f.repro for f in v.failures)
+    assert "the harness also raised on 1 other example(s): RuntimeError: a comparison" \
+        in v.message
+
+    # a group of harness exceptions alone (no failure kept) is still the harness's error
+    def broken(ctx, call):
+        ctx.run_cpu(call)
+        raise (KeyError if call.values[0][1].dim() == 1 else ValueError)("harness bug")
+
+    check = dataclasses.replace(CHECKS["forward"], verify=broken, refills=False)
+    v = run_check(Item(sig_of("add.Tensor"), check), cpu,
+                  settings=EngineSettings(max_examples=30, seed=0, database=None, corpus="off"),
+                  hints=HINTS.for_op("add.Tensor"), tolerance_fn=TOL,
+                  repro_fn=lambda call: snippet(call, cpu))
+    assert (v.verdict, v.category) == ("skip", "harness_error"), v.message

@@ -223,11 +223,11 @@ def _crashes_hint(tmp_path: Path, names: str) -> Path:
 
 
 def test_only_host_memory_backends_are_forked():
-    from conformance.core.backends import _BUILTIN, resolve
+    from conformance.core.backends import BUILTIN, resolve
 
     assert resolve("cpu").fork_safe and resolve("meta").fork_safe and resolve("mlu").fork_safe
-    # a forked child cannot use the parent's CUDA/XPU/MPS context: those items stay in-process
-    assert not any(_BUILTIN[name][3] for name in ("cuda", "xpu", "mps"))
+    # a forked child cannot use the parent's CUDA/XPU/MPS/XLA state: those items stay in-process
+    assert not any(BUILTIN[name].fork_safe for name in ("cuda", "xpu", "mps", "xla"))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")

@@ -1,0 +1,150 @@
+"""Backend records (conformance/core/backends.py): what the harness assumes of a backend is a
+field of its record, named backends resolve (``xla`` with them), bring-up touches the device,
+and a repro brings the backend up as the record says."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conformance.core import call as call_module
+from conformance.core.backends import BACKEND_NAMES, BUILTIN, Backend, bring_up, resolve
+from conformance.repro.common import bringup_lines
+from opdb.errors import InputError
+
+DATA = Path(__file__).parent.parent.parent / "data" / "engine"
+
+
+@pytest.fixture()
+def vendor_path():
+    if str(DATA) not in sys.path:
+        sys.path.insert(0, str(DATA))
+    yield
+    import kernels
+
+    kernels.install(without=())
+    resolve("mlu", without=())  # the device's lazy registration undone
+
+
+def test_xla_is_a_named_backend_whose_properties_are_its_records():
+    xla = BUILTIN["xla"]
+    assert "xla" in BACKEND_NAMES
+    assert (xla.device, xla.dispatch_key, xla.module) == ("xla", "XLA", "torch_xla")
+    # lazy tensors without strides of their own, a runtime a forked child cannot use, no install
+    assert xla.lazy and not xla.strides and not xla.fork_safe and not xla.installs
+    assert xla.host_values
+    # a forked child cannot use the parent's CUDA/XPU/MPS/XLA state
+    assert not any(BUILTIN[n].fork_safe for n in ("cuda", "xpu", "mps", "xla"))
+    assert all(b.strides and not b.lazy for n, b in BUILTIN.items() if n != "xla")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch_xla") is not None,
+                    reason="torch_xla is installed here")
+def test_xla_without_torch_xla_is_bad_input_naming_the_module():
+    with pytest.raises(InputError, match="needs the module 'torch_xla'"):
+        resolve("xla")
+
+
+def test_a_vendor_module_declares_its_properties(vendor_path):
+    lazy = resolve("privateuse1:lazy_refuses", without=())
+    assert lazy.lazy and not lazy.strides and not lazy.fork_safe and not lazy.installs
+    assert lazy.device in call_module.LAZY_DEVICES  # every call on it is read back
+    plain = resolve("privateuse1:buggy_alpha", without=())
+    assert not plain.lazy and plain.strides and not plain.installs
+    assert plain.device not in call_module.LAZY_DEVICES
+
+
+def test_install_is_called_only_where_the_module_has_one(vendor_path):
+    import vendor_installs
+
+    before = len(vendor_installs.INSTALLS)
+    backend = resolve("privateuse1:vendor_installs", without=())
+    assert backend.installs and len(vendor_installs.INSTALLS) == before + 1
+    lines = bringup_lines(backend)
+    assert lines[:2] == ["import vendor_installs", "vendor_installs.install()"]
+    # a module without install(): imported, never installed, however the name is spelled
+    # (the repro of "PrivateUse1:buggy_alpha" called buggy_alpha.install(), which it lacks)
+    for spelled in ("privateuse1:buggy_alpha", "PrivateUse1:buggy_alpha"):
+        lines = bringup_lines(resolve(spelled, without=()))
+        assert "import buggy_alpha" in lines and not any("install(" in x for x in lines), lines
+    # the reference backend installs, with what it leaves out
+    mlu = resolve("mlu", without=("neg",))
+    assert bringup_lines(mlu)[:2] == ["import kernels", "kernels.install(without=['neg'])"]
+    # xla: torch_xla imported, nothing installed, the device touched before any CPU backward
+    lines = bringup_lines(BUILTIN["xla"])
+    assert lines[0] == "import torch_xla" and not any("install(" in x for x in lines)
+    assert lines[1].startswith("torch.empty(1, device='xla')")
+    assert bringup_lines(BUILTIN["cpu"]) == []
+
+
+def test_a_repro_of_a_vendor_module_without_install_runs(vendor_path, capsys):
+    """The repro of a failure on ``privateuse1:buggy_alpha`` (no ``install``) runs as written
+    (here in this process, where the module is already imported): it does not call an
+    install() the module lacks, and shows the bug."""
+    import opdb
+    from conformance.core.call import Call
+    from conformance.core.signature import OpSignature
+    from conformance.repro.snippet import snippet
+
+    backend = resolve("privateuse1:buggy_alpha", without=())
+    import buggy_alpha
+
+    import kernels
+
+    kernels.install(overrides=buggy_alpha.OVERRIDES)  # its import ran once per process
+    sig = OpSignature.of(opdb.load()["add.Tensor"])
+    text = snippet(Call(sig, (("self", torch.ones(2)), ("other", torch.ones(2)),
+                              ("alpha", 2))), backend)
+    exec(compile(text, "repro.py", "exec"), {"__name__": "repro"})
+    shown = capsys.readouterr().out
+    assert "tensor([3., 3.])" in shown and "tensor([2., 2.]" in shown, shown
+
+
+def test_bring_up_makes_one_tensor_on_the_device(monkeypatch):
+    """A device first touched after a CPU backward fails autograd's device_ready_queues_
+    assert (torch_xla did): bring-up makes a tensor there; one that cannot is bad input."""
+    made: list[object] = []
+    real = torch.empty
+
+    def empty(*args, **kwargs):
+        made.append(kwargs.get("device"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "empty", empty)
+    bring_up(BUILTIN["meta"])
+    assert made == ["meta"]
+    bring_up(BUILTIN["cpu"])
+    assert made == ["meta"]  # CPU needs no bring-up
+    nowhere = Backend("nowhere", "no_such_device", "PrivateUse1")
+    with pytest.raises(InputError, match="making a tensor on its device 'no_such_device'"):
+        bring_up(nowhere)
+
+
+def test_a_lazy_device_is_read_back_inside_the_call(monkeypatch):
+    """``Call.run`` on a device the bring-up registered lazy reads every result back before it
+    returns (so the call raises what the computation raises); on any other it does not."""
+    import opdb
+    from conformance.core.call import Call
+    from conformance.core.signature import OpSignature
+
+    read: list[str] = []
+    monkeypatch.setattr("conformance.core.readback.materialize",
+                        lambda results: read.append(type(results).__name__))
+    call = Call(OpSignature.of(opdb.load()["add.Tensor"]),
+                (("self", torch.ones(2)), ("other", torch.ones(2))))
+    meta = dataclasses.replace(BUILTIN["meta"], lazy=True)
+    try:
+        bring_up(meta)
+        call.run("meta")
+        assert read == ["Tensor"]
+        call.run("cpu")
+        assert read == ["Tensor"]
+    finally:
+        bring_up(BUILTIN["meta"])
+    call.run("meta")
+    assert read == ["Tensor"] and "meta" not in call_module.LAZY_DEVICES
