@@ -37,9 +37,12 @@ class Watchdog:
     about-to-run file (the xdist controller reads it when the worker dies) and, in a lone
     process, straight to the results file. A kernel spinning in C while holding the GIL starves
     the thread: faulthandler's watchdog, a C thread that needs no GIL, then dumps the stacks and
-    ``_exit()``s; this thread keeps faulthandler's deadline a grace period past its own while
-    calls progress (re-armed about once a timeout, not per call), and the controller sees from
-    the marker's ``call_started`` that the call hung.
+    ``_exit()``s, and the controller sees from the marker's ``call_started`` that the call hung.
+    Its deadline moves at a call's start, on the calling thread (:meth:`progress`), whenever it
+    would otherwise fall before that call has run its timeout plus half the grace: moved by this
+    thread instead, a call that began just before the thread's next wake-up and spun holding the
+    GIL was killed by faulthandler after as little as half the grace, and recorded as a crash.
+    The move costs a comparison per call and one re-arm per half grace period of calls.
 
     One per process, armed for each item and disarmed after it: a ``threading.Timer`` and a
     ``faulthandler`` deadline started and cancelled per item cost 3.7 ms of wall time an item
@@ -58,6 +61,7 @@ class Watchdog:
         self._progress = 0.0  # monotonic time the call in flight started (or the item)
         self._ceiling = 0.0  # monotonic time the item may not run past
         self._fault_at = 0.0  # monotonic time faulthandler's deadline is set for
+        self._seconds = 0.0  # the armed item's per-call timeout
         self._stderr: Any = None
         threading.Thread(target=self._loop, name="conformance-watchdog", daemon=True).start()
 
@@ -79,8 +83,9 @@ class Watchdog:
             dog._armed = (state, node, seconds)
             dog._progress = now
             dog._ceiling = now + seconds * ITEM_CEILING
-            dog._fault_at = now + seconds + cls.grace(seconds)
+            dog._seconds = seconds
             dog._stderr = sys.stderr  # parked on the same file (a later one may have no fileno)
+            dog._fault_at = now + seconds + cls.grace(seconds)
             faulthandler.dump_traceback_later(seconds + cls.grace(seconds), exit=True,
                                               file=dog._stderr)
             state.inflight.on_call = dog.progress
@@ -88,8 +93,17 @@ class Watchdog:
         return dog
 
     def progress(self) -> None:
-        """A call starts: the deadline is the timeout from now."""
-        self._progress = time.monotonic()
+        """A call starts: the deadline is the timeout from now, and faulthandler's no earlier
+        than half the grace after it (re-armed here, before the call can hold the GIL)."""
+        now = time.monotonic()
+        self._progress = now
+        grace = self.grace(self._seconds)
+        if self._fault_at < now + self._seconds + grace / 2:
+            import faulthandler
+
+            self._fault_at = now + self._seconds + grace
+            faulthandler.dump_traceback_later(self._seconds + grace, exit=True,
+                                              file=self._stderr)
 
     def cancel(self) -> None:
         import faulthandler
@@ -125,14 +139,7 @@ class Watchdog:
                 due = min(self._progress + seconds, self._ceiling)
                 if now >= due:
                     self.fire(state, node, seconds, ceiling=due == self._ceiling)
-                grace = self.grace(seconds)
-                if self._fault_at - now <= grace / 2:  # calls progress: faulthandler follows
-                    import faulthandler
-
-                    self._fault_at = due + grace
-                    faulthandler.dump_traceback_later(self._fault_at - now, exit=True,
-                                                      file=self._stderr)
-                self._cv.wait(max(0.0, min(due, self._fault_at - grace / 2) - now))
+                self._cv.wait(max(0.0, due - now))
 
     @staticmethod
     def fire(state: State, node: ConformanceItem, seconds: float, *,

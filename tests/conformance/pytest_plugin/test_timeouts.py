@@ -136,6 +136,24 @@ def test_an_item_past_its_ceiling_is_the_items_timeout(dog, monkeypatch) -> None
     assert 2 <= len(dog.faults) <= 6, dog.faults
 
 
+def test_faulthandler_never_fires_before_the_call_in_flight_ran_its_timeout(dog) -> None:
+    """A call that starts just before faulthandler's deadline and spins holding the GIL (the
+    watchdog's thread cannot run) still gets its whole timeout: the deadline moves at the call's
+    start, on the calling thread, once per half grace period of calls rather than per call."""
+    inflight = Inflight(None)
+    watch = Watchdog.arm(_state(inflight, 10), types.SimpleNamespace(nodeid="x"), 10)  # type: ignore[arg-type]
+    grace = Watchdog.grace(10)
+    assert dog.faults == [10 + grace]
+    for _ in range(50):  # calls in quick succession: the deadline already covers each
+        inflight.call(_Call(), lambda c: "", side="xla")  # type: ignore[arg-type]
+    assert len(dog.faults) == 1
+    watch._fault_at = time.monotonic() + 1.0  # as if the last move were 10 s ago
+    started = time.monotonic()
+    inflight.call(_Call(), lambda c: "", side="xla")  # type: ignore[arg-type]
+    assert dog.faults[-1] == 10 + grace and watch._fault_at >= started + 10 + grace / 2
+    watch.disarm()
+
+
 def test_a_forked_item_is_overdue_by_its_childs_call(tmp_path: Path) -> None:
     from conformance.pytest_plugin.isolation import _due
 
