@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "baseline": "conformance.commands.baseline",
     "gate": "conformance.commands.gate",
     "merge": "conformance.commands.merge",
+    "upgrade": "conformance.commands.upgrade",
 }
 
 

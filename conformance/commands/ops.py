@@ -62,6 +62,11 @@ def register(subparsers: Any) -> None:
 
 
 def record(db: OpDB, ov: Overload) -> dict[str, Any]:
+    d = db.derivatives.get(ov.name)
+    # what the backward formula calls (base names; [] without an entry, null without a
+    # derivatives.yaml): `conformance upgrade` compares two snapshots by it
+    backward = sorted(d.backward_bases) if d is not None else (
+        [] if db.derivatives_path is not None else None)
     return {
         "name": ov.name,
         "base": ov.base,
@@ -79,6 +84,8 @@ def record(db: OpDB, ov: Overload) -> dict[str, Any]:
         "python_module": ov.python_module,
         "autograd": db.autograd(ov.name),
         "source": str(ov.loc),
+        "backward_bases": backward,
+        "derivative_source": str(d.loc) if d is not None else None,
     }
 
 
