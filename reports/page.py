@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opdb import outcomes
@@ -27,6 +27,8 @@ from reports.tables import (
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from reports.fixfirst import Blocker
 
 #: Families listed in the summary's "where to look" card.
 WHERE_TOP = 6
@@ -102,8 +104,10 @@ def page_data(
     ann: Annotations,
     *,
     title: str | None = None,
+    fix_first: Sequence[Blocker] | None = None,
 ) -> dict[str, Any]:
-    """Everything the page shows, as plain JSON-able data (no NaN)."""
+    """Everything the page shows, as plain JSON-able data (no NaN). ``fix_first``: the census'
+    ranking (:mod:`reports.fixfirst`), shown first; None without a census."""
     cur = latest(df)
     universe, universe_text = universe_of(cur, ann)
     keys = column_keys(cur)
@@ -201,6 +205,7 @@ def page_data(
     )
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     return {
+        "fix_first": None if fix_first is None else [b.as_json() for b in fix_first],
         "title": title or "Conformance report — " + (", ".join(backends) or "unknown backend"),
         "generated_at": now,
         "backends": backends,

@@ -31,6 +31,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--coverage", metavar="COVERAGE.json",
                    help="static coverage JSON from `conformance coverage -o` (adds static "
                         "status, tags, missing variants and missing backward ops)")
+    p.add_argument("--census", metavar="CENSUS.json", action="append", default=[],
+                   help="workloads traced by `conformance trace A.py B.py ... --format json` "
+                        "(repeatable): the report opens on the failing, unsupported and "
+                        "missing overloads ranked by how many workloads they block")
     p.add_argument("--format", choices=FORMATS, default="html")
     p.add_argument("--table", choices=TABLES, default=None,
                    help="the table --format csv|parquet writes: verdicts (one row per verdict, "
@@ -51,6 +55,22 @@ def emit_warnings(caught: list[warnings.WarningMessage], command: str) -> None:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
+def fix_first(census: list[str], df: Any) -> list[Any] | None:
+    """The census' ranking of blocking overloads (None without a census), its head printed."""
+    if not census:
+        return None
+    from reports.fixfirst import rank, read_census
+    from reports.tables import latest
+
+    workloads = read_census(census)
+    blockers = rank(workloads, latest(df))
+    print(f"Fix these first ({len(blockers)} overloads block some of {len(workloads)} "
+          "workloads):", file=sys.stderr)
+    for b in blockers[:10]:
+        print(f"  {b.sentence()}", file=sys.stderr)
+    return blockers
+
+
 def run(args: argparse.Namespace) -> int:
     from reports import export, html
     from reports.files import write_text
@@ -67,11 +87,13 @@ def run(args: argparse.Namespace) -> int:
     emit_warnings(caught, "report")
     df = frame(res)
     ann = annotate(df["overload"].unique(), args.coverage)
+    blockers = fix_first(args.census, df)
     if args.format == "html":
+        page = html.render(page_data(df, ann, title=args.title, fix_first=blockers))
         if output == "-":
-            sys.stdout.write(html.render(page_data(df, ann, title=args.title)))
+            sys.stdout.write(page)
         else:
-            write_text(output, html.render(page_data(df, ann, title=args.title)))
+            write_text(output, page)
     else:
         export.write(add_annotations(df, ann), ann, args.format, output,
                      table=args.table or export.TABLES[0])

@@ -29,9 +29,11 @@ def register(subparsers: Any) -> None:
         description="Trace a model's forward/backward under a dispatch recorder and classify "
         "every aten overload it reaches for the backend: available or missing, and why.",
     )
-    p.add_argument("target", metavar="TARGET",
+    p.add_argument("targets", nargs="+", metavar="TARGET",
                    help="FILE.py defining make() -> (model, example input), FILE.py:NAME, "
-                        "MODULE:CALLABLE, or a saved torch.export program (.pt2)")
+                        "MODULE:CALLABLE, or a saved torch.export program (.pt2); several "
+                        "make a census of workloads (json: {\"workloads\": [...]}, which "
+                        "`conformance report --census` ranks failures by)")
     p.add_argument("--backend", metavar="NAME",
                    help="cpu, meta, cuda, mps, xpu, mlu, privateuse1:MODULE (default: no "
                         "classification, just the list)")
@@ -64,6 +66,8 @@ def register(subparsers: Any) -> None:
 def _validate(args: argparse.Namespace) -> Any:
     from opdb.errors import InputError
 
+    if (args.run or args.check) and len(args.targets) > 1:
+        raise InputError(f"--{'run' if args.run else 'check'} takes one TARGET")
     if (args.run or args.check) and not args.backend:
         raise InputError(f"--{'run' if args.run else 'check'} needs --backend")
     if args.without and not args.backend:
@@ -80,12 +84,40 @@ def _validate(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     import opdb
+
+    backend = _validate(args)
+    db = opdb.load(args.native_functions)
+    status, docs, tables = 0, [], []
+    for target in args.targets:
+        args.target = target
+        result, runcheck, _ = _one(args, target, backend, db)
+        status = max(status, 1 if result.missing else 0)
+        if runcheck is not None and not runcheck.confirmed:
+            status = 1
+        if args.format == "json":
+            docs.append(_json(args, result, runcheck))
+        else:
+            tables.append(render_table(args, result, runcheck))
+        if args.check:
+            sys.stdout.write("".join(tables))
+            tables = []
+            sys.stdout.flush()
+            status = max(status, _check(args, result, db))
+    if args.format == "json":
+        doc = docs[0] if len(docs) == 1 else {"workloads": docs}
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        sys.stdout.write("\n".join(tables))
+    sys.stdout.flush()
+    return status
+
+
+def _one(args: argparse.Namespace, target: str, backend: Any, db: Any) -> tuple[Any, Any, str]:
+    """Trace one workload and classify what it reached (``--run`` confirms on the backend)."""
     from conformance.trace import census as cs
     from opdb.errors import InputError
 
-    backend = _validate(args)
-    maker, where = cs.load_target(args.target)
-    db = opdb.load(args.native_functions)
+    maker, where = cs.load_target(target)
     device = "meta" if args.meta else None
     wl = cs.build(maker, where, device=device)
     optimizer_device = backend.device if backend is not None else (device or "cpu")
@@ -107,18 +139,7 @@ def run(args: argparse.Namespace) -> int:
         runcheck = cs.confirm(cs.build(maker, where), backend,
                               frozenset(n.name for n in result.missing),
                               frozenset(rec.names()), train=args.train)
-    status = 1 if result.missing else 0
-    if runcheck is not None and not runcheck.confirmed:
-        status = 1
-    if args.format == "json":
-        doc = _json(args, result, runcheck)
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
-    else:
-        sys.stdout.write(render_table(args, result, runcheck))
-    sys.stdout.flush()
-    if args.check:
-        status = max(status, _check(args, result, db))
-    return status
+    return result, runcheck, where
 
 
 def _json(args: argparse.Namespace, result: Census, runcheck: RunCheck | None) -> dict[str, Any]:

@@ -240,3 +240,18 @@ def test_untied_parameters_are_noted() -> None:
     note = shared_parameters_note(m, untied, "mlu")
     assert note == ("model.to('mlu') did not keep parameter sharing: 2 distinct parameters on "
                     "CPU, 3 on mlu (tied weights were untied)")
+
+
+def test_several_targets_make_a_census(reference, capsys, tmp_path) -> None:
+    linear = _target(tmp_path, """
+        def make():
+            return nn.Linear(4, 3), torch.randn(2, 4)
+    """, name="linear.py")
+    rc, doc, _ = _trace(capsys, linear, str(EXAMPLES / "resnet.py"), "--backend", "mlu",
+                        "--without", POOL_BWD)
+    assert rc == 1  # resnet lacks the pool backward
+    assert [w["target"] for w in doc["workloads"]] == [linear, str(EXAMPLES / "resnet.py")]
+    assert [m["name"] for m in doc["workloads"][1]["missing"]] == [POOL_BWD]
+    assert doc["workloads"][0]["missing"] == []
+    assert main(["trace", linear, linear, "--run", "--backend", "mlu"]) == 2
+    assert "--run takes one TARGET" in capsys.readouterr().err
