@@ -92,7 +92,9 @@ class Release:
 
 def split_top(text: str, sep: str = ",") -> list[str]:
     """Split at ``sep`` outside brackets, parentheses and quotes."""
-    parts, depth, quote, cur = [], 0, "", []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
     for ch in text:
         if quote:
             quote = "" if ch == quote else quote

@@ -66,8 +66,10 @@ def render(data: Mapping[str, Any]) -> str:
         static_bar = [{"status": s, "n": n, "w": round(100 * n / total, 3)}
                       for s, n in static.items() if n]
     template = env.get_template("report.html.j2")
+    cross = data.get("cross")  # rendered as a table: kept out of the page's JSON
     return template.render(
-        data=pack_strings(data),
+        data=pack_strings({k: v for k, v in data.items() if k != "cross"}),
+        cross=cross,
         overall=overall,
         overall_bar=_bar(overall, order),
         checks=checks,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from opdb import outcomes
 from opdb.fingerprints import split_key
+from reports.crossbackend import matrix as cross_matrix
 from reports.ops import STATUSES, Annotations, scope
 from reports.results import DTYPES, VERDICTS
 from reports.tables import (
@@ -206,6 +207,8 @@ def page_data(
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     return {
         "fix_first": None if fix_first is None else [b.as_json() for b in fix_first],
+        # several backends: their verdicts side by side (reports.crossbackend)
+        "cross": cross_matrix(cur).as_json() if len(backends) > 1 else None,
         "title": title or "Conformance report — " + (", ".join(backends) or "unknown backend"),
         "generated_at": now,
         "backends": backends,

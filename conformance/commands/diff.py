@@ -23,8 +23,10 @@ def register(subparsers: Any) -> None:
             "overloads. Exits 0 whatever changed; 2 on bad input."
         ),
     )
-    p.add_argument("a", metavar="A", help="results file (JSONL): before / first backend")
-    p.add_argument("b", metavar="B", help="results file (JSONL): after / second backend")
+    p.add_argument("files", nargs="+", metavar="RESULTS",
+                   help="A and B (JSONL): before and after, or two backends; three or more "
+                        "files of different backends: their verdicts side by side (rows where "
+                        "they differ or all fail, per-backend totals)")
     p.add_argument("--format", choices=("text", "html"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--limit", type=int, default=200,
@@ -43,9 +45,15 @@ def run(args: argparse.Namespace) -> int:
         from opdb.errors import InputError
 
         raise InputError(f"--limit must be >= 0, got {args.limit}")
+    if len(args.files) < 2:
+        from opdb.errors import InputError
+
+        raise InputError("diff needs two results files (or three or more backends)")
+    if len(args.files) > 2:
+        return _cross(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        a, b = frame(read(args.a)), frame(read(args.b))
+        a, b = frame(read(args.files[0])), frame(read(args.files[1]))
     emit_warnings(caught, "diff")
     d = compare(a, b)
     text = render_html(d) if args.format == "html" else render_text(d, limit=args.limit or None)
@@ -54,6 +62,29 @@ def run(args: argparse.Namespace) -> int:
         c = d.counts()
         print(f"conformance diff: wrote {args.output} ({c['regression']} regressions, "
               f"{c['fix']} fixes)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cross(args: argparse.Namespace) -> int:
+    """Three or more files: the backends side by side (:mod:`reports.crossbackend`)."""
+    from conformance.commands.report import emit_warnings
+    from reports.crossbackend import matrix, render_html, render_text
+    from reports.files import write_text
+    from reports.results import read
+    from reports.tables import frame, latest
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = matrix(latest(frame(read(args.files))))
+    emit_warnings(caught, "diff")
+    text = render_html(m) if args.format == "html" else render_text(m, limit=args.limit or None)
+    if args.output and args.output != "-":
+        write_text(args.output, text)
+        c = m.counts()
+        print(f"conformance diff: wrote {args.output} ({c['lone']} rows with a lone dissenter, "
+              f"{c['all_fail']} failing on every backend)", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

@@ -281,3 +281,35 @@ def test_page_opens_on_the_by_cause_view_and_a_cause_expands(browser, tmp_path):
     assert page.eval("document.getElementById('cause-count').textContent") == (
         "showing 1 of 1 matching (4 causes in all)")
     assert page.errors() == []
+
+
+def test_backends_side_by_side_filters(browser, tmp_path):
+    """cpu, meta and mlu runs of the add family (tests/data/reports/cross) on one page: the
+    filters for "only meta disagrees" and "every backend fails", and the per-backend totals."""
+    out = tmp_path / "cross.html"
+    reports.write_html(sorted((DATA / "cross").glob("*.jsonl")), out)
+    page = browser.open(out)
+    page.wait_for(READY)
+
+    def show(value: str) -> list[str]:
+        page.eval(f"var s = document.getElementById('cross-filter'); s.value = {json.dumps(value)};"
+                  " s.dispatchEvent(new Event('change'))")
+        return page.eval("Array.from(document.querySelectorAll('#cross-matrix tbody tr'))"
+                         ".filter(function(r){return !r.hidden;})"
+                         ".map(function(r){return r.children[0].textContent + ' ' + "
+                         "r.children[1].textContent;})")
+
+    assert len(show("all")) == 24
+    only_meta = show("only:meta")
+    assert len(only_meta) == 7 and "add.Tensor promotion" in only_meta
+    assert show("only:mlu") == [] and show("only:cpu") == []
+    assert show("allfail") == ["add.Scalar_out promotion"]
+    assert page.eval("document.getElementById('cross-count').textContent") == "1 of 24 rows"
+    lone = page.eval("Array.from(document.querySelectorAll('#cross-totals tbody tr'))"
+                     ".map(function(r){return r.dataset.backend + ':' + "
+                     "r.querySelector('.lone-count').textContent;})")
+    assert lone == ["cpu:0", "meta:7", "mlu:0"]
+    show("only:meta")
+    page.eval("document.getElementById('cross').scrollIntoView()")
+    page.screenshot(ARTIFACTS / "report-cross.png")
+    assert page.errors() == []
