@@ -131,6 +131,12 @@ def test_cli_markdown_json_and_exit_status(edited: Path, tmp_path: Path,
     assert main([*argv, "--coverage", str(cov), "--format", "markdown"]) == 1
     md = capsys.readouterr().out
     assert "| must | `matmul` | lost_composite |" in md
+    # the live dispatcher's CPU: it registers add.Tensor and relu, and has no my_new_op
+    assert main([*argv, "--backend", "cpu", "--format", "json"]) == 1
+    rows = {(r["overload"], r["change"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows[("add.Tensor", "removed")]["level"] == "must"
+    assert rows[("relu", "became_composite")]["level"] == "must"
+    assert rows[("my_new_op", "added")]["status"] == "missing"
     assert main(argv) == 0  # no backend: nothing to act on
     assert "my_new_op" in capsys.readouterr().out
 
