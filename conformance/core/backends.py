@@ -179,9 +179,9 @@ def _builtin(record: Backend) -> Backend:
 def _vendor(key: str) -> Backend:
     """``privateuse1:MODULE``: the module imported; what it declares (``FORK_SAFE``, ``LAZY``,
     ``STRIDES``, ``ASSUMES``, an ``install()``) is its record."""
-    from opdb.properties import parse_assumes
-
     import torch
+
+    from opdb.properties import parse_assumes
 
     modname = key.split(":", 1)[1]
     if not modname:

@@ -66,7 +66,6 @@ class State:
         ``--ops`` and this process's ``--shard``."""
         from conformance.checks.registry import CHECKS, DEFAULT_CHECKS
         from conformance.core.backends import parse_without, resolve
-
         from opdb.properties import parse_assumes
 
         opt = config.getoption
