@@ -25,6 +25,7 @@ or out= fixes a narrower computation gets no wider answer and is not arbitrated 
 
 from __future__ import annotations
 
+import cmath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from conformance.compare.values import agreement, assert_values, dense
+from conformance.compare.values import agreement, assert_values, dense, inputs_of
 from conformance.core import readback
 from conformance.core.call import Call
 from opdb.outcomes import BACKEND_PROPERTY, CPU_IMPRECISE, VALUE_UNSPECIFIED
@@ -124,11 +125,38 @@ class Settlement:
     remaining: torch.Tensor
     assumed: torch.Tensor | None = None
     assumed_by: tuple[tuple[str, int], ...] = ()
+    #: elements fed by a non-finite input of an op whose contract leaves them open
+    #: (``nonfinite_inputs: unspecified`` in the tolerance data)
+    left_open: torch.Tensor | None = None
 
     @property
     def settled(self) -> torch.Tensor:
         found = self.unspecified | self.imprecise
-        return found | self.assumed if self.assumed is not None else found
+        for extra in (self.assumed, self.left_open):
+            if extra is not None:
+                found = found | extra
+        return found
+
+
+def fed_by_nonfinite(call: Call, shape: torch.Size,
+                     position: tuple[int, int] | None = None) -> torch.Tensor:
+    """Per element of a result of ``shape``: whether an input element feeding it (an input
+    broadcast to the result: a pointwise op's) is inf or NaN; an input that does not broadcast,
+    or a non-finite Python number, feeds every element."""
+    tensors, numbers = inputs_of(call, position)
+    fed = torch.zeros(shape, dtype=torch.bool)
+    if any(isinstance(x, float | complex) and not cmath.isfinite(x) for x in numbers):
+        return ~fed
+    for t in tensors:
+        if not (t.is_floating_point() or t.is_complex()) or t.is_meta:
+            continue
+        bad = _not_finite(readback.plain(dense(t)))
+        try:
+            fed |= bad.broadcast_to(shape)
+        except RuntimeError:
+            if bool(bad.any()):
+                return torch.ones(shape, dtype=torch.bool)
+    return fed
 
 
 def _assumed(ctx: Context, call: Call, actual: torch.Tensor, rest: torch.Tensor,
@@ -176,7 +204,10 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
     for again in reorderings:
         if bool(loose.any()) and again.shape == expected.shape and again.dtype == expected.dtype:
             unspecified |= loose & agreement(ctx, call, actual, again, position=position)
-    rest = bad & ~unspecified
+    left_open = torch.zeros_like(bad)
+    if ctx.nonfinite_inputs_unspecified(call.sig.name, expected.dtype):
+        left_open = bad & ~unspecified & fed_by_nonfinite(call, expected.shape, position)
+    rest = bad & ~unspecified & ~left_open
     assumed, assumed_by = _assumed(ctx, call, actual, rest, alternates, position)
     rest = rest & ~assumed
     imprecise = torch.zeros_like(bad)
@@ -188,7 +219,8 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
         closer = distance(actual, reference) <= distance(expected, reference)
         imprecise = rest & near & closer
     return Settlement(unspecified=unspecified, imprecise=imprecise,
-                      remaining=rest & ~imprecise, assumed=assumed, assumed_by=assumed_by)
+                      remaining=rest & ~imprecise, assumed=assumed, assumed_by=assumed_by,
+                      left_open=left_open)
 
 
 def _first(mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[tuple[int, ...], list[Any]]:
@@ -229,6 +261,12 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
         ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) whose value CPU's "
                       f"own answer changes with the operands' layout, and the backend gave one "
                       f"of CPU's (first at index {index}: {a!r}, CPU {e!r}) [{where}]", n)
+    if found.left_open is not None and bool(found.left_open.any()):
+        n = int(found.left_open.sum())
+        index, (a, e) = _first(found.left_open, actual, expected)
+        ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) fed by an inf or "
+                      f"NaN input, whose value this op's contract leaves open (first at index "
+                      f"{index}: {a!r}, CPU {e!r}) [{where}]", n)
     for prop, n in found.assumed_by:
         ctx.note_info(BACKEND_PROPERTY, f"{label}: {n} of {total} element(s) agree with CPU's "
                       f"answer under the backend's declared {prop!r} "
