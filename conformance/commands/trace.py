@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _one(args: argparse.Namespace, target: str, backend: Any, db: Any) -> tuple[Any, Any, str]:
     """Trace one workload and classify what it reached (``--run`` confirms on the backend)."""
+    from conformance.core.verdicts import error_line
     from conformance.trace import census as cs
     from opdb.errors import InputError
 
@@ -131,7 +132,7 @@ def _one(args: argparse.Namespace, target: str, backend: Any, db: Any) -> tuple[
         hint = " (a kernel without a meta implementation? try without --meta)" if args.meta \
             else ""
         raise InputError(f"the workload raised on {on} while tracing: "
-                         f"{cs.one_line(exc)}{hint}", file=where,
+                         f"{error_line(exc)}{hint}", file=where,
                          line=cs.error_line_in(exc, where)) from None
     result = cs.census(rec, db, backend)
     runcheck = None
