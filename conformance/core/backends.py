@@ -74,6 +74,18 @@ class Backend:
     def is_cpu(self) -> bool:
         return self.device == "cpu"
 
+    def owns_key(self, key: str) -> bool:
+        """Whether a dispatch key a missing-kernel message names is this backend's: its own key
+        or device name (``CUDA``, ``PrivateUse1`` or its renamed ``mlu``), with a functionality
+        prefix (``SparseCUDA``, ``AutogradPrivateUse1``), or ``*`` (ATen's override-me stub,
+        every backend's). Another key's (``CPU``, named by a backend's fallback that copied its
+        tensors to CPU and called an op CPU lacks) is a refusal of the backend's own kernel or
+        fallback, not a kernel the backend lacks: the error is judged as any other."""
+        if key == "*":
+            return True
+        low = key.lower()
+        return any(low.endswith(own.lower()) for own in (self.dispatch_key, self.device))
+
 
 #: The backends named by a word (besides ``mlu`` and ``privateuse1:MODULE``), as resolved when
 #: available. A record with a ``module`` is brought up by importing it (``xla``: torch_xla, whose
