@@ -57,6 +57,12 @@ class Backend:
       likes, ``stride()`` is a contiguous stand-in) does not promise them: the ``noncontiguous``
       check then notes a difference (``strides_informational``). A vendor module says so with
       ``STRIDES = False``.
+    - ``host_memory``: the device's tensors live in host memory (``cpu``, the reference
+      ``mlu``'s NumPy arrays; a vendor module says so with ``HOST_MEMORY = True``). Where
+      they do not (CUDA, XPU, MPS, XLA, a vendor's device memory, ``meta``'s none), an ATen
+      composite that reads its tensors through host pointers (``opdb/data/host_composites.yaml``)
+      kills the process: that crash is a kernel the backend needs
+      (``unsupported``/``host_composite``), not a bare crash.
     """
 
     name: str
@@ -69,6 +75,7 @@ class Backend:
     installs: bool = False
     lazy: bool = False
     strides: bool = True
+    host_memory: bool = False
 
     @property
     def is_cpu(self) -> bool:
@@ -91,7 +98,7 @@ class Backend:
 #: available. A record with a ``module`` is brought up by importing it (``xla``: torch_xla, whose
 #: ``PJRT_DEVICE`` environment variable picks CPU, TPU or CUDA).
 BUILTIN: dict[str, Backend] = {
-    "cpu": Backend("cpu", "cpu", "CPU", fork_safe=True),
+    "cpu": Backend("cpu", "cpu", "CPU", fork_safe=True, host_memory=True),
     "meta": Backend("meta", "meta", "Meta", host_values=False, fork_safe=True),
     "cuda": Backend("cuda", "cuda", "CUDA"),
     "mps": Backend("mps", "mps", "MPS"),
@@ -140,7 +147,7 @@ def resolve(name: str, *, without: tuple[str, ...] | None = None, touch: bool = 
     if lower == "mlu":
         return bring_up(Backend(
             name="mlu", device="mlu", dispatch_key="PrivateUse1", module="kernels", without=without,
-            installs=True, fork_safe=True,  # NumPy arrays in host memory
+            installs=True, fork_safe=True, host_memory=True,  # NumPy arrays in host memory
         ), touch=touch)
     if lower.startswith("privateuse1:"):
         return bring_up(_vendor(key), touch=touch)
@@ -173,7 +180,7 @@ def _builtin(record: Backend) -> Backend:
 
 def _vendor(key: str) -> Backend:
     """``privateuse1:MODULE``: the module imported; what it declares (``FORK_SAFE``, ``LAZY``,
-    ``STRIDES``, an ``install()``) is its record."""
+    ``STRIDES``, ``HOST_MEMORY``, an ``install()``) is its record."""
     import torch
 
     modname = key.split(":", 1)[1]
@@ -188,7 +195,8 @@ def _vendor(key: str) -> Backend:
                    fork_safe=getattr(module, "FORK_SAFE", False) is True,
                    installs=callable(getattr(module, "install", None)),
                    lazy=getattr(module, "LAZY", False) is True,
-                   strides=getattr(module, "STRIDES", True) is not False)
+                   strides=getattr(module, "STRIDES", True) is not False,
+                   host_memory=getattr(module, "HOST_MEMORY", False) is True)
 
 
 def bring_up(backend: Backend, *, touch: bool = True) -> Backend:

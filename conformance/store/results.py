@@ -47,6 +47,8 @@ def run_record(*, backend: Any, seed: int, checks: list[str], ops: str | None,
         "backend": backend.name,
         "device": backend.device,
         "dispatch_key": backend.dispatch_key,
+        # read by a crash settled after the run died (conformance.pytest_plugin.crashes)
+        "host_memory": backend.host_memory,
         "torch_version": torch.__version__,
         "seed": seed,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
