@@ -16,10 +16,10 @@ follows who crashes alone:
 * neither crashes alone -> ``crash`` that says so: the death depended on what ran before it in
   that process, so the attribution is open.
 
-The side that crashed alone (the backend's first) is run once more to see where
+Beside the two replays the backend's side runs once more to see where it dies
 (:mod:`conformance.pytest_plugin.backtraces`: gdb's native frames where gdb is there, else
-faulthandler's Python stack); the record keeps its top ``frames`` and what gave them
-(``frames_by``), by which the report groups crashes.
+faulthandler's Python stack); when its replay crashed, the record keeps the top ``frames`` and
+what gave them (``frames_by``), by which the report groups crashes.
 
 Also :func:`settle_orphan` and the ``-n 0`` sentinel (:func:`main`): a run without worker
 processes dies with the backend; a small watcher process then says what was running, replays
@@ -108,37 +108,29 @@ def host_composite(overload: str, *, host_memory: bool) -> HostComposite | None:
         return None
 
 
-def where_it_died(marker: Mapping[str, Any], replayed: Mapping[str, str] | None, *,
-                  device: str, cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """``{"frames": [...], "frames_by": "gdb"}`` of the side whose call crashed alone in the
-    replay (the backend's first), run once more (:func:`backtraces.capture`); ``{}`` when no
-    side crashed or no frames came."""
-    if not replayed or not marker.get("repro"):
-        return {}
-    side = device if replayed["backend"].startswith("crashed") else \
-        "cpu" if replayed["cpu"].startswith("crashed") else None
-    if side is None:
-        return {}
-    got = backtraces.capture(one_side(str(marker["repro"]), side), cwd=cwd)
-    if got is None:
-        return {}
-    return {"frames": list(got.frames), "frames_by": got.by}
-
-
 def attribute(marker: Mapping[str, Any], *, device: str, timeout: float = REPLAY_TIMEOUT,
-              cwd: str | os.PathLike[str] | None = None) -> dict[str, str] | None:
-    """Replay the marker's call, CPU alone and backend alone, side by side.
+              cwd: str | os.PathLike[str] | None = None
+              ) -> tuple[dict[str, str] | None, dict[str, Any]]:
+    """Replay the marker's call, CPU alone and backend alone, side by side, and, beside them,
+    the backend's side once more to see where it dies (:func:`backtraces.capture`: gdb, else
+    faulthandler; alongside, so a crash costs the slowest of the runs, not their sum).
 
-    Returns ``{"cpu": outcome, "backend": outcome}``, or ``None`` when there is nothing to
-    replay (no call was running, or it has no repro).
+    Returns ``({"cpu": outcome, "backend": outcome}, {"frames": [...], "frames_by": "gdb"})``
+    — the frames only when the backend's call crashed in the replay and frames came — or
+    ``(None, {})`` when there is nothing to replay (no call was running, or it has no repro).
     """
     repro = marker.get("repro")
     if not repro or not marker.get("call"):
-        return None
-    with ThreadPoolExecutor(2) as pool:
+        return None, {}
+    with ThreadPoolExecutor(3) as pool:
         cpu = pool.submit(replay, repro, "cpu", timeout=timeout, cwd=cwd)
         backend = pool.submit(replay, repro, device, timeout=timeout, cwd=cwd)
-        return {"cpu": cpu.result(), "backend": backend.result()}
+        where = pool.submit(backtraces.capture, one_side(repro, device), cwd=cwd)
+        replayed = {"cpu": cpu.result(), "backend": backend.result()}
+        got = where.result()
+    if got is None or not replayed["backend"].startswith("crashed"):
+        return replayed, {}
+    return replayed, {"frames": list(got.frames), "frames_by": got.by}
 
 
 def judge(replayed: Mapping[str, str] | None, *, composite: HostComposite | None = None
@@ -267,7 +259,7 @@ def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[st
             return None
         tail += " (the run died on this item twice)"
     else:
-        replayed = attribute(marker, device=str(run.get("device")), cwd=cwd)
+        replayed, where = attribute(marker, device=str(run.get("device")), cwd=cwd)
         verdict, category, tail = judge(replayed, composite=host_composite(
             str(marker.get("overload")), host_memory=run.get("host_memory") is not False))
         if replayed and verdict == "crash" and not replayed["backend"].startswith("crashed"):
@@ -287,7 +279,7 @@ def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[st
         "expected": None, "dtypes": {}}
     if replayed is not None:
         rec["replay"] = replayed
-        rec.update(where_it_died(marker, replayed, device=str(run.get("device")), cwd=cwd))
+        rec.update(where)
     if expectations is not None:
         rec["expected"] = expectations.reason_for(item, None, rec["message"])
     writer = ResultsWriter(results, truncate=False)

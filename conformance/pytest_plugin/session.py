@@ -251,8 +251,8 @@ class State:
         """The record of a process that died in a backend call: a ``crash``, unless its call
         replayed alone in fresh processes kills CPU (then ``skip``/``cpu_crashed``) or is an
         ATen composite reading host memory on a backend whose memory is not
-        (``unsupported``/``host_composite``); the top frames of the side that died alone are
-        kept (``frames``, ``frames_by``)."""
+        (``unsupported``/``host_composite``); the top frames of the backend's crash are kept
+        (``frames``, ``frames_by``)."""
         rec = lost_record(self, marker, "crash", message)
         if not self.config.getoption("--no-crash-replay") and marker.get("call"):
             # before blaming the backend: does its call kill a fresh process alone?
@@ -261,17 +261,16 @@ class State:
                 attribute,
                 host_composite,
                 judge,
-                where_it_died,
             )
 
-            replayed = attribute(marker, device=self.backend.device, cwd=self.config.rootpath)
+            replayed, where = attribute(marker, device=self.backend.device,
+                                        cwd=self.config.rootpath)
             rec["verdict"], rec["category"], tail = judge(replayed, composite=host_composite(
                 rec["overload"], host_memory=self.backend.host_memory))
             msg, sep, running = rec["message"].partition("; it was running")
             rec["message"] = msg + tail + sep + running
             rec["replay"] = replayed
-            rec.update(where_it_died(marker, replayed, device=self.backend.device,
-                                     cwd=self.config.rootpath))
+            rec.update(where)  # the top frames of the backend's crash
             if rec["verdict"] == HOST_COMPOSITE_VERDICT:
                 rec["missing_op"] = rec["overload"]  # the kernel the backend needs
             # explained by the final message: the replay's "backend crashed (SIGABRT)" names
