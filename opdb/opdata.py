@@ -145,6 +145,10 @@ class Tolerance:
     #: ``True``: where CPU's element is not finite (inf or NaN, either part of a complex one),
     #: any non-finite element of the backend's agrees with it (``nonfinite: unspecified``)
     nonfinite_unspecified: bool = False
+    #: ``True``: a result element fed by an input element that is inf or NaN is left open by the
+    #: contract (``nonfinite_inputs: unspecified``: complex ``pow``, for which C99 Annex G gives
+    #: no special values); arbitration counts it as unspecified whatever either side gives
+    nonfinite_inputs_unspecified: bool = False
     #: a gradient (autograd check) whose values miss ``rtol``/``atol`` still agrees when it is
     #: at most this many times as far from the same gradient computed in float64/complex128 as
     #: CPU's own gradient is (largest element distance); ``None``: the entry does not say
@@ -205,6 +209,12 @@ class Tolerances:
         """Whether some entry naming (overload, dtype) says ``nonfinite: unspecified``."""
         dname = dtype_name(dtype)
         return any(t.nonfinite_unspecified and t.covers(overload, dname) for t in self.entries)
+
+    def nonfinite_inputs_unspecified(self, overload: str, dtype: torch.dtype | str) -> bool:
+        """Whether some entry naming (overload, dtype) says ``nonfinite_inputs: unspecified``."""
+        dname = dtype_name(dtype)
+        return any(t.nonfinite_inputs_unspecified and t.covers(overload, dname)
+                   for t in self.entries)
 
     def arbitrates(self, overload: str, dtype: torch.dtype | str) -> bool:
         """Whether a ``dtype`` result's disagreement with CPU may be arbitrated against the call
@@ -489,6 +499,7 @@ def _argument_names(ov: Any) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- tolerances
 
 _TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "scale", "nonfinite",
+             "nonfinite_inputs",
              "grad_error_factor", "arbitrate", "reason"}
 
 
@@ -512,6 +523,7 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
         line = entry.get(LINE)
         if ("rtol" in entry) != ("atol" in entry) or not (
                 "rtol" in entry or "scale_ulps" in entry or "nonfinite" in entry
+                or "nonfinite_inputs" in entry
                 or "grad_error_factor" in entry or "arbitrate" in entry):
             raise InputError("a tolerance entry needs both 'rtol' and 'atol', or 'scale_ulps', "
                              "'nonfinite', 'grad_error_factor' or 'arbitrate'", file=file,
@@ -522,8 +534,9 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
         if "scale" in entry and (entry["scale"] != "all_inputs" or "scale_ulps" not in entry):
             raise InputError("'scale' must be 'all_inputs', beside 'scale_ulps'", file=file,
                              line=line)
-        if entry.get("nonfinite", "unspecified") != "unspecified":
-            raise InputError("'nonfinite' must be 'unspecified'", file=file, line=line)
+        for key in ("nonfinite", "nonfinite_inputs"):
+            if entry.get(key, "unspecified") != "unspecified":
+                raise InputError(f"'{key}' must be 'unspecified'", file=file, line=line)
         for key in ("rtol", "atol"):
             value = entry.get(key, 0)
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
@@ -558,6 +571,7 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
                                  reason=entry["reason"].strip(), file=file, line=line,
                                  scale_ulps=ulps,
                                  nonfinite_unspecified="nonfinite" in entry,
+                                 nonfinite_inputs_unspecified="nonfinite_inputs" in entry,
                                  grad_error_factor=None if factor is None else float(factor),
                                  scale_everywhere="scale" in entry,
                                  no_arbitration="arbitrate" in entry))

@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     backend = resolve(args.backend, without=without, touch=False)  # static: no device work
     db = load_db(args.native_functions)
     cov = static_coverage(db, backend=backend.name, dispatch_key=backend.dispatch_key)
-    text = json.dumps(cov, indent=1) + "\n"
+    # compact: the C encoder (indent= falls back to the pure-Python one, 0.12 s for 3,000 rows)
+    text = json.dumps(cov, separators=(",", ":")) + "\n"
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as fh:

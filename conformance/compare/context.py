@@ -355,6 +355,11 @@ class Context:
         fn = getattr(self.tolerance_fn, "nonfinite_unspecified", None)
         return bool(fn(overload, dtype)) if fn is not None else False
 
+    def nonfinite_inputs_unspecified(self, overload: str, dtype: torch.dtype) -> bool:
+        """The tolerance data's ``nonfinite_inputs: unspecified`` (False for a plain function)."""
+        fn = getattr(self.tolerance_fn, "nonfinite_inputs_unspecified", None)
+        return bool(fn(overload, dtype)) if fn is not None else False
+
     def arbitrates(self, overload: str, dtype: torch.dtype) -> bool:
         """Whether the tolerance data lets a disagreement be arbitrated against float64 (no
         ``arbitrate: false``; True for a plain function)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from conformance.core.backends import Backend
 from conformance.core.call import Call
-from conformance.repro.common import bringup_lines, op_call, tensor_literal, value_text
+from conformance.repro.common import bringup_lines, call_body, tensor_literal, value_text
 
 _SHOW_GRADS = '''def show(device):
     try:
@@ -34,7 +34,6 @@ def autograd_snippet(call: Call, backend: Backend, note: str | None) -> str:
     """The repro of an ``autograd`` example: leaves that require grad, the forward on clones
     of them, and the backward of the same upstream gradient on CPU and on the device."""
     from conformance.compare.gradients import grad_leaves
-    from conformance.core.call import written_results
 
     sig = call.sig
     leaves = {label: t for _, label, t in grad_leaves(call)}
@@ -57,16 +56,7 @@ def autograd_snippet(call: Call, backend: Backend, note: str | None) -> str:
             return f"inputs[{name!r}].clone()"
         return value_text(value, name not in call.on_cpu)
 
-    written = [n for n in written_results(sig) if n in dict(call.values)]
-    if written:  # it returns nothing: its results are the arguments it writes
-        given = dict(call.values)
-        for name in written:
-            lines.append(f"    {name} = {text(name, given[name])}")
-        lines.append(f"    {op_call(call, lambda n, v: n if n in written else text(n, v))}")
-        parts = [f"*{n}" if isinstance(given[n], list) else n for n in written]
-        lines.append(f"    out = [{', '.join(parts)}]")
-    else:
-        lines.append(f"    out = {op_call(call, text)}")
+    lines += call_body(call, text, to="out")
     lines.append("    return out, inputs")
     lines += ["", _SHOW_GRADS, 'show("cpu")', f"show({backend.device!r})"]
     return "\n".join(lines) + "\n"

@@ -113,6 +113,26 @@ SHOW = '''def show(device):
 '''
 
 
+def call_body(call: Call, text: Callable[[str, Any], str], *, to: str = "return") -> list[str]:
+    """The lines of ``call(device)``'s body: the op called with each argument written by
+    ``text(name, value)``, its results returned (``to="out"``: assigned to ``out``); for an
+    overload that returns nothing and writes its arguments (``_foreach_neg_``,
+    ``_foreach_add.Scalar_out``), those arguments, flattened, which is what the value checks
+    compared (a snippet printing ``None`` on both sides reproduces nothing)."""
+    from conformance.core.call import written_results
+
+    lead = "return " if to == "return" else f"{to} = "
+    given = dict(call.values)
+    written = [n for n in written_results(call.sig) if n in given]
+    if not written:
+        return [f"    {lead}{op_call(call, text)}"]
+    lines = [f"    {name} = {text(name, given[name])}" for name in written]
+    lines.append(f"    {op_call(call, lambda n, v: n if n in written else text(n, v))}")
+    parts = [f"*{n}" if isinstance(given[n], list) else n for n in written]
+    lines.append(f"    {lead}[{', '.join(parts)}]  # the arguments it wrote")
+    return lines
+
+
 def op_call(call: Call, text: Callable[[str, Any], str]) -> str:
     """``torch.ops.aten.X.Y(...)`` with the call's arguments, each written by ``text(name,
     value)``: positional until the first keyword-only or omitted argument, keywords after."""

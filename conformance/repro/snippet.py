@@ -13,7 +13,7 @@ from conformance.inputs.inplace_forms import InplaceCall
 from conformance.inputs.layouts import LayoutCall
 from conformance.inputs.out_forms import OutCall
 from conformance.repro.autograd import autograd_snippet
-from conformance.repro.common import SHOW, bringup_lines, op_call, value_text
+from conformance.repro.common import SHOW, bringup_lines, call_body, value_text
 from conformance.repro.inplace import inplace_snippet
 from conformance.repro.layouts import layout_snippet
 from conformance.repro.out import out_snippet
@@ -42,7 +42,7 @@ def snippet(call: Call, backend: Backend, *, note: str | None = None) -> str:
         lines.append(f"# {note}")
     lines.append(f"# {sig.name}: {sig.schema_str}")
     lines.append("def call(device):")
-    lines.append(f"    return {op_call(call, lambda name, value: value_text(value, name not in call.on_cpu))}")
+    lines += call_body(call, lambda name, value: value_text(value, name not in call.on_cpu))
     lines.append("")
     lines.append(SHOW)
     lines.append('show("cpu")')

@@ -295,3 +295,28 @@ def test_arbitrate_accepts_only_false(tmp_path, value):
         load_tolerances(path)
     path.write_text("- names: [nextafter]\n  arbitrate: false\n  reason: r\n")
     assert not load_tolerances(path).arbitrates("nextafter", torch.float32)
+
+
+def test_complex_pow_of_a_non_finite_operand_is_left_open_and_counted():
+    """torch_xla's answers: (-4-2j) ** (-inf-4.43j) and (inf-2.37j) ** -3 are NaN+NaNj where CPU
+    says 0: C99 gives cpow no special values, so elements fed by a non-finite operand are
+    unspecified (``nonfinite_inputs: unspecified``), counted; an element of finite operands that
+    differs still fails."""
+    call = _call("pow.Tensor_Tensor",
+                 self=torch.tensor([-4 - 2j, complex(INF, -2.37), 2 + 1j], dtype=torch.complex128),
+                 exponent=torch.tensor([complex(-INF, -4.43), -3, 2], dtype=torch.complex128))
+    cpu = call.run("cpu")
+    assert cpu[0] == 0 and cpu[1] == 0
+    xla = cpu.clone()
+    xla[:2] = complex(NAN, NAN)
+    ctx = _judge(call, xla)
+    (category, line), = ctx.infos
+    assert category == VALUE_UNSPECIFIED and "fed by an inf or NaN input" in line
+    assert ctx.info_elements[VALUE_UNSPECIFIED] == 2
+    wrong = xla.clone()
+    wrong[2] = 3 + 4j + 1e-3  # (2+1j)**2 = 3+4j: off at finite operands
+    with pytest.raises(CheckFailure, match="1 / 3|1 of 3"):
+        _judge(call, wrong)
+    real = _call("pow.Tensor_Tensor", self=torch.tensor([INF, 2.0]), exponent=torch.tensor([-3.0, 2.0]))
+    with pytest.raises(CheckFailure):  # not a complex pow: real pow's special values are C99's
+        _judge(real, torch.tensor([NAN, 4.0]))
