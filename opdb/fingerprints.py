@@ -106,7 +106,8 @@ def split_key(key: str, category: str | None = None) -> tuple[str, tuple[str, ..
 _SYSTEM_FRAME = re.compile(
     r"\((?:libc\.so[.\d]*|libpthread\.so[.\d]*|libstdc\+\+\.so[.\d]*|libgcc_s\.so[.\d]*|"
     r"ld-linux[-\w.]*|libm\.so[.\d]*|libpython[\d.]*\.so[.\d]*|python[\d.]*|libffi\.so[.\d]*)"
-    r"\)$|^\?\?(?: \(.*\))?$|^(?:__GI_|__libc_|__pthread_|_PyEval_|_PyObject_|_Py_|Py[A-Z])")
+    r"\)$|^\?\?(?: \(.*\))?$|^(?:__GI_|__libc_|__pthread_|_Py|Py[A-Z]|cfunction_|"
+    r"method_vectorcall|slot_tp_|pymain_)")
 
 
 #: Top frames that name a crash's cause: two crashes with the same first ones (system frames
