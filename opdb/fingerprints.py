@@ -98,3 +98,33 @@ def split_key(key: str, category: str | None = None) -> tuple[str, tuple[str, ..
     if not m:
         return head, ()
     return head[:m.start()], tuple(d for d in m.group(1).split(",") if d)
+
+
+#: Frames of the C library, the C++ runtime, the dynamic loader and the interpreter's own
+#: evaluation loop: where a fault lands or an abort is raised (``__memmove_avx_unaligned_erms``,
+#: ``raise``, ``std::terminate``), the same for every root cause, so not part of a crash's key.
+_SYSTEM_FRAME = re.compile(
+    r"\((?:libc\.so[.\d]*|libpthread\.so[.\d]*|libstdc\+\+\.so[.\d]*|libgcc_s\.so[.\d]*|"
+    r"ld-linux[-\w.]*|libm\.so[.\d]*|libpython[\d.]*\.so[.\d]*|python[\d.]*|libffi\.so[.\d]*)"
+    r"\)$|^\?\?(?: \(.*\))?$|^(?:__GI_|__libc_|__pthread_|_Py|Py[A-Z]|cfunction_|"
+    r"method_vectorcall|slot_tp_|pymain_)")
+
+
+#: Top frames that name a crash's cause: two crashes with the same first ones (system frames
+#: left out) are one root cause (a resize that memcpys onto device pages, a recursion).
+CRASH_KEY_FRAMES = 3
+
+
+def is_system_frame(frame: str) -> bool:
+    """Whether a frame as the replay records it (``name (library or file)``) is the C
+    library's, the C++ runtime's, the loader's or the interpreter's (see ``_SYSTEM_FRAME``)."""
+    return _SYSTEM_FRAME.search(frame) is not None
+
+
+def crash_key(frames: Iterable[str]) -> str:
+    """A crash's cause: its first :data:`CRASH_KEY_FRAMES` frames that are not system frames,
+    innermost first, joined by `` < `` (``""``: no frames were captured). The frames come from
+    the crash replay (``conformance.pytest_plugin.backtraces``: gdb's native backtrace, else
+    faulthandler's Python stack), names without arguments, as ``name (library)``."""
+    own = [f for f in frames if not is_system_frame(f)]
+    return " < ".join(own[:CRASH_KEY_FRAMES])

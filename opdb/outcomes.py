@@ -236,9 +236,19 @@ SKIP_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "harness_error": "a bug in the harness itself, reported rather than hidden",
 })
 
+#: A crash, on a backend whose memory is not host memory, of an op whose ATen composite reads
+#: its tensors through host pointers (``opdb/data/host_composites.yaml``). ``unsupported``, not
+#: ``fail``: the backend computed nothing wrong with a kernel of its own; it has none, and the
+#: composite every backend inherits cannot work on its memory: what it needs is what a
+#: ``missing_kernel`` needs, a kernel of its own for the op (``missing_op`` names it). Not a bare
+#: ``crash`` either: the cause is known and is not the backend's code.
+HOST_COMPOSITE = "host_composite"
+
 #: Categories of ``unsupported``.
 UNSUPPORTED_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "missing_kernel": "the dispatcher has no kernel for the backend",
+    HOST_COMPOSITE: "ATen's composite reads host memory, the backend's is not: the process died; "
+                    "the backend needs its own kernel for the op",
 })
 
 #: The backend's device was unusable after a call raised (a sticky error: CUDA's device-side

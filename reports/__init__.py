@@ -6,6 +6,7 @@ The pandas entry point (see docs/reports.md)::
     df = reports.load("results.jsonl")            # one row per verdict record
     df[df.verdict == "fail"].groupby("check").size()
     reports.cause_table(df)                       # failures grouped by fingerprint
+    reports.crash_table(df)                       # crashes grouped by their top frames
 
     reports.write_html(results=["results.jsonl"], output="report.html",
                        coverage="coverage.json")   # coverage optional
@@ -22,6 +23,7 @@ from reports.html import write_html
 from reports.results import DTYPES, ResultsWarning, read
 from reports.tables import (
     cause_table,
+    crash_table,
     dtype_table,
     failure_table,
     latest,
@@ -33,6 +35,7 @@ __all__ = [
     "DTYPES",
     "ResultsWarning",
     "cause_table",
+    "crash_table",
     "dtype_table",
     "failure_table",
     "latest",

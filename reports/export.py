@@ -7,10 +7,12 @@
   supports that the backend refuses) comma-separated strings.
 * ``csv`` and ``parquet``, ``--table causes``: the by-cause table
   (:func:`reports.tables.cause_table`), ``checks``, ``dtypes`` and ``overload_names``
-  comma-separated.
+  comma-separated; ``--table crashes``: crashes by their top frames
+  (:func:`reports.tables.crash_table`), ``checks`` and ``overload_names`` comma-separated,
+  ``frames`` a JSON list.
 * ``json``: one object ``{"format", "version", "runs", "sources", "warnings", "universe",
-  "summary", "causes", "dtype_gaps", "overloads", "verdicts"}`` — strict JSON (no NaN:
-  missing values are ``null``).
+  "summary", "causes", "crashes", "dtype_gaps", "overloads", "verdicts"}`` — strict JSON (no
+  NaN: missing values are ``null``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 FORMATS = ("html", "csv", "json", "parquet")
 
 #: The tables ``--format csv|parquet`` can write (``--table``); ``json`` holds them all.
-TABLES = ("verdicts", "causes")
+TABLES = ("verdicts", "causes", "crashes")
 
 
 def flat_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -49,6 +51,8 @@ def flat_table(df: pd.DataFrame) -> pd.DataFrame:
     out["dtype_support"] = [json.dumps(s, sort_keys=False) for s in out["dtype_support"]]
     if "failures" in out:
         out["failures"] = [json.dumps(list(f), sort_keys=False) for f in out["failures"]]
+    if "frames" in out:
+        out["frames"] = [json.dumps(list(f)) for f in out["frames"]]
     if "tags" in out:
         out["tags"] = [",".join(t) for t in out["tags"]]
     return out
@@ -62,6 +66,18 @@ def flat_causes(df: pd.DataFrame) -> pd.DataFrame:
     out = cause_table(df)
     for col in ("checks", "dtypes", "overload_names"):
         out[col] = [",".join(v) for v in out[col]]
+    return out
+
+
+def flat_crashes(df: pd.DataFrame) -> pd.DataFrame:
+    """Crashes by their top frames (:func:`reports.tables.crash_table`) made flat: ``checks``
+    and ``overload_names`` comma-separated, ``frames`` a JSON list."""
+    from reports.tables import crash_table
+
+    out = crash_table(df)
+    for col in ("checks", "overload_names"):
+        out[col] = [",".join(v) for v in out[col]]
+    out["frames"] = [json.dumps(list(f)) for f in out["frames"]]
     return out
 
 
@@ -91,7 +107,7 @@ def _clean(value: Any) -> Any:
 
 def json_document(df: pd.DataFrame, ann: Annotations) -> dict[str, Any]:
     from reports.page import page_data
-    from reports.tables import cause_table, latest, overload_table
+    from reports.tables import cause_table, crash_table, latest, overload_table
 
     data = page_data(df, ann)
     cur = latest(df)
@@ -101,6 +117,7 @@ def json_document(df: pd.DataFrame, ann: Annotations) -> dict[str, Any]:
     verdicts = [dict(zip(verdict_cols, row, strict=True))
                 for row in cur[verdict_cols].itertuples(index=False)]
     causes = cause_table(cur).to_dict(orient="records")
+    crashes = crash_table(cur).to_dict(orient="records")
     return _clean({
         "format": "opconform-report",
         "version": 1,
@@ -112,6 +129,7 @@ def json_document(df: pd.DataFrame, ann: Annotations) -> dict[str, Any]:
         "columns": data["columns"],
         "summary": data["summary"],
         "causes": causes,
+        "crashes": crashes,
         "dtype_gaps": data["dtype_gaps"],
         "overloads": table.to_dict(orient="records"),
         "verdicts": verdicts,
@@ -136,7 +154,7 @@ def write(df: pd.DataFrame, ann: Annotations, fmt: str, output: str, *,
     """Write ``df`` as ``fmt`` (csv, json, parquet) to ``output`` (``-``: stdout, not parquet);
     ``table`` (:data:`TABLES`) picks what csv and parquet hold — json holds every table."""
     check_table(fmt, table)
-    flat = flat_causes if table == "causes" else flat_table
+    flat = {"causes": flat_causes, "crashes": flat_crashes}.get(table, flat_table)
     if fmt == "parquet":
         if output == "-":
             raise InputError("--format parquet cannot be written to stdout; give -o FILE")

@@ -20,6 +20,7 @@ from reports.tables import (
     column_keys,
     column_of,
     count,
+    crash_table,
     dtype_gaps,
     failure_table,
     latest,
@@ -252,6 +253,8 @@ def page_data(
         # failures grouped by fingerprint (reports.tables.cause_table); texts index `strings`
         "causes": causes_data(causes, failures, strings,
                               multi_backend=cur["backend"].fillna("").nunique() > 1),
+        # crash verdicts grouped by their top frames (reports.tables.crash_table)
+        "crashes": crashes_data(crash_table(cur)),
         "missing_variants": [dict(x) for x in ann.missing_variants],
         "missing_backward": [dict(x) for x in ann.missing_backward],
         "backward_parity": backward_parity(cur, ann),
@@ -320,6 +323,24 @@ def causes_data(causes: pd.DataFrame, failures: pd.DataFrame, strings: Any, *,
             "reason": strings(c.reason), "repro": strings(c.repro),
             "repro_at": [c.repro_overload, column(c.backend, c.repro_check)],
             "members": [[name, members[name]] for name in sorted(members)],
+        })
+    return out
+
+
+def crashes_data(crashes: pd.DataFrame, *, names: int = 20) -> list[dict[str, Any]]:
+    """The crashes-by-frames panel's rows (:func:`reports.tables.crash_table`, same order):
+    ``backend``, ``cause`` (``""``: no frames), ``frames_by``, ``crashes``, ``overloads``,
+    ``checks``, the first ``names`` overload names (``more``: how many are left out), the
+    first crash's ``frames`` and ``message``."""
+    out = []
+    for c in crashes.itertuples(index=False):
+        out.append({
+            "backend": c.backend, "cause": c.cause,
+            "frames_by": c.frames_by if isinstance(c.frames_by, str) else None,
+            "crashes": int(c.crashes), "overloads": int(c.overloads), "checks": list(c.checks),
+            "overload_names": list(c.overload_names[:names]),
+            "more": max(0, len(c.overload_names) - names),
+            "frames": list(c.frames), "message": c.message,
         })
     return out
 

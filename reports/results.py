@@ -30,7 +30,7 @@ BAD_VERDICTS: frozenset[str] = outcomes.BAD_VERDICTS
 VERDICT_FIELDS: tuple[str, ...] = (
     "overload", "check", "backend", "verdict", "category", "message", "missing_op",
     "examples", "duration_s", "seed", "torch_version", "repro", "expected", "dtypes",
-    "dtype_support", "failures",
+    "dtype_support", "failures", "frames", "frames_by",
 )
 
 #: Fields of one entry of a verdict's ``failures`` (every distinct failure the search found).
@@ -145,6 +145,10 @@ def normalize_verdict(obj: Mapping[str, Any]) -> dict[str, Any]:
         "dtypes": _dtype_counts(obj.get("dtypes")),
         "dtype_support": _dtype_support(obj.get("dtype_support")),
         "failures": _failures(obj.get("failures")),
+        # a crash's top frames, innermost first, and what gave them (gdb, faulthandler)
+        "frames": tuple(str(f) for f in obj["frames"]) if isinstance(obj.get("frames"),
+                                                                      (list, tuple)) else (),
+        "frames_by": _text(obj.get("frames_by")),
     }
     if isinstance(obj.get("dtype"), str):  # a check that records one verdict per dtype
         rec["dtype"] = obj["dtype"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opdb import outcomes
-from opdb.fingerprints import failure_key
+from opdb.fingerprints import crash_key, failure_key
 from reports.ops import Annotations, annotate
 from reports.results import DTYPES, TESTED_VERDICTS, VERDICT_FIELDS, Results, read
 
@@ -396,3 +396,50 @@ def cause_table(df: pd.DataFrame, failures: pd.DataFrame | None = None) -> pd.Da
     out = out.assign(_n=-out["new"], _f=-out["failures"], _o=-out["overloads"])
     out = out.sort_values(["_n", "_f", "_o", "key"], kind="stable")
     return out[list(CAUSE_COLUMNS)].reset_index(drop=True)
+
+
+#: Columns of :func:`crash_table`, in order (docs/reports.md, "Crashes by top frames").
+CRASH_COLUMNS: tuple[str, ...] = (
+    "backend", "cause", "frames_by", "crashes", "overloads", "checks", "overload_names",
+    "frames", "message", "repro", "repro_overload", "repro_check",
+)
+
+
+def crash_table(df: pd.DataFrame) -> pd.DataFrame:
+    """``crash`` verdicts (latest record per cell) grouped by cause: one row per (backend,
+    :func:`opdb.fingerprints.crash_key` of the record's ``frames``), the top frames the crash
+    replay captured (gdb's native frames, else faulthandler's Python ones; ``frames_by`` says
+    which, the first seen). ``cause`` is ``""`` for crashes without frames (not replayed, no
+    side died alone, or a file from before the field). ``crashes`` counts the verdicts,
+    ``overloads`` the distinct overloads; ``checks`` and ``overload_names`` first seen first;
+    ``frames`` and ``message`` the first crash's; ``repro`` the shortest, and where it is from.
+    Most crashes first, then most overloads, then by cause, crashes without frames last."""
+    import pandas as pd
+
+    cur = latest(df)
+    crashes = cur[cur["verdict"] == "crash"]
+    if not len(crashes):
+        return pd.DataFrame(columns=list(CRASH_COLUMNS))
+    frames = crashes["frames"] if "frames" in crashes else pd.Series([()] * len(crashes))
+    by = crashes["frames_by"] if "frames_by" in crashes else pd.Series([None] * len(crashes))
+    f = pd.DataFrame({
+        "backend": crashes["backend"].fillna("").to_numpy(),
+        "cause": [crash_key(fr if isinstance(fr, tuple) else ()) for fr in frames],
+        "frames_by": list(by), "frames": [fr if isinstance(fr, tuple) else () for fr in frames],
+        "overload": crashes["overload"].to_numpy(), "check": crashes["check"].to_numpy(),
+        "message": crashes["message"].to_numpy(), "repro": crashes["repro"].to_numpy(),
+    })
+    f["_rlen"] = [len(r) if isinstance(r, str) else math.inf for r in f["repro"]]
+    g = f.groupby(["backend", "cause"], sort=False)
+    out = g.agg(frames_by=("frames_by", _first_text), crashes=("overload", "size"),
+                overloads=("overload", "nunique"), checks=("check", _first_seen),
+                overload_names=("overload", _first_seen), frames=("frames", "first"),
+                message=("message", "first"))
+    shortest = f.loc[g["_rlen"].idxmin().to_numpy(), ["repro", "overload", "check"]]
+    out["repro"] = shortest["repro"].to_numpy()
+    out["repro_overload"] = shortest["overload"].to_numpy()
+    out["repro_check"] = shortest["check"].to_numpy()
+    out = out.reset_index()
+    out = out.assign(_none=out["cause"] == "", _c=-out["crashes"], _o=-out["overloads"])
+    out = out.sort_values(["_none", "_c", "_o", "cause"], kind="stable")
+    return out[list(CRASH_COLUMNS)].reset_index(drop=True)

@@ -8,7 +8,7 @@ import warnings
 from typing import Any
 
 FORMATS = ("html", "csv", "json", "parquet")
-TABLES = ("verdicts", "causes")
+TABLES = ("verdicts", "causes", "crashes")
 
 
 def register(subparsers: Any) -> None:
@@ -38,8 +38,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", choices=FORMATS, default="html")
     p.add_argument("--table", choices=TABLES, default=None,
                    help="the table --format csv|parquet writes: verdicts (one row per verdict, "
-                        "the default) or causes (failures grouped by fingerprint across "
-                        "overloads: the report's by-cause view); json holds both")
+                        "the default), causes (failures grouped by fingerprint across "
+                        "overloads: the report's by-cause view) or crashes (crash verdicts "
+                        "grouped by their top native frames); json holds them all")
     p.add_argument("--title", help="page title (html)")
     p.set_defaults(func=run)
 

@@ -246,10 +246,14 @@ class Context:
         return False
 
     def stop_if_unsupported(self, exc: BaseException, call: Call | None) -> None:
-        """A backend call raised ``exc``: a missing kernel ends the run as ``unsupported``; a
-        device left unusable ends it as a ``crash`` (:meth:`device_alive`); else it returns."""
+        """A backend call raised ``exc``: a missing kernel of the backend ends the run as
+        ``unsupported``; a device left unusable ends it as a ``crash`` (:meth:`device_alive`);
+        else it returns. The dispatcher's message names a dispatch key: a kernel missing for
+        another key (``'CPU'``: a CPU fallback copying back into a CPU ``out=`` through
+        ``_copy_from_and_resize``) is the backend refusing the call, judged as any error
+        (:meth:`Backend.owns_key`), never a kernel the backend lacks."""
         missing = missing_op_from(exc)
-        if missing is not None:
+        if missing is not None and self.backend.owns_key(missing[1]):
             stop = Abort("unsupported", "missing_kernel",
                          f"no kernel for '{missing[0]}' on {self.backend.name} "
                          f"({error_line(exc)})", missing_op=missing[0])

@@ -57,6 +57,12 @@ class Backend:
       likes, ``stride()`` is a contiguous stand-in) does not promise them: the ``noncontiguous``
       check then notes a difference (``strides_informational``). A vendor module says so with
       ``STRIDES = False``.
+    - ``host_memory``: the device's tensors live in host memory (``cpu``, the reference
+      ``mlu``'s NumPy arrays; a vendor module says so with ``HOST_MEMORY = True``). Where
+      they do not (CUDA, XPU, MPS, XLA, a vendor's device memory, ``meta``'s none), an ATen
+      composite that reads its tensors through host pointers (``opdb/data/host_composites.yaml``)
+      kills the process: that crash is a kernel the backend needs
+      (``unsupported``/``host_composite``), not a bare crash.
     - ``assumes``: what the backend declares it does on purpose where CPU does otherwise
       (``ftz``, ``tf32``, ``half_accumulation``: ``opdb/data/backend_properties.yaml``), from
       ``--assume`` and a vendor module's ``ASSUMES``. The value comparison honours each
@@ -73,18 +79,31 @@ class Backend:
     installs: bool = False
     lazy: bool = False
     strides: bool = True
+    host_memory: bool = False
     assumes: frozenset[str] = frozenset()
 
     @property
     def is_cpu(self) -> bool:
         return self.device == "cpu"
 
+    def owns_key(self, key: str) -> bool:
+        """Whether a dispatch key a missing-kernel message names is this backend's: its own key
+        or device name (``CUDA``, ``PrivateUse1`` or its renamed ``mlu``), with a functionality
+        prefix (``SparseCUDA``, ``AutogradPrivateUse1``), or ``*`` (ATen's override-me stub,
+        every backend's). Another key's (``CPU``, named by a backend's fallback that copied its
+        tensors to CPU and called an op CPU lacks) is a refusal of the backend's own kernel or
+        fallback, not a kernel the backend lacks: the error is judged as any other."""
+        if key == "*":
+            return True
+        low = key.lower()
+        return any(low.endswith(own.lower()) for own in (self.dispatch_key, self.device))
+
 
 #: The backends named by a word (besides ``mlu`` and ``privateuse1:MODULE``), as resolved when
 #: available. A record with a ``module`` is brought up by importing it (``xla``: torch_xla, whose
 #: ``PJRT_DEVICE`` environment variable picks CPU, TPU or CUDA).
 BUILTIN: dict[str, Backend] = {
-    "cpu": Backend("cpu", "cpu", "CPU", fork_safe=True),
+    "cpu": Backend("cpu", "cpu", "CPU", fork_safe=True, host_memory=True),
     "meta": Backend("meta", "meta", "Meta", host_values=False, fork_safe=True),
     "cuda": Backend("cuda", "cuda", "CUDA"),
     "mps": Backend("mps", "mps", "MPS"),
@@ -145,7 +164,7 @@ def _resolve(name: str, *, without: tuple[str, ...] | None, touch: bool) -> Back
     if lower == "mlu":
         return bring_up(Backend(
             name="mlu", device="mlu", dispatch_key="PrivateUse1", module="kernels", without=without,
-            installs=True, fork_safe=True,  # NumPy arrays in host memory
+            installs=True, fork_safe=True, host_memory=True,  # NumPy arrays in host memory
         ), touch=touch)
     if lower.startswith("privateuse1:"):
         return bring_up(_vendor(key), touch=touch)
@@ -178,7 +197,7 @@ def _builtin(record: Backend) -> Backend:
 
 def _vendor(key: str) -> Backend:
     """``privateuse1:MODULE``: the module imported; what it declares (``FORK_SAFE``, ``LAZY``,
-    ``STRIDES``, ``ASSUMES``, an ``install()``) is its record."""
+    ``STRIDES``, ``HOST_MEMORY``, ``ASSUMES``, an ``install()``) is its record."""
     import torch
 
     from opdb.properties import parse_assumes
@@ -196,6 +215,7 @@ def _vendor(key: str) -> Backend:
                    installs=callable(getattr(module, "install", None)),
                    lazy=getattr(module, "LAZY", False) is True,
                    strides=getattr(module, "STRIDES", True) is not False,
+                   host_memory=getattr(module, "HOST_MEMORY", False) is True,
                    assumes=parse_assumes(",".join(getattr(module, "ASSUMES", ())),
                                          option=f"{modname}.ASSUMES"))
 

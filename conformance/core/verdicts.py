@@ -45,7 +45,9 @@ def missing_op_from(exc: BaseException) -> tuple[str, str] | None:
     """``(overload, backend)`` named by the dispatcher's missing-kernel error, else ``None``.
 
     ``aten::add.Tensor`` -> ``add.Tensor``; ``aten::abs`` -> ``abs`` (the default overload).
-    ATen's override-me stub (:data:`_OVERRIDE_STUB`) names no key: ``(op, "*")``.
+    ATen's override-me stub (:data:`_OVERRIDE_STUB`) names no key: ``(op, "*")``. The key is
+    whose kernel is missing: a backend call's error naming another key (``'CPU'``) is no kernel
+    the backend lacks (callers ask :meth:`conformance.core.backends.Backend.owns_key`).
     """
     if not isinstance(exc, NotImplementedError):
         return None

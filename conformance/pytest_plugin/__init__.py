@@ -6,8 +6,8 @@ This module is the plugin pytest registers: it re-exports the module-level hooks
 finds by name here (a new hook in ``hooks`` or ``options`` is a new line below). Inside the
 package imports run one way: ``hooks`` -> ``inapplicable`` -> ``items`` -> ``session``,
 ``isolation``, ``watchdog`` -> ``records``; ``session`` also imports ``options`` and ``crashes``;
-``progress`` imports ``records`` and ``inapplicable``; ``options``, ``records`` and ``crashes``
-import no sibling.
+``progress`` imports ``records`` and ``inapplicable``; ``crashes`` imports ``backtraces``;
+``options``, ``records`` and ``backtraces`` import no sibling.
 
 Without ``--backend NAME`` the plugin does nothing. With it the session gains one test item per
 (overload, check), id ``add.Tensor::promotion``; ``-k``, ``-x``, ``--lf``, ``--junitxml`` and

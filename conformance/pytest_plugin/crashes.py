@@ -6,11 +6,20 @@ verdict is given, the call the in-flight marker recorded is replayed from its re
 two fresh interpreters, one running only the CPU side, one only the backend side, and the verdict
 follows who crashes alone:
 
-* the backend side crashes alone -> ``crash`` (the backend's);
-* only the CPU side crashes -> ``skip`` / ``cpu_crashed`` (the oracle's, not a verdict on the
-  backend);
+* the backend side crashes alone, CPU's does not -> ``crash`` (the backend's), or, for an op
+  whose ATen composite reads host memory (``opdb/data/host_composites.yaml``) on a backend whose
+  memory is not (``Backend.host_memory`` false), ``unsupported`` / ``host_composite``: the
+  backend needs its own kernel for it;
+* the CPU side crashes alone, whether the backend's does too or not -> ``skip`` /
+  ``cpu_crashed``: the oracle's call kills a process, so there is no answer to hold the backend
+  to (when both die, the message says so);
 * neither crashes alone -> ``crash`` that says so: the death depended on what ran before it in
   that process, so the attribution is open.
+
+Beside the two replays the backend's side runs once more to see where it dies
+(:mod:`conformance.pytest_plugin.backtraces`: gdb's native frames where gdb is there, else
+faulthandler's Python stack); when its replay crashed, the record keeps the top ``frames`` and
+what gave them (``frames_by``), by which the report groups crashes.
 
 Also :func:`settle_orphan` and the ``-n 0`` sentinel (:func:`main`): a run without worker
 processes dies with the backend; a small watcher process then says what was running, replays
@@ -30,8 +39,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from conformance.pytest_plugin import backtraces
+from opdb.outcomes import HOST_COMPOSITE
+
 if TYPE_CHECKING:
     from conformance.store.expectations import Expectations
+    from opdb.hostmemory import HostComposite
 
 
 #: Seconds a replay may take (one interpreter start, the backend's import, one call).
@@ -75,29 +88,70 @@ def replay(repro: str, side: str, *, timeout: float = REPLAY_TIMEOUT,
         return "timeout"
 
 
-def attribute(marker: Mapping[str, Any], *, device: str, timeout: float = REPLAY_TIMEOUT,
-              cwd: str | os.PathLike[str] | None = None) -> dict[str, str] | None:
-    """Replay the marker's call, CPU alone and backend alone, side by side.
+#: The verdict of a crash that ``opdb/data/host_composites.yaml`` explains (its category's
+#: line in ``opdb/outcomes.py`` says why ``unsupported``).
+HOST_COMPOSITE_VERDICT = "unsupported"
 
-    Returns ``{"cpu": outcome, "backend": outcome}``, or ``None`` when there is nothing to
-    replay (no call was running, or it has no repro).
+
+def host_composite(overload: str, *, host_memory: bool) -> HostComposite | None:
+    """The entry of ``overload`` among the ATen composites that read host memory, on a backend
+    whose memory is not host memory; else ``None`` (and if the data cannot be read: a crash
+    is then judged as any other)."""
+    if host_memory:
+        return None
+    from opdb.errors import InputError
+    from opdb.hostmemory import load_host_composites
+
+    try:
+        return load_host_composites().get(overload)
+    except InputError:
+        return None
+
+
+def attribute(marker: Mapping[str, Any], *, device: str, timeout: float = REPLAY_TIMEOUT,
+              cwd: str | os.PathLike[str] | None = None
+              ) -> tuple[dict[str, str] | None, dict[str, Any]]:
+    """Replay the marker's call, CPU alone and backend alone, side by side, and, beside them,
+    the backend's side once more to see where it dies (:func:`backtraces.capture`: gdb, else
+    faulthandler; alongside, so a crash costs the slowest of the runs, not their sum).
+
+    Returns ``({"cpu": outcome, "backend": outcome}, {"frames": [...], "frames_by": "gdb"})``
+    — the frames only when the backend's call crashed in the replay and frames came — or
+    ``(None, {})`` when there is nothing to replay (no call was running, or it has no repro).
     """
     repro = marker.get("repro")
     if not repro or not marker.get("call"):
-        return None
-    with ThreadPoolExecutor(2) as pool:
+        return None, {}
+    with ThreadPoolExecutor(3) as pool:
         cpu = pool.submit(replay, repro, "cpu", timeout=timeout, cwd=cwd)
         backend = pool.submit(replay, repro, device, timeout=timeout, cwd=cwd)
-        return {"cpu": cpu.result(), "backend": backend.result()}
+        where = pool.submit(backtraces.capture, one_side(repro, device), cwd=cwd)
+        replayed = {"cpu": cpu.result(), "backend": backend.result()}
+        got = where.result()
+    if got is None or not replayed["backend"].startswith("crashed"):
+        return replayed, {}
+    return replayed, {"frames": list(got.frames), "frames_by": got.by}
 
 
-def judge(replayed: Mapping[str, str] | None) -> tuple[str, str | None, str]:
-    """(verdict, category, message tail) for a process that died in a backend call."""
+def judge(replayed: Mapping[str, str] | None, *, composite: HostComposite | None = None
+          ) -> tuple[str, str | None, str]:
+    """(verdict, category, message tail) for a process that died in a backend call.
+    ``composite``: the overload's entry among the ATen composites that read host memory, when
+    the backend's memory is not host memory (:func:`host_composite`)."""
     if replayed is None:
         return "crash", None, ""
     cpu, backend = replayed["cpu"], replayed["backend"]
     said = f"replayed alone in fresh processes: backend {backend}, CPU {cpu}"
+    if backend.startswith("crashed") and cpu.startswith("crashed"):
+        return ("skip", "cpu_crashed", f"; {said}: both calls kill a process alone, the "
+                                       f"oracle's too, so the death is not attributed to the "
+                                       f"backend")
     if backend.startswith("crashed"):
+        if composite is not None:
+            return (HOST_COMPOSITE_VERDICT, HOST_COMPOSITE,
+                    f"; {said}: ATen's composite for {composite.name} reads host memory and "
+                    f"the backend's memory is not host memory: the backend needs its own "
+                    f"kernel for {composite.name} ({composite.reason})")
         return "crash", None, f"; {said}"
     if cpu.startswith("crashed"):
         return ("skip", "cpu_crashed", f"; {said}: the oracle's call kills a process, so the "
@@ -205,8 +259,9 @@ def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[st
             return None
         tail += " (the run died on this item twice)"
     else:
-        replayed = attribute(marker, device=str(run.get("device")), cwd=cwd)
-        verdict, category, tail = judge(replayed)
+        replayed, where = attribute(marker, device=str(run.get("device")), cwd=cwd)
+        verdict, category, tail = judge(replayed, composite=host_composite(
+            str(marker.get("overload")), host_memory=run.get("host_memory") is not False))
         if replayed and verdict == "crash" and not replayed["backend"].startswith("crashed"):
             if not twice:
                 _not_recorded(marker_path, seen, item, say, "replayed alone, neither side crashes")
@@ -218,11 +273,13 @@ def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[st
         "message": f"the process running it died{tail}"
                    + (f"; it was running {call} on {side}" if call else ""),
         "examples": 0, "duration_s": round(time.time() - started, 3) if started else 0.0,
-        "seed": run.get("seed"), "torch_version": run.get("torch_version"), "missing_op": None,
-        "repro": marker.get("repro") if verdict == "crash" else None, "expected": None,
-        "dtypes": {}}
+        "seed": run.get("seed"), "torch_version": run.get("torch_version"),
+        "missing_op": marker.get("overload") if category == HOST_COMPOSITE else None,
+        "repro": marker.get("repro") if verdict in ("crash", HOST_COMPOSITE_VERDICT) else None,
+        "expected": None, "dtypes": {}}
     if replayed is not None:
         rec["replay"] = replayed
+        rec.update(where)
     if expectations is not None:
         rec["expected"] = expectations.reason_for(item, None, rec["message"])
     writer = ResultsWriter(results, truncate=False)

@@ -270,22 +270,35 @@ class State:
 
     def crash_record(self, marker: dict[str, Any], message: str) -> dict[str, Any]:
         """The record of a process that died in a backend call: a ``crash``, unless its call
-        replayed alone in fresh processes kills only CPU (then ``skip``/``cpu_crashed``)."""
+        replayed alone in fresh processes kills CPU (then ``skip``/``cpu_crashed``) or is an
+        ATen composite reading host memory on a backend whose memory is not
+        (``unsupported``/``host_composite``); the top frames of the backend's crash are kept
+        (``frames``, ``frames_by``)."""
         rec = lost_record(self, marker, "crash", message)
         if not self.config.getoption("--no-crash-replay") and marker.get("call"):
             # before blaming the backend: does its call kill a fresh process alone?
-            from conformance.pytest_plugin.crashes import attribute, judge
+            from conformance.pytest_plugin.crashes import (
+                HOST_COMPOSITE_VERDICT,
+                attribute,
+                host_composite,
+                judge,
+            )
 
-            replayed = attribute(marker, device=self.backend.device, cwd=self.config.rootpath)
-            rec["verdict"], rec["category"], tail = judge(replayed)
+            replayed, where = attribute(marker, device=self.backend.device,
+                                        cwd=self.config.rootpath)
+            rec["verdict"], rec["category"], tail = judge(replayed, composite=host_composite(
+                rec["overload"], host_memory=self.backend.host_memory))
             msg, sep, running = rec["message"].partition("; it was running")
             rec["message"] = msg + tail + sep + running
             rec["replay"] = replayed
+            rec.update(where)  # the top frames of the backend's crash
+            if rec["verdict"] == HOST_COMPOSITE_VERDICT:
+                rec["missing_op"] = rec["overload"]  # the kernel the backend needs
             # explained by the final message: the replay's "backend crashed (SIGABRT)" names
             # the signal even where the worker's own exit status was not known yet
             rec["expected"] = self.expectations.reason_for(
                 f"{rec['overload']}::{rec['check']}", None, rec["message"])
-            if rec["verdict"] != "crash":
+            if rec["verdict"] not in ("crash", HOST_COMPOSITE_VERDICT):
                 rec["repro"] = None
         return rec
 

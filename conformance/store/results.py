@@ -51,6 +51,8 @@ def run_record(*, backend: Any, seed: int, checks: list[str], ops: str | None,
         "backend": backend.name,
         "device": backend.device,
         "dispatch_key": backend.dispatch_key,
+        # read by a crash settled after the run died (conformance.pytest_plugin.crashes)
+        "host_memory": backend.host_memory,
         "assumes": sorted(backend.assumes),
         "probed": dict(probed or {}),
         "torch_version": torch.__version__,

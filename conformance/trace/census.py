@@ -527,8 +527,8 @@ def confirm(wl: Workload, backend: Backend, predicted: frozenset[str], traced: f
     unpredicted = tuple(n for n in rec.recording.names() if n not in traced)
     name = backend.name
     if error is not None:
-        missing = missing_op_from(error)
-        failed = missing[0] if missing else None
+        missing = missing_op_from(error)  # a kernel the backend lacks, not another key's
+        failed = missing[0] if missing and backend.owns_key(missing[1]) else None
         line = error_line(error)
         if failed is not None and failed in predicted:
             summary = (f"confirmed: the first failure on {name} ({got.phase}) is the predicted "

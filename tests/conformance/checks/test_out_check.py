@@ -262,3 +262,41 @@ def test_a_random_result_equal_to_the_old_out_is_no_unwritten_out(reference):
                       repro_fn=lambda call: snippet(call, reference))
         assert not any("was not written" in f.message for f in v.failures), (seed, v.message)
         assert v.examples > 0, v.message
+
+
+def test_a_fallback_refusing_a_cpu_out_with_a_cpu_key_message_is_no_missing_kernel(reference):
+    """A vendor's CPU fallback: the op computed on CPU, copied back with
+    ``_copy_from_and_resize(result, out)``; with ``out`` on CPU both arguments are CPU
+    tensors and the dispatcher answers "Could not run 'aten::_copy_from_and_resize' with
+    arguments from the 'CPU' backend". That refuses the device form, as it should: the item is
+    judged (here it passes), never ``unsupported`` naming an op CPU lacks (issue 25, 5a)."""
+    from kernels.registry import kernel
+
+    ref = kernel("add.out")
+    refused = []
+
+    def add_out(self, other, *, alpha=1, out):
+        if out.device.type == "cpu":  # the fallback's copy-back, as a vendor's C++ does it
+            res = torch.add(self.cpu(), other.cpu(), alpha=alpha)
+            try:
+                return torch.ops.aten._copy_from_and_resize(res, out)
+            except NotImplementedError as exc:
+                refused.append(str(exc))
+                raise
+        return ref(self, other, alpha=alpha, out=out)
+
+    v = _run_float32(_mlu_with({"add.out": add_out}), "add.out")
+    assert refused and "from the 'CPU' backend" in refused[0], "the device form never ran"
+    assert v.verdict != "unsupported" and v.missing_op is None, v.message
+    assert v.verdict == "pass", f"{v.message}\n{v.repro}"
+
+
+def test_a_missing_kernel_of_the_backend_is_still_unsupported(reference):
+    """The same fallback, its copy-back missing on the backend's own key: ``unsupported``."""
+    def add_out(self, other, *, alpha=1, out):
+        raise NotImplementedError("Could not run 'aten::_copy_from_and_resize' with arguments "
+                                  "from the 'mlu' backend. This could be because ...")
+
+    v = _run_float32(_mlu_with({"add.out": add_out}), "add.out")
+    assert (v.verdict, v.category, v.missing_op) == ("unsupported", "missing_kernel",
+                                                     "_copy_from_and_resize"), v.message

@@ -148,3 +148,17 @@ def test_a_lazy_device_is_read_back_inside_the_call(monkeypatch):
         bring_up(BUILTIN["meta"])
     call.run("meta")
     assert read == ["Tensor"] and "meta" not in call_module.LAZY_DEVICES
+
+
+@pytest.mark.parametrize(("backend", "key", "owns"), [
+    ("mlu", "mlu", True), ("mlu", "PrivateUse1", True), ("mlu", "AutogradPrivateUse1", True),
+    ("mlu", "*", True), ("mlu", "CPU", False), ("mlu", "Meta", False),
+    ("cuda", "CUDA", True), ("cuda", "SparseCUDA", True), ("cuda", "CPU", False),
+    ("meta", "Meta", True), ("cpu", "CPU", True), ("cpu", "QuantizedCPU", True),
+    ("xla", "XLA", True), ("xla", "CPU", False),
+])
+def test_a_missing_kernel_is_the_backends_only_where_its_key_is(backend, key, owns):
+    """The dispatcher's "Could not run ... from the 'K' backend" names whose kernel is missing:
+    the backend's own key (with a functionality prefix) or another's (issue 25, 5a)."""
+    record = BUILTIN.get(backend) or Backend("mlu", "mlu", "PrivateUse1")
+    assert record.owns_key(key) is owns

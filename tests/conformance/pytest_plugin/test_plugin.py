@@ -189,6 +189,12 @@ def test_xdist_results_complete_with_crash_and_timeout(tmp_path):
     # attributed by replaying the call alone, each side in a fresh process
     assert verdicts["abs::forward"]["replay"] == {"cpu": "ok", "backend": "crashed (SIGSEGV)"}
     assert "killed by SIGSEGV" in verdicts["abs::forward"]["message"]
+    # where it died: the backend's side run once more, under gdb where it is on PATH (its
+    # native frames), else with faulthandler (the kernel's Python frame)
+    assert verdicts["abs::forward"]["frames_by"] in ("gdb", "faulthandler")
+    assert verdicts["abs::forward"]["frames"], verdicts["abs::forward"]
+    if verdicts["abs::forward"]["frames_by"] == "faulthandler":
+        assert any("crashy_segfault.py" in f for f in verdicts["abs::forward"]["frames"])
     assert verdicts["add.Tensor::forward"]["verdict"] == "pass"
     ids = [line for line in proc.stdout.splitlines() if "::" in line]
     assert ids or proc.returncode == 1
