@@ -7,4 +7,4 @@ without importing a check (each imports torch).
 """
 
 #: The checks a run makes when ``--checks`` names none (each a key of ``registry.CHECKS``).
-DEFAULT_CHECKS = ("forward", "promotion", "broadcast", "dtypes", "distribution")
+DEFAULT_CHECKS = ("forward", "promotion", "broadcast", "dtypes", "distribution", "invalid")

@@ -12,6 +12,7 @@ from conformance.checks import (
     dtypes,
     forward,
     inplace,
+    invalid,
     noncontiguous,
     out,
     promotion,
@@ -30,6 +31,7 @@ CHECKS: dict[str, Check] = {
         noncontiguous.CHECK,
         out.CHECK,
         distribution.CHECK,
+        invalid.CHECK,
     )
 }
 
