@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from conformance.compare.context import Context
 
 #: Samples of the call on the backend, and on CPU (cheap: more of them tightens the bound
-#: at little cost). 256 and 2048 put the bound near 0.26 for 50 elements: a sampler that
+#: at little cost). 256 and 2048 put the bound near 0.28 for 50 elements: a sampler that
 #: never draws an outcome of probability 0.3, or draws p = 0.5 where p is 0 or 1, is found.
 BACKEND_SAMPLES = 256
 CPU_SAMPLES = 2048
