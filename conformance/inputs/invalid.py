@@ -162,16 +162,16 @@ def _mutate_value(site: Site, value: Any, values: dict[str, Any], sig: OpSignatu
     value cannot be made so (an omitted or ``None`` argument, an empty index)."""
     r = _rank(values, sig)
     kind = site.kind
+    bad = -r - 1 if low else r
     if kind == "dim" and isinstance(value, int):
-        new = -r - 1 if low else r
-        return new, f"{site.name}={new} out of range for rank {r}"
+        return bad, f"{site.name}={bad} out of range for rank {r}"
     if kind == "dims" and isinstance(value, list):
-        new = [*value, -r - 1 if low else r]
-        return new, f"{site.name}={new} out of range for rank {r}"
+        dims = [*value, bad]
+        return dims, f"{site.name}={dims} out of range for rank {r}"
     if kind == "size" and isinstance(value, list):
-        new = list(value) or [1]
-        new[pos % len(new)] = -2
-        return new, f"{site.name}={new} negative"
+        sizes = list(value) or [1]
+        sizes[pos % len(sizes)] = -2
+        return sizes, f"{site.name}={sizes} negative"
     if kind == "count" and isinstance(value, int) and not isinstance(value, bool):
         return -2, f"{site.name}=-2 negative"
     t, j = _first_tensor(value)
@@ -182,9 +182,9 @@ def _mutate_value(site: Site, value: Any, values: dict[str, Any], sig: OpSignatu
             return None
         me = _self(values, sig)
         m = max(me.shape, default=1) if me is not None else 1
-        bad = t.clone()
-        bad.view(-1)[pos % t.numel()] = -m - 1 if low else m
-        return _put(value, j, bad), f"{site.name} holds {-m - 1 if low else m}, out of range"
+        far = t.clone()
+        far.view(-1)[pos % t.numel()] = -m - 1 if low else m
+        return _put(value, j, far), f"{site.name} holds {-m - 1 if low else m}, out of range"
     if kind == "dtype":
         return _put(value, j, t.to(torch.float32)), f"{site.name} float32, not {t.dtype}"
     if kind == "shape":
