@@ -42,9 +42,27 @@ def distribution_applies(sig: OpSignature) -> str | None:
     return None
 
 
+#: Elements compared per result at most (evenly spread over a larger one: a large drawn size,
+#: 2**16 elements, would hold 2048 x 65537 CPU samples in memory; thresholds are not this
+#: check's subject).
+MAX_ELEMENTS = 256
+
+
+def _kept(t: Any) -> Any:
+    """A result tensor's elements this check compares (all, or :data:`MAX_ELEMENTS` of them)."""
+    if not isinstance(t, torch.Tensor) or t.numel() <= MAX_ELEMENTS:
+        return t
+    flat = t.detach().reshape(-1)
+    return flat[torch.linspace(0, flat.numel() - 1, MAX_ELEMENTS, device=flat.device).long()]
+
+
 def _samples(run: Callable[[Call], Any], call: Call, n: int, first: Any) -> list[list[Any]]:
-    """``n`` answers of ``call`` by ``run`` (``first`` among them), as result leaves."""
-    return [result_leaves(first)] + [result_leaves(run(call)) for _ in range(n - 1)]
+    """``n`` answers of ``call`` by ``run`` (``first`` among them), as result leaves (each
+    tensor cut to the elements compared, :func:`_kept`)."""
+    def kept(out: Any) -> list[Any]:
+        return [_kept(t) for t in result_leaves(out)]
+
+    return [kept(first)] + [kept(run(call)) for _ in range(n - 1)]
 
 
 def _tolerance(ctx: Context, call: Call, dtype: torch.dtype) -> tuple[float, float]:
