@@ -1196,11 +1196,11 @@ MUTANTS: tuple[Mutant, ...] = (
            _unchecked(_mm_k_tiles), w(torch.ones(1, 300), torch.ones(300, 1))),
     # composite layouts: right for each layout alone, wrong for their combination (the
     # noncontiguous check)
-    Mutant("add_channels_last_offset", "composite", "add.Tensor", "a channels_last self at a "
-           "storage offset read from offset 0",
+    Mutant("avg_pool2d_channels_last_offset", "composite", "avg_pool2d", "a channels_last "
+           "self at a storage offset read from offset 0",
            _composite(_channels_last_at_offset, 0),
            w(Laid(lambda d: torch.cat([torch.zeros(3), torch.arange(24.0)]).to(d)[3:]
-                  .view(1, 2, 3, 4).permute(0, 3, 1, 2)), t([1.0])),
+                  .view(1, 2, 3, 4).permute(0, 3, 1, 2)), [1, 1]),
            needs="the noncontiguous check (not a default check)"),
     Mutant("mul_expanded_transposed", "composite", "mul.Tensor", "rows taken as packed where "
            "the innermost stride is 1 (a transposed view of an expanded tensor)",
