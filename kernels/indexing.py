@@ -649,6 +649,9 @@ def _masked_fill(self: torch.Tensor, mask: torch.Tensor, value: Any) -> torch.Te
         fits = np.broadcast_shapes(m.shape, x.shape) == x.shape
     except ValueError:
         fits = False
+    if not fits and x.ndim == 0:
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape "
+                           f"{list(m.shape)}")
     if not fits:
         raise RuntimeError(
             f"The expanded size of the tensor ({x.shape[-1]}) must match the existing size "
