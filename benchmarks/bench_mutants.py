@@ -3,7 +3,7 @@
 Each mutant of ``benchmarks/mutants.py`` replaces one kernel of the reference backend ``mlu``
 (``kernels.install(overrides=...)``). For each mutant, in a worker process (two by default):
 
-* **harness** — the engine runs every default check (forward, promotion, broadcast) on exactly the
+* **harness** — the engine runs every default check (``--checks``: those named, or ``all``) on exactly the
   mutated overload, as ``conformance run --backend mlu --ops NAME`` would, with the packaged
   expected failures applied; at the default depth and at 10x. The mutant is *caught* when some
   failure is reported that is not an expected failure and that the unmodified backend does not
@@ -18,7 +18,7 @@ The unmodified backend runs on the same overloads at both depths: its unexpected
 the harness's *false failures*. Output: one table row per mutant and the totals.
 
     python benchmarks/bench_mutants.py [--only NAME,...] [--workers 2] [--no-deep] [--no-opinfo]
-        [--deep-all] [--json FILE]
+        [--deep-all] [--json FILE] [--checks LIST|all]
 
 ``--no-deep`` skips the 10x runs; by default a mutant already caught at the default depth is not
 rerun at 10x (counted caught there too; ``--deep-all`` reruns it).
@@ -44,6 +44,7 @@ if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
 DEFAULT_DEPTH = 10  # the engine's default max_examples
+CHECKS_ENV = "OPCONFORM_BENCH_CHECKS"  # --checks, read by the worker processes
 DEEP = 10  # the "10x" factor
 
 
@@ -89,7 +90,10 @@ def harness_failures(backend: Any, overload: str, max_examples: int,
     expectations = load_expectations(expected_failures_path("mlu"))
     keys: set[str] = set()
     verdicts = []
-    for check in DEFAULT_CHECKS:
+    chosen = os.environ.get(CHECKS_ENV, "")  # --checks, handed to the worker processes
+    checks = list(CHECKS) if chosen == "all" else chosen.split(",") if chosen \
+        else list(DEFAULT_CHECKS)
+    for check in checks:
         item = Item(sig, CHECKS[check])
         v = run_check(item, backend, settings=EngineSettings(max_examples=max_examples, seed=0,
                                                              database=None),
@@ -401,7 +405,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="rerun at 10x even mutants caught at the default depth")
     parser.add_argument("--no-opinfo", action="store_true", help="skip the OpInfo loop")
     parser.add_argument("--json", default=None, help="also write the results as JSON")
+    parser.add_argument("--checks", default=None,
+                        help="comma-separated checks, or 'all' (default: the default checks)")
     args = parser.parse_args(argv)
+    if args.checks:
+        os.environ[CHECKS_ENV] = args.checks
 
     from mutants import MUTANTS
 

@@ -96,6 +96,16 @@ def t(values: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return torch.tensor(values, dtype=dtype)
 
 
+@dataclass(frozen=True)
+class Laid:
+    """A witness argument built on the side's device by ``build(device)``."""
+
+    build: Callable[[str], Any]
+
+    def __call__(self, device: str) -> Any:
+        return self.build(device)
+
+
 def w(*args: Any, **kwargs: Any) -> Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]:
     """A witness: arguments (built lazily, CPU tensors) on which the mutant is wrong."""
     return lambda: (args, kwargs)
@@ -711,6 +721,209 @@ def _clamp_out_reads_out(ref: Kernel) -> Kernel:
     return buggy
 
 
+# -- issue 26's blind spots: one helper per class, written from the class, not from an op -----
+
+
+def _sampler(draw: Callable[..., Any]) -> Callable[[Kernel], Kernel]:
+    """A random kernel whose result (in-place ``self`` or a new tensor) is ``draw(*args)``
+    computed on CPU with CPU's generator (the class: a sampler of the wrong distribution)."""
+
+    def make(ref: Kernel) -> Kernel:
+        def buggy(*args: Any, **kwargs: Any) -> Any:
+            kwargs.pop("generator", None)
+            res = draw(*host(args), **host(kwargs))
+            if args and isinstance(args[0], torch.Tensor) and args[0].device.type == DEV \
+                    and tuple(res.shape) == tuple(args[0].shape) and res.dtype == args[0].dtype \
+                    and draw.__name__.endswith("_"):
+                return into(args[0], res)
+            return dev(res)
+
+        return buggy
+
+    return make
+
+
+def _bernoulli_half_(self: torch.Tensor, p: float = 0.5) -> torch.Tensor:
+    return torch.empty_like(self).bernoulli_(0.5)  # p ignored
+
+
+def _bernoulli_first_p_(self: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    first = float(p.reshape(-1)[0]) if p.numel() else 0.5  # one p for every element
+    return torch.empty_like(self).bernoulli_(first)
+
+
+def _multinomial_never_last(self: torch.Tensor, num_samples: int,
+                            replacement: bool = False) -> torch.Tensor:
+    w = self.clone()
+    if w.dim() and w.shape[-1] > 1 and bool(((w > 0).sum(-1) > num_samples).all()):
+        last = (w > 0).int().cumsum(-1).argmax(-1, keepdim=True)
+        w.scatter_(-1, last, 0.0)  # the last category of positive weight never drawn
+    return torch.multinomial(w, num_samples, replacement)
+
+
+def _uniform_midpoint_(self: torch.Tensor, from_: float = 0.0, to: float = 1.0,
+                       **kw: Any) -> torch.Tensor:
+    lo = kw.pop("from", from_)
+    return torch.full_like(self, (lo + to) / 2)  # a constant inside the range
+
+
+def _normal_variance_(self: torch.Tensor, mean: float = 0.0, std: float = 1.0) -> torch.Tensor:
+    return torch.empty_like(self).normal_(mean, std * std)  # variance taken for std
+
+
+def _exponential_mean_(self: torch.Tensor, lambd: float = 1.0) -> torch.Tensor:
+    return torch.empty_like(self).exponential_(1 / lambd)  # lambda read as the mean
+
+
+def _random_to_inclusive_(self: torch.Tensor, to: int) -> torch.Tensor:
+    return torch.empty_like(self).random_(0, to + 1)  # [0, to] instead of [0, to)
+
+
+def _dropout_keep_swapped(input: torch.Tensor, p: float, train: bool | None
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.native_dropout(input, 1 - p, train)  # p taken as the keep probability
+
+
+def _unchecked(fn: Callable[..., Any]) -> Callable[[Kernel], Kernel]:
+    """A kernel without its argument checks: ``fn`` computes on CPU whatever the arguments
+    (the class: missing validation, garbage instead of an error)."""
+    return on_cpu(fn)
+
+
+def _index_select_wraps(self: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    n = self.size(dim) if self.dim() else 1
+    return torch.index_select(self, dim, index.long() % max(n, 1))
+
+
+def _gather_clamps(self: torch.Tensor, dim: int, index: torch.Tensor,
+                   sparse_grad: bool = False) -> torch.Tensor:
+    n = self.size(dim) if self.dim() else 1
+    return torch.gather(self, dim, index.clamp(0, max(n - 1, 0)))
+
+
+def _mm_truncates(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+    k = min(self.shape[1], mat2.shape[0])
+    return self[:, :k] @ mat2[:k]
+
+
+def _sum_dim_wraps(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
+                   dtype: Any = None) -> torch.Tensor:
+    r = max(self.dim(), 1)
+    dims = [d % r for d in dim] if dim else dim
+    return torch.sum(self, dims, keepdim, dtype=dtype)
+
+
+def _view_any_negative_infers(ref: Kernel) -> Kernel:
+    def buggy(self: torch.Tensor, size: list[int]) -> torch.Tensor:
+        size = [int(n) for n in size]
+        if sum(n < 0 for n in size) == 1:
+            size = [-1 if n < 0 else n for n in size]  # any negative size read as "infer"
+        return ref(self, size)
+
+    return buggy
+
+
+def _index_select_empty_is_self(ref: Kernel) -> Kernel:
+    def buggy(self: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+        if index.numel() == 0:
+            return self.clone()  # an empty index taken as "no selection": self returned
+        return ref(self, dim, index)
+
+    return buggy
+
+
+def _index_add_empty_raises(ref: Kernel) -> Kernel:
+    def buggy(self: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor, *,
+              alpha: Any = 1, out: torch.Tensor) -> torch.Tensor:
+        if index.numel() == 0:
+            raise RuntimeError("index_add: empty index")  # a zero-size launch refused
+        return ref(self, dim, index, source, alpha=alpha, out=out)
+
+    return buggy
+
+
+def _masked_fill_empty_mask_ignored(ref: Kernel) -> Kernel:
+    def buggy(self: torch.Tensor, mask: torch.Tensor, value: Any) -> torch.Tensor:
+        if mask.numel() == 0:
+            return self  # nothing to fill: no broadcast check made
+        return ref(self, mask, value)
+
+    return buggy
+
+
+def _past(limit: int, fn: Callable[..., Any]) -> Callable[[Kernel], Kernel]:
+    """The reference kernel, its result's elements from flat position ``limit`` on replaced by
+    ``fn(result)``'s (the class: a tail or tile past a threshold mishandled)."""
+
+    def make(ref: Kernel) -> Kernel:
+        def buggy(*args: Any, **kwargs: Any) -> Any:
+            out = host(ref(*args, **kwargs))
+            if not isinstance(out, torch.Tensor) or out.numel() <= limit:
+                return dev(out)
+            flat = out.reshape(-1).clone()
+            flat[limit:] = fn(out).reshape(-1)[limit:]
+            return dev(flat.reshape(out.shape))
+
+        return buggy
+
+    return make
+
+
+def _sum_drops_tail(self: torch.Tensor, dim: Any, keepdim: bool = False, *,
+                    dtype: Any = None) -> torch.Tensor:
+    """A block reduction of 256 that drops the last partial block of a long reduced dim."""
+    x = self
+    dims = [d % max(x.dim(), 1) for d in dim] if dim else list(range(x.dim()))
+    for d in dims:
+        n = x.shape[d] if x.dim() else 1
+        if n > 256:
+            x = x.narrow(d, 0, n - n % 256)
+    return torch.sum(x, dims, keepdim, dtype=dtype) if x.dim() else torch.sum(x, dtype=dtype)
+
+
+def _mm_k_tiles(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+    """A GEMM tiling K by 256 that skips the partial last tile."""
+    k = self.shape[1]
+    if k > 256:
+        k -= k % 256
+    return self[:, :k] @ mat2[:k]
+
+
+def _composite(cond: Callable[[torch.Tensor], bool], which: int) -> Callable[[Kernel], Kernel]:
+    """The reference kernel, operand ``which`` read as if contiguous from offset 0 where
+    ``cond(operand)`` holds (the class: a fast path for one layout taken for a combination)."""
+
+    def make(ref: Kernel) -> Kernel:
+        def buggy(*args: Any, **kwargs: Any) -> Any:
+            a = list(args)
+            if len(a) > which and isinstance(a[which], torch.Tensor) and cond(a[which]):
+                a[which] = _as_if_contiguous(a[which])
+            return ref(*a, **kwargs)
+
+        return buggy
+
+    return make
+
+
+def _channels_last_at_offset(t: torch.Tensor) -> bool:
+    return t.dim() == 4 and t.storage_offset() > 0 and not t.is_contiguous() \
+        and t.is_contiguous(memory_format=torch.channels_last)
+
+
+def _rows_packed_by_unit_stride(t: torch.Tensor) -> bool:
+    return t.dim() >= 2 and t.stride(-1) == 1 and t.stride(-2) == 0 and t.shape[-2] > 1
+
+
+def _offset_scalar_next_to_view(ref: Kernel) -> Kernel:
+    def buggy(self: torch.Tensor, other: Any, *, alpha: Any = 1) -> torch.Tensor:
+        if isinstance(other, torch.Tensor) and other.dim() == 0 and other.storage_offset() > 0 \
+                and not self.is_contiguous():
+            other = other.as_strided((), (), 0)  # the strided path drops the scalar's offset
+        return ref(self, other, alpha=alpha)
+
+    return buggy
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # -- edge values ------------------------------------------------------------------------
     Mutant("maximum_nan", "edge", "maximum", "NaN not propagated (fmax semantics)",
@@ -928,6 +1141,78 @@ MUTANTS: tuple[Mutant, ...] = (
            "place instead of self", _clamp_out_reads_out,
            w(t([5.0, -5.0]), -1.0, 1.0, out=torch.zeros(2)),
            needs="out check (not in the default checks)"),
+    # -- issue 26 (blind spots) -------------------------------------------------------------
+    # distribution: seeded-random samplers of the wrong distribution (the distribution check)
+    Mutant("bernoulli_p_ignored", "distribution", "bernoulli_.float", "p ignored: every "
+           "element 1 with probability 0.5", _sampler(_bernoulli_half_), w(torch.zeros(64), 0.0)),
+    Mutant("bernoulli_first_p", "distribution", "bernoulli_.Tensor", "the first element's p "
+           "used for every element", _sampler(_bernoulli_first_p_),
+           w(torch.zeros(64), torch.linspace(0, 1, 64))),
+    Mutant("multinomial_never_last", "distribution", "multinomial", "the last category of "
+           "positive weight is never drawn", _sampler(_multinomial_never_last),
+           w(t([1.0, 1.0]), 1)),
+    Mutant("uniform_midpoint", "distribution", "uniform_", "a constant (the midpoint) inside "
+           "[from, to)", _sampler(_uniform_midpoint_), w(torch.zeros(8), 0.0, 1.0)),
+    Mutant("normal_variance", "distribution", "normal_", "the variance taken for std",
+           _sampler(_normal_variance_), w(torch.zeros(8), 0.0, 10.0)),
+    Mutant("exponential_mean", "distribution", "exponential_", "lambda read as the mean "
+           "(rate 1/lambda)", _sampler(_exponential_mean_), w(torch.zeros(8), 4.0)),
+    Mutant("random_to_inclusive", "distribution", "random_.to", "[0, to] drawn instead of "
+           "[0, to)", _sampler(_random_to_inclusive_), w(torch.zeros(64), 1)),
+    Mutant("dropout_keep_swapped", "distribution", "native_dropout", "p taken as the keep "
+           "probability", _sampler(_dropout_keep_swapped), w(torch.ones(64), 0.0, True)),
+    # invalid: a kernel without its argument checks (the invalid check)
+    Mutant("index_select_wraps", "invalid", "index_select", "positions taken modulo the size "
+           "(an out-of-range index accepted)", _unchecked(_index_select_wraps),
+           w(t([1.0, 2.0]), 0, t([2], I64))),
+    Mutant("gather_clamps", "invalid", "gather", "positions clamped into range (an "
+           "out-of-range index accepted)", _unchecked(_gather_clamps),
+           w(t([1.0, 2.0]), 0, t([5], I64))),
+    Mutant("mm_truncates", "invalid", "mm", "inner sizes not compared: the shorter wins",
+           _unchecked(_mm_truncates), w(torch.ones(2, 3), torch.ones(2, 2))),
+    Mutant("sum_dim_wraps", "invalid", "sum.dim_IntList", "dim taken modulo the rank (an "
+           "out-of-range dim accepted)", _unchecked(_sum_dim_wraps), w(torch.ones(2, 3), [2])),
+    Mutant("view_negative_infers", "invalid", "view", "any negative size read as -1 "
+           "(infer)", _view_any_negative_infers, w(torch.ones(4), [-2])),
+    # empty: an index/mask argument empty next to a non-empty self (the invalid check)
+    Mutant("index_select_empty_is_self", "empty", "index_select", "an empty index returns "
+           "self instead of an empty selection", _index_select_empty_is_self,
+           w(t([1.0, 2.0]), 0, torch.zeros(0, dtype=I64))),
+    Mutant("index_add_empty_raises", "empty", "index_add.out", "an empty index (and source) "
+           "refused where CPU returns self", _index_add_empty_raises,
+           w(t([1.0, 2.0]), 0, torch.zeros(0, dtype=I64), torch.zeros(0), out=torch.zeros(2))),
+    Mutant("masked_fill_empty_mask", "empty", "masked_fill_.Scalar", "an empty mask next to "
+           "a non-empty self accepted (no broadcast check)", _masked_fill_empty_mask_ignored,
+           w(t([1.0, 2.0]), torch.zeros(0, dtype=torch.bool), 0.0)),
+    # large: a threshold past the handful of elements drawn otherwise (large sizes)
+    Mutant("add_tail_past_256", "large", "add.Tensor", "elements from position 256 on are "
+           "self's (a vector tail never added)", _past(256, lambda out: out * 0),
+           w(torch.ones(300), torch.ones(300))),
+    Mutant("neg_past_2_16", "large", "neg", "elements from position 65536 on wrong (a 16-bit "
+           "index wraps)", _past(2**16, lambda out: -out), w(torch.ones(2**16 + 1))),
+    Mutant("sum_drops_tail", "large", "sum.dim_IntList", "a block reduction of 256 drops the "
+           "last partial block", _unchecked(_sum_drops_tail), w(torch.ones(300), [0])),
+    Mutant("mm_k_tiles", "large", "mm", "a GEMM tiling K by 256 skips the partial last tile",
+           _unchecked(_mm_k_tiles), w(torch.ones(1, 300), torch.ones(300, 1))),
+    # composite layouts: right for each layout alone, wrong for their combination (the
+    # noncontiguous check)
+    Mutant("avg_pool2d_channels_last_offset", "composite", "avg_pool2d", "a channels_last "
+           "self at a storage offset read from offset 0",
+           _composite(_channels_last_at_offset, 0),
+           w(Laid(lambda d: torch.cat([torch.zeros(3), torch.arange(24.0)]).to(d)[3:]
+                  .view(1, 2, 3, 4).permute(0, 3, 1, 2)), [1, 1]),
+           needs="the noncontiguous check (not a default check)"),
+    Mutant("mul_expanded_transposed", "composite", "mul.Tensor", "rows taken as packed where "
+           "the innermost stride is 1 (a transposed view of an expanded tensor)",
+           _composite(_rows_packed_by_unit_stride, 0),
+           w(Laid(lambda d: t([[1.0, 2.0, 3.0]]).to(d).t().expand(3, 2).t()), t([1.0])),
+           needs="the noncontiguous check (not a default check)"),
+    Mutant("add_offset_scalar_mixed", "composite", "add.Tensor", "a 0-dim other at a storage "
+           "offset read from offset 0 when self is a view",
+           _offset_scalar_next_to_view,
+           w(Laid(lambda d: t([[1.0, 2.0], [3.0, 4.0]]).to(d).t()),
+             Laid(lambda d: torch.tensor([9.0, 5.0]).to(d)[1:].view(()))),
+           needs="the noncontiguous check (not a default check)"),
 )
 
 
@@ -972,6 +1257,9 @@ def witness_differs(m: Mutant) -> tuple[bool, str]:
 
     def run(device: str) -> Any:
         a, k = clone(args), clone(kwargs)
+        # a witness argument built on the side's device (a composite view: moving a CPU view
+        # to the device would not keep its strides and storage offset)
+        a, k = tree_map(lambda v: v(device) if isinstance(v, Laid) else v, (a, k))
         if device != "cpu":
             a, k = dev(a), dev(k)
         try:
@@ -981,4 +1269,22 @@ def witness_differs(m: Mutant) -> tuple[bool, str]:
         return host((res, a, k))
 
     cpu, mut = run("cpu"), run(DEV)
+    if torch.Tag.nondeterministic_seeded in op.tags and "raised" not in (cpu[0], mut[0]):
+        return _distribution_differs(run)
     return (not _same(cpu, mut), f"cpu: {cpu!r}\n{DEV}: {mut!r}")
+
+
+def _distribution_differs(run: Callable[[str], Any]) -> tuple[bool, str]:
+    """A seeded-random witness: its first result's samples on the device against CPU's, per
+    element, by the distribution check's KS bound (one sample each would always differ)."""
+    from conformance.compare.distribution import columns, distances, ks_bound
+
+    def first(out: Any) -> torch.Tensor:
+        res = out[0]
+        return (res[0] if isinstance(res, tuple | list) else res).double()
+
+    cpu = [first(run("cpu")) for _ in range(1024)]
+    mut = [first(run(DEV)) for _ in range(256)]
+    d = distances(columns(mut), columns(cpu), 1e-5, 1e-5)
+    bound = ks_bound(256, 1024, d.numel())
+    return bool(d.max() > bound), f"KS distance {float(d.max()):.2f} (bound {bound:.2f})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from functools import partial
 from typing import Any
@@ -373,7 +374,19 @@ def _fill_random(self: torch.Tensor, value: np.ndarray) -> torch.Tensor:
 
 
 def _sample_dtype(self: torch.Tensor) -> np.dtype[Any]:
-    return np.dtype(np.float64 if self.dtype == torch.float64 else np.float32)
+    return np.dtype(np.float64 if self.dtype in (torch.float64, torch.complex128)
+                    else np.float32)
+
+
+def _sample_shape(self: torch.Tensor) -> tuple[int, ...]:
+    """Samples a real distribution fills ``self`` with: a complex tensor takes one per part
+    (ATen samples ``view_as_real(self)``)."""
+    return (*self.shape, 2) if self.is_complex() else tuple(self.shape)
+
+
+def _as_self(self: torch.Tensor, value: np.ndarray) -> np.ndarray:
+    """Samples of :func:`_sample_shape` as ``self``'s values (pairs made complex)."""
+    return value[..., 0] + 1j * value[..., 1] if self.is_complex() else value
 
 
 @register("uniform_")
@@ -389,8 +402,8 @@ def uniform_(self: torch.Tensor, from_: float = 0.0, to: float = 1.0, *,
             f"uniform_ expects to return a [from, to) range, but found from={lo} > to={to}"
         )
     rng = _rng(generator)
-    u = rng.random(self.shape, dtype=_sample_dtype(self))
-    return _fill_random(self, lo + u * (to - lo))
+    u = rng.random(_sample_shape(self), dtype=_sample_dtype(self))
+    return _fill_random(self, _as_self(self, lo + u * (to - lo)))
 
 
 @register("normal_")
@@ -402,8 +415,10 @@ def normal_(self: torch.Tensor, mean: float = 0.0, std: float = 1.0, *,
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     rng = _rng(generator)
-    z = rng.standard_normal(self.shape, dtype=_sample_dtype(self))
-    return _fill_random(self, mean + std * z)
+    z = rng.standard_normal(_sample_shape(self), dtype=_sample_dtype(self))
+    if self.is_complex():  # ATen: normal_ of view_as_real(self) with std / sqrt(2)
+        std = std / math.sqrt(2)
+    return _fill_random(self, _as_self(self, mean + std * z))
 
 
 def _normal(mean: Any, std: Any = 1.0, *, generator: Any = None,

@@ -645,7 +645,14 @@ def _mask(mask: torch.Tensor, op: str) -> np.ndarray:
 def _masked_fill(self: torch.Tensor, mask: torch.Tensor, value: Any) -> torch.Tensor:
     x = to_numpy(self)
     m = _mask(mask, "masked_fill_")
-    if np.broadcast_shapes(m.shape, x.shape) != x.shape:
+    try:  # NumPy's ValueError for shapes that do not broadcast: ATen's RuntimeError below
+        fits = np.broadcast_shapes(m.shape, x.shape) == x.shape
+    except ValueError:
+        fits = False
+    if not fits and x.ndim == 0:
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape "
+                           f"{list(m.shape)}")
+    if not fits:
         raise RuntimeError(
             f"The expanded size of the tensor ({x.shape[-1]}) must match the existing size "
             f"({m.shape[-1]}) at non-singleton dimension {x.ndim - 1}.  Target sizes: "

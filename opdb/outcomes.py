@@ -167,6 +167,12 @@ OUT_DEVICE = "out_device"
 #: An out= that is a strided view was not written through to its base as on CPU.
 OUT_VIEW = "out_view"
 
+# -- the distribution check (seeded-random ops) ------------------------------------------------
+#: A seeded-random overload's samples of one call are distributed otherwise than CPU's, element
+#: by element, beyond a two-sample KS bound whose false-alarm rate is stated (a sampler that
+#: returns a constant, ignores its probability argument, or never draws some outcome).
+DISTRIBUTION = "distribution"
+
 #: Fail categories with one line each (what disagreed).
 FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "value": "values differ from CPU beyond tolerance",
@@ -199,6 +205,8 @@ FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     OUT_DTYPE: "an out= of another dtype refused/accepted/cast otherwise than on CPU",
     OUT_DEVICE: "an out= on another device taken by the backend's own kernel, or not written",
     OUT_VIEW: "a strided-view out= not written through to its base as on CPU",
+    DISTRIBUTION: "seeded-random samples distributed otherwise than CPU's (per element, "
+                  "two-sample KS bound, false alarm at most 1e-7 per example)",
 })
 
 #: Severity of a fail category, higher is worse: a wrong result or a missing capability (3),
@@ -222,6 +230,8 @@ FAIL_SEVERITY: Mapping[str, int] = MappingProxyType({
     OUT_NOT_WRITTEN: 3, OUT_IDENTITY: 3, OUT_VIEW: 3,
     # validation and resizing: CPU's contract, mostly wrong only on unusual out= tensors
     OUT_RESIZE: 2, OUT_DTYPE: 2, OUT_DEVICE: 2,
+    # wrong values, seen through their distribution
+    DISTRIBUTION: 3,
 })
 
 #: Skip categories: why nothing was checked.

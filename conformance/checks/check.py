@@ -48,8 +48,9 @@ class Check:
     #: refused sweep costs a dozen calls (docs/decisions.md#sweep-reject-budget).
     calls_per_draw: int = 1
     #: The reason the check does not apply to an overload by its hints (per-op data, where the
-    #: signature cannot tell: CPU ignoring strides for the noncontiguous check), or None.
-    applies_hints: Callable[[OpHints], str | None] | None = None
+    #: signature cannot tell: CPU ignoring strides for the noncontiguous check, an argument a
+    #: hint relates to another for the invalid check), or None.
+    applies_hints: Callable[[OpSignature, OpHints], str | None] | None = None
     #: How recorded calls (:mod:`conformance.inputs.corpus`) feed it: one of the corpus's
     #: ``MODES`` (``forward``, ``autograd``, ``dtypes``), or None where they do not
     recorded: str | None = None

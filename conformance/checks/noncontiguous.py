@@ -26,7 +26,7 @@ def noncontiguous_applies(sig: OpSignature) -> str | None:
     return noncontiguous_applies_sig(sig)
 
 
-def noncontiguous_hints(hints: OpHints) -> str | None:
+def noncontiguous_hints(sig: OpSignature, hints: OpHints) -> str | None:
     if hints.cpu_ignores_strides:
         return ("CPU (the oracle) ignores its inputs' strides here (hints: "
                 "cpu_ignores_strides): its answer for views is no contract")

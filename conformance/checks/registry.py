@@ -8,9 +8,11 @@ from conformance.checks import (
     DEFAULT_CHECKS,
     autograd,
     broadcast,
+    distribution,
     dtypes,
     forward,
     inplace,
+    invalid,
     noncontiguous,
     out,
     promotion,
@@ -28,6 +30,8 @@ CHECKS: dict[str, Check] = {
         inplace.CHECK,
         noncontiguous.CHECK,
         out.CHECK,
+        distribution.CHECK,
+        invalid.CHECK,
     )
 }
 

@@ -130,7 +130,7 @@ def not_applicable(item: Item, backend: Backend, *, settings: EngineSettings,
     naming the item."""
     reason = item.check.applies(item.sig)
     if not reason and hints is not None and item.check.applies_hints is not None:
-        reason = item.check.applies_hints(hints)
+        reason = item.check.applies_hints(item.sig, hints)
     if not reason:
         return None
     return Verdict(

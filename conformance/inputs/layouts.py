@@ -100,6 +100,26 @@ def _offset_base(t: torch.Tensor) -> torch.Tensor:
     return torch.cat([_poison(t, (OFFSET,)), t.reshape(-1)])
 
 
+def _channels_last_offset_base(t: torch.Tensor) -> torch.Tensor:
+    return _offset_base(t.permute(0, 2, 3, 1))
+
+
+def _channels_last_offset_view(b: torch.Tensor, s: Shape) -> torch.Tensor:
+    return b[OFFSET:].view(s[0], s[2], s[3], s[1]).permute(0, 3, 1, 2)
+
+
+def _transposed_fits(s: Shape) -> bool:
+    return len(s) >= 2 and s[-1] > 1 and s[-2] > 1
+
+
+def _swapped(s: Shape) -> list[int]:
+    return [*s[:-2], s[-1], s[-2]]
+
+
+def _expanded_transposed_base(t: torch.Tensor) -> torch.Tensor:
+    return _fresh(t.transpose(-2, -1).narrow(-1, 0, 1))
+
+
 #: The layouts, in the order a call's variants are listed (:func:`layout_variants`); ``offset``
 #: is the only one that fits a 0-dim or one-element tensor.
 LAYOUTS: dict[str, Layout] = {lay.name: lay for lay in (
@@ -119,6 +139,16 @@ LAYOUTS: dict[str, Layout] = {lay.name: lay for lay in (
     Layout("offset", lambda s: True, _offset_base,
            lambda b, s: b[OFFSET:].view(s),
            lambda b, s: f"{b}[{OFFSET}:].view({list(s)})", dense=True),
+    # Composites (issue 26): a kernel that handles each layout alone can still mishandle two at
+    # once (a channels_last fast path that forgets the storage offset; a transpose of a stride-0
+    # dim taken as contiguous)
+    Layout("channels_last_offset", lambda s: len(s) == 4 and s[1] > 1 and s[2] * s[3] > 1,
+           _channels_last_offset_base, _channels_last_offset_view,
+           lambda b, s: f"{b}[{OFFSET}:].view({s[0]}, {s[2]}, {s[3]}, {s[1]})"
+                        f".permute(0, 3, 1, 2)", dense=True),
+    Layout("expanded_transposed", _transposed_fits, _expanded_transposed_base,
+           lambda b, s: b.expand(_swapped(s)).transpose(-2, -1),
+           lambda b, s: f"{b}.expand({_swapped(s)}).transpose(-2, -1)", dense=False),
 )}
 
 
@@ -232,7 +262,8 @@ def layout_variants(call: Call) -> list[LayoutCall]:
     layout of :data:`LAYOUTS` that fits some tensor argument, every argument it fits laid out
     that way (a kernel that mishandles the layout on any operand); with two or more tensor
     arguments, also one of them alone in one of its layouts, the others contiguous (a kernel
-    that takes the fast path when ``self`` is contiguous and reads ``other`` as if it were).
+    that takes the fast path when ``self`` is contiguous and reads ``other`` as if it were),
+    and one with each argument in a layout of its own where they differ (composites).
     The list is rotated by the call (:func:`_rotation`), so that across an item's calls each
     variant comes first in some (the check stops at a call's first failing variant; another
     layout's distinct failure shows on another call). Empty when no argument can be laid out."""
@@ -247,6 +278,12 @@ def layout_variants(call: Call) -> list[LayoutCall]:
         alone = ((name, fitting[(h // len(candidates)) % len(fitting)]),)
         if alone not in every:
             every.append(alone)
+        # each argument in a layout of its own (a 0-dim operand at an offset next to a
+        # transposed one): a kernel right for every layout alone, wrong for the mix
+        mixed = tuple((name, fitting[(h + i) % len(fitting)])
+                      for i, (name, fitting) in enumerate(candidates))
+        if len({kind for _, kind in mixed}) > 1 and mixed not in every:
+            every.append(mixed)
     r = h % len(every)
     return [with_layouts(call, layouts) for layouts in every[r:] + every[:r]]
 

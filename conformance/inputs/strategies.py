@@ -105,10 +105,18 @@ class Plan:
 
 
 def _symbolic_shapes(draw: Any, sig: OpSignature, hints: OpHints, max_side: int,
-                     order: str = "small") -> dict[str, tuple[int, ...]]:
+                     order: str = "small", large: int | None = None
+                     ) -> dict[str, tuple[int, ...]]:
     """Shapes of tensor arguments, and values of ``int[]`` arguments (``normalized_shape``),
-    from the hints' symbolic shapes: one drawn size per letter, shared by the overload's args."""
+    from the hints' symbolic shapes: one drawn size per letter, shared by the overload's args.
+    ``large``: the size of the first shape's last letter (mm's inner ``k``)."""
     sizes: dict[str, int] = {}
+    if large is not None:
+        first = next((hints.get(a.name).shape for a in sig.args if not a.is_out
+                      and hints.get(a.name).shape), None)
+        letter = next((d for d in reversed(first or ()) if isinstance(d, str)), None)
+        if letter is not None:
+            sizes[letter] = large
     out: dict[str, tuple[int, ...]] = {}
     for a in sig.args:
         if a.is_out or not (a.is_tensor or a.is_list and a.base in ("int", "SymInt", "Tensor")):
@@ -187,15 +195,54 @@ def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, ma
     return out
 
 
+#: One drawn call in ``LARGE_ONE_IN`` has a large size: bugs past a threshold (a narrow
+#: accumulator wrapping after 256 steps, a vector tail, a tile or block boundary) are out of
+#: reach at the handful of elements per side drawn otherwise. The size is one of
+#: :data:`LARGE_SIDES` along one dimension (the last of the shared shape, or of the first
+#: symbolic shape: mm's inner size), the other sides as drawn; a pointwise op's operands are
+#: instead all one vector of :data:`HUGE_SIDE` elements (past 2**16, cheap elementwise). Not
+#: for an op whose hints cap its sides (``max_side``: costly per element, conv3d).
+LARGE_ONE_IN = 32
+LARGE_SIDES = (257, 1025)
+HUGE_SIDE = 2**16 + 1
+
+
+def _large_side(draw: Any, sig: OpSignature, hints: OpHints) -> int | None:
+    """The large size of this drawn call (:data:`LARGE_ONE_IN`), or ``None``."""
+    # the middle choice, not 0: Hypothesis favours the simplest choice (0) far above its share,
+    # and shrinks toward it; a failing small call must not shrink into a large one
+    if hints.max_side is not None or draw(cached_integers(0, LARGE_ONE_IN - 1),
+                                          label="large size?") != LARGE_ONE_IN // 2:
+        return None
+    sides = (*LARGE_SIDES, HUGE_SIDE) if sig.is_pointwise else LARGE_SIDES
+    return sides[draw(cached_integers(0, len(sides) - 1), label="large side")]
+
+
+def _enlarged(shapes: dict[str, tuple[int, ...]], free: list[str], side: int
+              ) -> dict[str, tuple[int, ...]]:
+    """The free (not symbolic) shapes with ``side`` as their last size (a broadcast 1 kept),
+    or all of them one vector of ``side`` elements for :data:`HUGE_SIDE`."""
+    out = dict(shapes)
+    for name in free:
+        s = shapes[name]
+        if side == HUGE_SIDE:
+            out[name] = (side,)
+        elif s and s[-1] != 1:
+            out[name] = (*s[:-1], side)
+    return out
+
+
 def draw_shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
             large_first: bool = False) -> dict[str, tuple[int, ...]]:
     """Shapes for the tensor arguments (list elements use the first tensor's shape);
     ``large_first``: largest first (:data:`SIZE_ORDERS`), else the ``forward`` mode's middle
-    first and the others' smallest first."""
+    first and the others' smallest first. Now and then one size is large (:data:`LARGE_ONE_IN`)."""
     names = [a.name for a in sig.tensor_args]
     max_side = hints.max_side or (3 if mode == "broadcast" else 4)
     order = "large" if large_first else "middle" if mode == "forward" else "small"
-    fixed = _symbolic_shapes(draw, sig, hints, max_side, order)
+    large = _large_side(draw, sig, hints)
+    fixed = _symbolic_shapes(draw, sig, hints, max_side, order,
+                             large=large if large != HUGE_SIDE else None)
     if not names:
         return fixed
     free = [n for n in names if n not in fixed]
@@ -215,6 +262,8 @@ def draw_shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
         one = _shape(draw, max_dims=3, min_side=0, max_side=max_side, label="shape",
                      order=order)
         shapes = dict.fromkeys(free, one)
+    if large is not None and not fixed:
+        shapes = _enlarged(shapes, free, large)
     shapes.update(fixed)
     return shapes
 

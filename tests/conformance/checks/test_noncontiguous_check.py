@@ -14,7 +14,7 @@ from conformance.core.call import Call
 from conformance.core.signature import OpSignature
 from conformance.inputs.layouts import LAYOUTS, LayoutCall, with_layouts
 
-SHAPES = {"channels_last": (1, 3, 2, 4)}
+SHAPES = {"channels_last": (1, 3, 2, 4), "channels_last_offset": (1, 3, 2, 4)}
 
 
 def _sig(name: str) -> OpSignature:
@@ -36,7 +36,8 @@ def test_each_layout_holds_the_values_and_really_is_a_view(reference, kind):
     t = torch.arange(24.0).reshape(SHAPES.get(kind, (2, 3, 4)))
     shape = tuple(t.shape)
     assert layout.fits(shape)
-    want = t.narrow(2, 0, 1).expand(shape) if kind == "expanded" else t
+    want = t.narrow(2, 0, 1).expand(shape) if kind == "expanded" \
+        else t.narrow(-2, 0, 1).expand(shape) if kind == "expanded_transposed" else t
     for device in (None, "mlu"):
         v = layout.build(t, device)
         assert v.device.type == (device or "cpu")
@@ -50,6 +51,27 @@ def test_each_layout_holds_the_values_and_really_is_a_view(reference, kind):
     base = layout.base(t)
     built = eval(layout.code("base", shape), {"base": base})  # noqa: S307 - our own snippet
     assert built.stride() == layout.view(base, shape).stride() and torch.equal(built, want)
+
+
+def test_composites_combine_two_layouts():
+    t = torch.arange(24.0).reshape(1, 3, 2, 4)
+    v = LAYOUTS["channels_last_offset"].build(t, None)
+    assert v.is_contiguous(memory_format=torch.channels_last) and v.storage_offset() > 0
+    e = LAYOUTS["expanded_transposed"].build(t, None)
+    assert 0 in e.stride() and e.stride()[-1] == 1 and e.stride()[-2] == 0
+
+
+def test_a_zero_dim_operand_at_an_offset_next_to_a_transposed_one():
+    from conformance.inputs.layouts import layout_variants
+
+    sig = _sig("add.Tensor")
+    seen = set()
+    for k in range(12):
+        call = Call(sig, (("self", torch.ones(2, 3) * k), ("other", torch.tensor(float(k)))))
+        for v in layout_variants(call):
+            seen.add(v.layouts)
+    assert any(dict(lay).get("other") == "offset" and dict(lay).get("self") not in
+               (None, "offset") for lay in seen), seen
 
 
 def test_gaps_hold_poison():

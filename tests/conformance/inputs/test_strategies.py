@@ -187,7 +187,7 @@ def test_later_tensor_lists_mostly_take_the_first_lists_form(name, accepted_shar
     accepted: list[bool] = []
     accepted_empty: list[bool] = []
 
-    @settings(max_examples=60, deadline=None, database=None, derandomize=True)
+    @settings(max_examples=120, deadline=None, database=None, derandomize=True)
     @given(forward_calls(sig, hints, dtype="float32"))
     def collect(call):
         values = dict(call.values)
