@@ -132,7 +132,10 @@ def _run(tmp_path: Path, xf: Path) -> tuple[subprocess.CompletedProcess[str], di
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "conformance", "--backend",
          "privateuse1:buggy_zerosize", "--ops", "neg", "--checks", "forward", "--results",
-         str(out), "--expected-failures", str(xf), "--max-examples", "10", "--hypothesis-db",
+         # 30 drawn calls: this test is about matching entries to failures, not about how
+         # often a flattened size-0 result is drawn (about one call in five at rank >= 2; 10
+         # calls missed it once issue 26's large-size draw shifted Hypothesis' choices)
+         str(out), "--expected-failures", str(xf), "--max-examples", "30", "--hypothesis-db",
          "none", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-q", "-rxX"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     recs = [json.loads(line) for line in out.read_text().splitlines()]
