@@ -8,6 +8,7 @@ from conformance.checks import (
     DEFAULT_CHECKS,
     autograd,
     broadcast,
+    compile,
     dtypes,
     forward,
     inplace,
@@ -28,6 +29,7 @@ CHECKS: dict[str, Check] = {
         inplace.CHECK,
         noncontiguous.CHECK,
         out.CHECK,
+        compile.CHECK,
     )
 }
 
