@@ -6,6 +6,7 @@ compiled, and fake-tensor propagation of a call alone.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -63,6 +64,9 @@ def run_through(fn: Callable[..., Any], call: Call, device: str) -> Any:
     return settle(device, tuple(value for _, value in written_parts(call.sig, placed)))
 
 
+_SERIAL = itertools.count()
+
+
 def _invoke(op: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     return op(*args, **kwargs)
 
@@ -72,8 +76,12 @@ def compiled(compiler: str, *, dynamic: bool, frames: Frames) -> Callable[..., A
     object: Dynamo caches compiled frames per code object, so one shared function would reuse
     (and eventually exceed the recompile limit of) every earlier item's graphs, and after the
     limit run eagerly without a word. Called inside :func:`visible_failures`."""
-    code = _invoke.__code__.replace()  # a new code object: a cache of its own
-    fn = types.FunctionType(code, _invoke.__globals__, "compiled_call")
+    # a new code object: a cache of its own; and a name of its own, since Dynamo keeps what it
+    # learnt of a frame's shapes (automatic dynamic, PGO) by file, line and name, not object:
+    # a shared name made each compilation depend on the ones before it
+    name = f"compiled_call_{next(_SERIAL)}"
+    code = _invoke.__code__.replace(co_name=name, co_qualname=name)
+    fn = types.FunctionType(code, _invoke.__globals__, name)
     backend = torch._dynamo.lookup_backend(compiler)
 
     def counting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
