@@ -223,10 +223,17 @@ def _compile_failed(ctx: Context, call: CompiledCall, exc: BaseException) -> Non
         call.run("cpu")
     except Exception as cpu_exc:  # noqa: BLE001 - torch.compile's own limitation
         raise Abort("skip", CPU_COMPILE_FAILS, f"{how} fails on CPU too: "
-                                               f"{error_line(cpu_exc)}") from None
-    raise CheckFailure(layer_of(exc), f"{how} raised {error_line(exc)}, but eager on {device} "
+                                               f"{_error(cpu_exc)}") from None
+    raise CheckFailure(layer_of(exc), f"{how} raised {_error(exc)}, but eager on {device} "
                                       f"and the compiled call on cpu compute "
                                       f"[{call.describe()}]", call=call) from None
+
+
+def _error(exc: BaseException) -> str:
+    """A compiled call's error as messages show it: a compiler backend's own error, not
+    Dynamo's wrapper around it (``BackendCompilerFailed: backend='inductor' raised:``)."""
+    inner = getattr(exc, "inner_exception", None)
+    return error_line(inner if isinstance(inner, BaseException) else exc)
 
 
 def _how(call: CompiledCall) -> str:

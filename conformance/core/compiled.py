@@ -88,6 +88,8 @@ def compiled(compiler: str, *, dynamic: bool, frames: Frames) -> Callable[..., A
         frames.count += 1
         return backend(gm, example_inputs)
 
+    counting.__name__ = compiler  # what Dynamo's errors call the backend
+
     compiled_fn = torch.compile(fn, fullgraph=True, backend=counting, dynamic=dynamic)
 
     def call(op: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:

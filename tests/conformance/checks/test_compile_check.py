@@ -121,18 +121,37 @@ def test_compiled_result_that_differs_from_eager_is_a_value_fail(reference, tmp_
     assert sum(ln.startswith("mlu: out[0]") for ln in lines) == 2, proc.stdout  # eager, compiled
 
 
-def test_torch_compile_failing_on_cpu_too_is_not_the_backends(reference):
-    """An out= of the wrong size: Dynamo refuses to resize it on CPU as on the device (the
-    check passes right-sized outs; here the layer judgement is asked directly)."""
-    import opdb
-    from conformance.checks.compile import layer_of
-    from conformance.core.call import Call
-    from conformance.core.compiled import CompiledCall
-    from conformance.core.signature import OpSignature
+def _compiler_failing_on(devices: tuple[str, ...]) -> str:
+    """A ``torch.compile`` backend (registered once) that raises for graphs whose inputs are
+    on one of ``devices`` and runs the rest as aot_eager."""
+    import torch._dynamo
 
-    sig = OpSignature.of(opdb.load()["abs.out"])
-    call = CompiledCall(sig, (("self", torch.ones(3)), ("out", torch.empty(0))))
-    with pytest.raises(Exception) as cpu, pytest.warns(Warning):
-        call.run("cpu")
-    assert layer_of(cpu.value) == "compile_trace"
-    assert isinstance(Call(sig, call.values).run("cpu"), torch.Tensor)  # eager resizes
+    name = "failing_on_" + "_".join(devices)
+    if name not in torch._dynamo.list_backends(exclude_tags=()):
+        aot_eager = torch._dynamo.lookup_backend("aot_eager")
+
+        def compiler(gm, example_inputs):
+            if any(isinstance(x, torch.Tensor) and x.device.type in devices
+                   for x in example_inputs):
+                raise RuntimeError(f"codegen has no {devices} target")
+            return aot_eager(gm, example_inputs)
+
+        torch._dynamo.register_backend(compiler, name=name)
+    return name
+
+
+def test_compiler_failing_on_the_device_only_is_compile_raises(reference):
+    from dataclasses import replace
+
+    backend = replace(reference, compile_backend=_compiler_failing_on(("mlu",)))
+    v = _run(backend, "cos")
+    assert (v.verdict, v.category) == ("fail", "compile_raises"), v.message
+    assert "codegen has no" in v.message and "compiled call on cpu compute" in v.message
+
+
+def test_torch_compile_failing_on_cpu_too_is_not_the_backends(reference):
+    from dataclasses import replace
+
+    backend = replace(reference, compile_backend=_compiler_failing_on(("mlu", "cpu")))
+    v = _run(backend, "cos")
+    assert (v.verdict, v.category) == ("skip", "cpu_compile_fails"), v.message
