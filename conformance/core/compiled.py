@@ -80,7 +80,7 @@ def compiled(compiler: str, *, dynamic: bool, frames: Frames) -> Callable[..., A
     # learnt of a frame's shapes (automatic dynamic, PGO) by file, line and name, not object:
     # a shared name made each compilation depend on the ones before it
     name = f"compiled_call_{next(_SERIAL)}"
-    code = _invoke.__code__.replace(co_name=name, co_qualname=name)
+    code = _invoke.__code__.replace(co_name=name)
     fn = types.FunctionType(code, _invoke.__globals__, name)
     backend = torch._dynamo.lookup_backend(compiler)
 

@@ -52,6 +52,7 @@ def run_record(*, backend: Any, seed: int, checks: list[str], ops: str | None,
         "device": backend.device,
         "dispatch_key": backend.dispatch_key,
         "assumes": sorted(backend.assumes),
+        "compile_backend": getattr(backend, "compile_backend", "aot_eager"),  # the compile check's
         "probed": dict(probed or {}),
         "torch_version": torch.__version__,
         "seed": seed,
