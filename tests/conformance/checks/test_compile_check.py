@@ -155,3 +155,19 @@ def test_torch_compile_failing_on_cpu_too_is_not_the_backends(reference):
     backend = replace(reference, compile_backend=_compiler_failing_on(("mlu", "cpu")))
     v = _run(backend, "cos")
     assert (v.verdict, v.category) == ("skip", "cpu_compile_fails"), v.message
+
+
+def test_compile_backend_reaches_the_plugin_and_the_backend_record():
+    from conformance.checks.registry import CHECKS, DEFAULT_CHECKS
+    from conformance.cli import build_parser
+    from conformance.commands.run import pytest_argv
+    from conformance.core.backends import resolve
+
+    args = build_parser().parse_args(["run", "--backend", "cpu", "--checks", "compile",
+                                      "--compile-backend", "aot_eager_decomp_partition"])
+    argv = pytest_argv(args, 0, "/tmp")
+    assert argv[argv.index("--compile-backend") + 1] == "aot_eager_decomp_partition"
+    assert resolve("cpu").compile_backend == "aot_eager"
+    assert resolve("cpu", compile_backend="inductor").compile_backend == "inductor"
+    # compiling costs ~4 s an item: not in the default set (docs/decisions.md#compile-cost)
+    assert "compile" in CHECKS and "compile" not in DEFAULT_CHECKS
