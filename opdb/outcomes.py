@@ -172,6 +172,23 @@ OUT_VIEW = "out_view"
 #: by element, beyond a two-sample KS bound whose false-alarm rate is stated (a sampler that
 #: returns a constant, ignores its probability argument, or never draws some outcome).
 DISTRIBUTION = "distribution"
+# -- the compile check's layers (torch.compile on the backend against eager on it) -------------
+#: Dynamo could not trace the call with ``fullgraph=True`` (a graph break) where it can on CPU.
+COMPILE_TRACE = "compile_trace"
+#: Fake-tensor (meta) propagation for the device raised, or gave another shape/dtype/device
+#: than the device's own kernel, where on CPU it agrees with CPU's.
+COMPILE_FAKE = "compile_fake"
+#: The compiled call raised (the compiler backend, or the compiled graph at run time) where
+#: eager on the device computed and the same compiled call on CPU did not raise.
+COMPILE_RAISES = "compile_raises"
+#: Compiled with ``dynamic=True``, a second shape compiled more frames than on CPU.
+RECOMPILE = "recompile"
+#: Skip category: torch.compile fails on the call on CPU too: torch's limitation, not the
+#: backend's (data-dependent output shapes, an op Dynamo cannot trace).
+CPU_COMPILE_FAILS = "cpu_compile_fails"
+#: Informational category of a ``pass`` (compile check): the device's eager result already
+#: differs from CPU's (the forward check's finding) and the compiled one agrees with it.
+EAGER_DIFFERS = "eager_differs"
 
 #: Fail categories with one line each (what disagreed).
 FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
@@ -207,6 +224,12 @@ FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
     OUT_VIEW: "a strided-view out= not written through to its base as on CPU",
     DISTRIBUTION: "seeded-random samples distributed otherwise than CPU's (per element, "
                   "two-sample KS bound, false alarm at most 1e-7 per example)",
+    COMPILE_TRACE: "torch.compile(fullgraph=True) could not trace the call on the device "
+                   "(a graph break) where it can on CPU",
+    COMPILE_FAKE: "fake-tensor (meta) propagation for the device raised, or disagrees with the "
+                  "device's kernel on shape, dtype or device",
+    COMPILE_RAISES: "the compiled call raised where eager on the device computed",
+    RECOMPILE: "compiled with dynamic=True, a second shape recompiled more than on CPU",
 })
 
 #: Severity of a fail category, higher is worse: a wrong result or a missing capability (3),
@@ -232,6 +255,8 @@ FAIL_SEVERITY: Mapping[str, int] = MappingProxyType({
     OUT_RESIZE: 2, OUT_DTYPE: 2, OUT_DEVICE: 2,
     # wrong values, seen through their distribution
     DISTRIBUTION: 3,
+    # a user's torch.compile breaks: as bad as a missing capability; recompiling only costs time
+    COMPILE_TRACE: 3, COMPILE_FAKE: 3, COMPILE_RAISES: 3, RECOMPILE: 1,
 })
 
 #: Skip categories: why nothing was checked.
@@ -244,6 +269,7 @@ SKIP_CATEGORIES: Mapping[str, str] = MappingProxyType({
     "no_strategy": "an argument type the strategies cannot draw (Storage, Dimname, ...)",
     "no_host_values": "a check needed values a shape-only backend (meta) cannot give back",
     "harness_error": "a bug in the harness itself, reported rather than hidden",
+    CPU_COMPILE_FAILS: "torch.compile fails on the call on CPU too (torch's limitation)",
 })
 
 #: A crash, on a backend whose memory is not host memory, of an op whose ATen composite reads
@@ -285,6 +311,8 @@ INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
                        "evaluation order) were not compared (informational)",
     BACKEND_PROPERTY: "where values differ, the backend agrees with CPU's answer under a "
                       "property it declares (--assume: ftz, tf32, ...; informational)",
+    EAGER_DIFFERS: "the device's eager result differs from CPU (the forward check's finding); "
+                   "the compiled result agrees with eager (informational)",
 })
 
 #: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).

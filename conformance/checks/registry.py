@@ -8,6 +8,7 @@ from conformance.checks import (
     DEFAULT_CHECKS,
     autograd,
     broadcast,
+    compile,
     distribution,
     dtypes,
     forward,
@@ -32,6 +33,7 @@ CHECKS: dict[str, Check] = {
         out.CHECK,
         distribution.CHECK,
         invalid.CHECK,
+        compile.CHECK,
     )
 }
 

@@ -91,6 +91,10 @@ def register(subparsers: Any) -> None:
                         "comparison and stated in the report: ftz, tf32, half_accumulation "
                         "(opdb/data/backend_properties.yaml; a vendor module declares them "
                         "with ASSUMES); undeclared, a probe suggests them")
+    p.add_argument("--compile-backend", metavar="NAME",
+                   help="the compile check's torch.compile backend (default aot_eager: "
+                        "functionalization without codegen, any device; inductor where the "
+                        "device has a codegen); --checks compile runs it")
     p.add_argument("--native-functions", metavar="PATH",
                    help="native_functions.yaml (default: the copy packaged with torch)")
     p.add_argument("--expected-failures", metavar="FILE",
@@ -251,6 +255,7 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
     for flag, value in (("--ops", args.ops), ("--checks", args.checks),
                         ("--max-examples", args.max_examples), ("--without", args.without),
                         ("--assume", args.assume),
+                        ("--compile-backend", args.compile_backend),
                         ("--native-functions", args.native_functions),
                         ("--expected-failures", args.expected_failures),
                         ("--hints", args.hints), ("--tolerances", args.tolerances),

@@ -102,6 +102,9 @@ class Context:
     #: how results are compared, by call structure (:func:`conformance.compare.values.comparison_for`)
     comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     _current: tuple[frozenset[str], list[bool]] | None = None
+    #: a check's own state across the examples of one item (the compile check's first call,
+    #: which a later example's shape follows through one dynamic=True compilation)
+    scratch: dict[str, Any] = field(default_factory=dict)
 
     # -- running --------------------------------------------------------------------------
     def run_cpu(self, call: Call) -> Any:

@@ -81,6 +81,7 @@ class Backend:
     strides: bool = True
     host_memory: bool = False
     assumes: frozenset[str] = frozenset()
+    compile_backend: str = "aot_eager"
 
     @property
     def is_cpu(self) -> bool:
@@ -133,16 +134,19 @@ def parse_without(text: str | None) -> tuple[str, ...]:
 
 
 def resolve(name: str, *, without: tuple[str, ...] | None = None, touch: bool = True,
-            assumes: frozenset[str] = frozenset()) -> Backend:
+            assumes: frozenset[str] = frozenset(),
+            compile_backend: str | None = None) -> Backend:
     """Resolve a backend name and bring the backend up (:func:`bring_up`: its module imported,
     installed where it installs, one tensor made on its device unless ``touch`` is false: a
     static question, ``conformance coverage``, computes nothing there). ``assumes``: the
     properties declared on the command line (:func:`opdb.properties.parse_assumes`), joined
-    with those a vendor module declares.
+    with those a vendor module declares. ``compile_backend``: ``--compile-backend`` (None: the
+    record's own).
 
     Raises :class:`InputError` for an unknown or unavailable backend.
     """
-    return replace_assumes(_resolve(name, without=without, touch=touch), assumes)
+    backend = replace_assumes(_resolve(name, without=without, touch=touch), assumes)
+    return replace(backend, compile_backend=compile_backend) if compile_backend else backend
 
 
 def replace_assumes(backend: Backend, assumes: frozenset[str]) -> Backend:
@@ -217,7 +221,8 @@ def _vendor(key: str) -> Backend:
                    strides=getattr(module, "STRIDES", True) is not False,
                    host_memory=getattr(module, "HOST_MEMORY", False) is True,
                    assumes=parse_assumes(",".join(getattr(module, "ASSUMES", ())),
-                                         option=f"{modname}.ASSUMES"))
+                                         option=f"{modname}.ASSUMES"),
+                   compile_backend=str(getattr(module, "COMPILE_BACKEND", "aot_eager")))
 
 
 def bring_up(backend: Backend, *, touch: bool = True) -> Backend:

@@ -44,6 +44,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="properties the backend has on purpose, honoured by the value "
                          "comparison: ftz, tf32, half_accumulation "
                          "(opdb/data/backend_properties.yaml)")
+    group.addoption("--compile-backend", default=None, metavar="NAME",
+                    help="the compile check's torch.compile backend (default aot_eager: "
+                         "functionalization without codegen, any device; inductor where the "
+                         "device has a codegen)")
     group.addoption("--expected-failures", default=None, metavar="FILE",
                     help="expected failures YAML (default: "
                          "conformance/data/expected_failures/<backend>.yaml)")

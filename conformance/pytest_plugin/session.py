@@ -71,7 +71,8 @@ class State:
         opt = config.getoption
         without = parse_without(opt("--without")) if opt("--without") else None
         self.backend: Backend = resolve(opt("--backend"), without=without,
-                                        assumes=parse_assumes(opt("--assume")))
+                                        assumes=parse_assumes(opt("--assume")),
+                                        compile_backend=opt("--compile-backend"))
         self.checks = selected_checks(opt("--checks"), CHECKS, DEFAULT_CHECKS)
         self.ops = opt("--ops")
         self.ops_re = ops_pattern(self.ops)
@@ -363,7 +364,8 @@ class State:
                "--max-examples", str(self.settings.max_examples),
                "--conformance-timeout", str(self.timeout),
                "--hypothesis-db", self.settings.database or "none"]
-        for flag in ("--without", "--assume", "--native-functions", "--expected-failures",
+        for flag in ("--without", "--assume", "--compile-backend", "--native-functions",
+                     "--expected-failures",
                      "--hints", "--tolerances", "--corpus"):
             if opt(flag) is not None:
                 out += [flag, str(opt(flag))]

@@ -9,11 +9,13 @@ from typing import Any
 
 from conformance.core.backends import Backend
 from conformance.core.call import AutogradCall, Call
+from conformance.core.compiled import CompiledCall
 from conformance.inputs.inplace_forms import InplaceCall
 from conformance.inputs.layouts import LayoutCall
 from conformance.inputs.out_forms import OutCall
 from conformance.repro.autograd import autograd_snippet
 from conformance.repro.common import SHOW, bringup_lines, call_body, value_text
+from conformance.repro.compiled import compiled_snippet
 from conformance.repro.inplace import inplace_snippet
 from conformance.repro.layouts import layout_snippet
 from conformance.repro.out import out_snippet
@@ -22,6 +24,7 @@ from conformance.repro.out import out_snippet
 #: :class:`Call` variant: a new one with a repro of its own is a row here).
 SNIPPETS: tuple[tuple[type[Call], Callable[[Any, Backend, str | None], str]], ...] = (
     (AutogradCall, autograd_snippet),  # backpropagates too
+    (CompiledCall, compiled_snippet),  # eager, fake propagation and torch.compile
     (InplaceCall, inplace_snippet),  # self as the same view or dtype on both sides
     (LayoutCall, layout_snippet),  # arguments laid out as the same views
     (OutCall, out_snippet),  # out= tensors built in the same form

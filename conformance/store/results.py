@@ -54,6 +54,7 @@ def run_record(*, backend: Any, seed: int, checks: list[str], ops: str | None,
         # read by a crash settled after the run died (conformance.pytest_plugin.crashes)
         "host_memory": backend.host_memory,
         "assumes": sorted(backend.assumes),
+        "compile_backend": getattr(backend, "compile_backend", "aot_eager"),  # the compile check's
         "probed": dict(probed or {}),
         "torch_version": torch.__version__,
         "seed": seed,
