@@ -202,7 +202,14 @@ def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, ma
 #: symbolic shape: mm's inner size), the other sides as drawn; a pointwise op's operands are
 #: instead all one vector of :data:`HUGE_SIDE` elements (past 2**16, cheap elementwise). Not
 #: for an op whose hints cap its sides (``max_side``: costly per element, conv3d).
-LARGE_ONE_IN = 32
+#:
+#: 0 (off) for now: the extra draw shifts every later choice of Hypothesis' stream, and three
+#: fixed-seed tests of other checks then drew other calls (an out= resize no longer seen
+#: through a strided view; a planted ``nansum.out`` refusing an empty input; an autograd
+#: ``conv_transpose1d`` at output size 0, where CPU's 1-d kernel returns an empty result and mlu
+#: refuses as CPU's 2-d/3-d do: a real difference to classify). Set to 32 once those are made
+#: robust (issue 26); the mechanism is tested with it on (tests/conformance/inputs/test_large_sizes.py).
+LARGE_ONE_IN = 0
 LARGE_SIDES = (257, 1025)
 HUGE_SIDE = 2**16 + 1
 
@@ -211,7 +218,7 @@ def _large_side(draw: Any, sig: OpSignature, hints: OpHints) -> int | None:
     """The large size of this drawn call (:data:`LARGE_ONE_IN`), or ``None``."""
     # the middle choice, not 0: Hypothesis favours the simplest choice (0) far above its share,
     # and shrinks toward it; a failing small call must not shrink into a large one
-    if hints.max_side is not None or draw(cached_integers(0, LARGE_ONE_IN - 1),
+    if not LARGE_ONE_IN or hints.max_side is not None or draw(cached_integers(0, LARGE_ONE_IN - 1),
                                           label="large size?") != LARGE_ONE_IN // 2:
         return None
     sides = (*LARGE_SIDES, HUGE_SIDE) if sig.is_pointwise else LARGE_SIDES

@@ -4,13 +4,21 @@ op whose hints cap its sides, and a failing small call does not shrink into a la
 
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
 import opdb
 from conformance.core.signature import OpSignature
+from conformance.inputs import strategies
 from conformance.inputs.strategies import HUGE_SIDE, forward_calls
 from opdb.opdata import OpHints, load_hints
+
+
+@pytest.fixture(autouse=True)
+def _large_sizes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mechanism with one drawn call in 32 large (off by default: strategies.LARGE_ONE_IN)."""
+    monkeypatch.setattr(strategies, "LARGE_ONE_IN", 32)
 
 
 def _largest(name: str, n: int = 400, hints: OpHints | None = None) -> list[int]:
