@@ -26,6 +26,8 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[-+
 _LIST = re.compile(r"([\[(])#(?:, ?#)*,?([\])])")
 
 
+#: The dtypes check's prefix of a failure at one dtype: ``at float32: ``.
+_AT_DTYPE = re.compile(r"at [\w.]+: ")
 _SPECIAL = re.compile(r"(?<![\w.])-?(?:nan|inf)\b")
 
 
@@ -68,7 +70,11 @@ def failure_key(category: str | None, message: str, dtypes: Iterable[str] = ()) 
     head, _ = split_call(message)
     specials = sorted(set(_SPECIAL.findall(head)))
     if category == "value":
-        head = head.split(":", 1)[0].split("=", 1)[0]
+        # the dtypes check says at which dtype ("at float32: out values differ ..."): the
+        # subject is what follows that prefix, up to torch.testing's numbers
+        at = _AT_DTYPE.match(head)
+        rest = head[at.end():] if at else head
+        head = (at.group(0) if at else "") + rest.split(":", 1)[0].split("=", 1)[0]
         if specials:
             head += " (" + ", ".join(specials) + ")"
     else:

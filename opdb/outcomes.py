@@ -74,6 +74,12 @@ CPU_IMPRECISE = "cpu_imprecise"
 #: backend gave one of CPU's answers. The message counts them.
 VALUE_UNSPECIFIED = "value_unspecified"
 
+#: Informational category of a ``pass``: where a result differed from CPU's, the elements agree
+#: with the answer a property the backend declares (``--assume``: flushing subnormals, TF32
+#: matrix products, narrow accumulation; ``opdb/data/backend_properties.yaml``) makes
+#: legitimate. The message names the property and counts the elements.
+BACKEND_PROPERTY = "backend_property"
+
 # -- the autograd check's own kinds of disagreement (gradients, not forward values) ------------
 #: A gradient's values differ from CPU's beyond tolerance (a wrong backward kernel).
 GRAD_VALUE = "grad_value"
@@ -257,6 +263,8 @@ INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
                    "float64 (CPU's float32 arithmetic is the imprecise side; informational)",
     VALUE_UNSPECIFIED: "elements left open (NaN vs inf where CPU's own answer changes with the "
                        "evaluation order) were not compared (informational)",
+    BACKEND_PROPERTY: "where values differ, the backend agrees with CPU's answer under a "
+                      "property it declares (--assume: ftz, tf32, ...; informational)",
 })
 
 #: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).

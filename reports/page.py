@@ -92,9 +92,19 @@ def universe_of(df: pd.DataFrame, ann: Annotations) -> tuple[list[str], str]:
 
 
 def _run_info(run: Mapping[str, Any]) -> dict[str, Any]:
+    """A run header as the page shows it; the backend's declared properties with their
+    one-line summaries, and those a probe saw undeclared with the evidence."""
+    from opdb.properties import properties
+
     keys = ("backend", "device", "dispatch_key", "torch_version", "seed", "started_at",
             "checks", "ops", "max_examples", "hostname", "opconform_version", "source")
-    return {k: _finite(run.get(k)) for k in keys}
+    known = properties()
+    info = {k: _finite(run.get(k)) for k in keys}
+    info["assumes"] = [{"name": n, "summary": known[n].summary if n in known else "?"}
+                       for n in run.get("assumes") or []]
+    info["probed"] = [{"name": n, "evidence": str(e)}
+                      for n, e in sorted((run.get("probed") or {}).items())]
+    return info
 
 
 def page_data(

@@ -86,6 +86,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--html", metavar="FILE", help="also write the HTML report")
     p.add_argument("--without", metavar="LIST",
                    help="reference backend only: overloads to leave out (comma-separated)")
+    p.add_argument("--assume", metavar="LIST",
+                   help="properties the backend has on purpose, honoured by the value "
+                        "comparison and stated in the report: ftz, tf32, half_accumulation "
+                        "(opdb/data/backend_properties.yaml; a vendor module declares them "
+                        "with ASSUMES); undeclared, a probe suggests them")
     p.add_argument("--native-functions", metavar="PATH",
                    help="native_functions.yaml (default: the copy packaged with torch)")
     p.add_argument("--expected-failures", metavar="FILE",
@@ -190,8 +195,10 @@ def _validate(args: argparse.Namespace) -> Backend:
             raise InputError(f"--ops {args.ops!r} matched no overload")
     # Resolving brings the backend up: an unknown or unavailable one is bad input here.
     from conformance.core.backends import parse_without, resolve
+    from opdb.properties import parse_assumes
 
-    backend = resolve(args.backend, without=parse_without(args.without) if args.without else None)
+    backend = resolve(args.backend, without=parse_without(args.without) if args.without else None,
+                      assumes=parse_assumes(args.assume))
     if args.resume:
         _check_resumable(args, backend)
     return backend
@@ -211,7 +218,8 @@ def _check_resumable(args: argparse.Namespace, backend: Backend) -> None:
         return
     checks = [c.strip() for c in (args.checks or ",".join(DEFAULT_CHECKS)).split(",")
               if c.strip()]
-    now = {"backend": backend.name, "torch_version": torch.__version__, "seed": args.seed,
+    now = {"backend": backend.name, "assumes": sorted(backend.assumes),
+           "torch_version": torch.__version__, "seed": args.seed,
            "checks": checks, "ops": args.ops,
            "max_examples": args.max_examples or EngineSettings().max_examples}
     why = resume_mismatch(state.run, now)
@@ -242,6 +250,7 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
             "--rootdir", os.getcwd()]
     for flag, value in (("--ops", args.ops), ("--checks", args.checks),
                         ("--max-examples", args.max_examples), ("--without", args.without),
+                        ("--assume", args.assume),
                         ("--native-functions", args.native_functions),
                         ("--expected-failures", args.expected_failures),
                         ("--hints", args.hints), ("--tolerances", args.tolerances),

@@ -80,6 +80,7 @@ def _validate(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     import opdb
+    from conformance.core.verdicts import error_line
     from conformance.trace import census as cs
     from opdb.errors import InputError
 
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         hint = " (a kernel without a meta implementation? try without --meta)" if args.meta \
             else ""
         raise InputError(f"the workload raised on {on} while tracing: "
-                         f"{cs.one_line(exc)}{hint}", file=where,
+                         f"{error_line(exc)}{hint}", file=where,
                          line=cs.error_line_in(exc, where)) from None
     result = cs.census(rec, db, backend)
     runcheck = None

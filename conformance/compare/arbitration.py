@@ -35,10 +35,11 @@ import torch
 from conformance.compare.values import agreement, assert_values, dense
 from conformance.core import readback
 from conformance.core.call import Call
-from opdb.outcomes import CPU_IMPRECISE, VALUE_UNSPECIFIED
+from opdb.outcomes import BACKEND_PROPERTY, CPU_IMPRECISE, VALUE_UNSPECIFIED
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
+    from conformance.compare.properties import Alternate
 
 #: What a floating/complex tensor is widened to for the reference (float64 and complex128 are
 #: already the widest CPU computes in: their results have no reference).
@@ -113,26 +114,55 @@ def _not_finite(t: torch.Tensor) -> torch.Tensor:
 class Settlement:
     """Masks over a result's elements where the backend's answer differs from CPU's:
     ``unspecified`` (CPU's own answer changes with the layout and the backend gave one of them),
-    ``imprecise`` (the backend is as close to the float64 reference as CPU, or closer) and
-    ``remaining`` (neither: still a disagreement)."""
+    ``assumed`` (the backend agrees with the answer one of its declared properties makes
+    legitimate: :mod:`conformance.compare.properties`; ``assumed_by`` names the property of each
+    such element's first match, with counts), ``imprecise`` (the backend is as close to the
+    float64 reference as CPU, or closer) and ``remaining`` (none of these: a disagreement)."""
 
     unspecified: torch.Tensor
     imprecise: torch.Tensor
     remaining: torch.Tensor
+    assumed: torch.Tensor | None = None
+    assumed_by: tuple[tuple[str, int], ...] = ()
 
     @property
     def settled(self) -> torch.Tensor:
-        return self.unspecified | self.imprecise
+        found = self.unspecified | self.imprecise
+        return found | self.assumed if self.assumed is not None else found
+
+
+def _assumed(ctx: Context, call: Call, actual: torch.Tensor, rest: torch.Tensor,
+             alternates: Sequence[Alternate], position: tuple[int, int] | None
+             ) -> tuple[torch.Tensor, tuple[tuple[str, int], ...]]:
+    """Elements of ``rest`` where ``actual`` agrees with a declared property's answer."""
+    assumed = torch.zeros_like(rest)
+    counts = []
+    for alt in alternates:
+        if not bool((rest & ~assumed).any()) or alt.answer.shape != actual.shape \
+                or alt.answer.dtype != actual.dtype:
+            continue
+        answer = readback.plain(dense(alt.answer))
+        near = agreement(ctx, call, actual, answer, position=position)
+        if alt.atol is not None:
+            near = near | torch.isclose(actual, answer, rtol=0.0, atol=alt.atol, equal_nan=True)
+        new = rest & ~assumed & near
+        if bool(new.any()):
+            counts.append((alt.prop, int(new.sum())))
+            assumed |= new
+    return assumed, tuple(counts)
 
 
 def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Tensor, *,
              reorderings: Sequence[torch.Tensor], reference: torch.Tensor | None,
-             position: tuple[int, int] | None = None) -> Settlement | None:
+             position: tuple[int, int] | None = None,
+             alternates: Sequence[Alternate] = ()) -> Settlement | None:
     """Sorts the elements where ``actual`` disagrees with CPU's ``expected`` (as
     :func:`~conformance.compare.values.agreement` judges) into a :class:`Settlement`.
     ``reorderings``: CPU's answers for the same values laid out otherwise (same dtype and shape);
-    ``reference``: :func:`rounded_reference` or ``None``. ``None`` for a result that is not
-    floating/complex, or where no element disagrees."""
+    ``reference``: :func:`rounded_reference` or ``None``; ``alternates``: the answers the
+    backend's declared properties make legitimate (:func:`conformance.compare.properties.
+    alternates`). ``None`` for a result that is not floating/complex, or where no element
+    disagrees."""
     if not (expected.is_floating_point() or expected.is_complex()) \
             or actual.shape != expected.shape or actual.dtype != expected.dtype:
         return None
@@ -147,6 +177,8 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
         if bool(loose.any()) and again.shape == expected.shape and again.dtype == expected.dtype:
             unspecified |= loose & agreement(ctx, call, actual, again, position=position)
     rest = bad & ~unspecified
+    assumed, assumed_by = _assumed(ctx, call, actual, rest, alternates, position)
+    rest = rest & ~assumed
     imprecise = torch.zeros_like(bad)
     if reference is not None and bool(rest.any()):
         # the backend agrees with the reference as it had to agree with CPU, and is no farther
@@ -156,7 +188,7 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
         closer = distance(actual, reference) <= distance(expected, reference)
         imprecise = rest & near & closer
     return Settlement(unspecified=unspecified, imprecise=imprecise,
-                      remaining=rest & ~imprecise)
+                      remaining=rest & ~imprecise, assumed=assumed, assumed_by=assumed_by)
 
 
 def _first(mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[tuple[int, ...], list[Any]]:
@@ -167,7 +199,8 @@ def _first(mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[tuple[int, ...],
 
 def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
            expected: torch.Tensor, *, reorderings: Sequence[torch.Tensor],
-           reference: torch.Tensor | None, position: tuple[int, int] | None = None) -> bool:
+           reference: torch.Tensor | None, position: tuple[int, int] | None = None,
+           alternates: Sequence[Alternate] = ()) -> bool:
     """Whether every element of ``actual`` (result ``label``) that disagrees with CPU's
     ``expected`` is settled (:func:`classify`): then the example agrees and the verdict notes
     the elements (``value_unspecified``, ``cpu_imprecise``, with their count). Where some are
@@ -180,7 +213,7 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
         reference = readback.plain(dense(reference))
     try:
         found = classify(ctx, call, actual, expected, reorderings=reorderings,
-                         reference=reference, position=position)
+                         reference=reference, position=position, alternates=alternates)
     except RuntimeError:  # a dtype some element-wise step has no kernel for: the failure stands
         return False
     if found is None or not bool(found.settled.any()):
@@ -196,6 +229,10 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
         ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) whose value CPU's "
                       f"own answer changes with the operands' layout, and the backend gave one "
                       f"of CPU's (first at index {index}: {a!r}, CPU {e!r}) [{where}]", n)
+    for prop, n in found.assumed_by:
+        ctx.note_info(BACKEND_PROPERTY, f"{label}: {n} of {total} element(s) agree with CPU's "
+                      f"answer under the backend's declared {prop!r} "
+                      f"(opdb/data/backend_properties.yaml) [{where}]", n)
     if bool(found.imprecise.any()):
         assert reference is not None  # imprecise elements are judged against it
         n = int(found.imprecise.sum())

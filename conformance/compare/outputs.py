@@ -218,9 +218,12 @@ def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Ten
     (:data:`REORDERINGS`) — CPU's contiguous answer is then no contract, and the verdict notes
     it (``cpu_unstable``) — else whether every element that differs is settled element by
     element (:func:`~conformance.compare.arbitration.settle`: an element CPU's reorderings
-    leave open, or one where the call computed in float64 sides with the backend). A wrong
-    answer that CPU gives for no layout, and float64 does not side with, still fails."""
+    leave open, one that agrees with CPU's answer under a property the backend declares
+    (:mod:`conformance.compare.properties`), or one where the call computed in float64 sides
+    with the backend). A wrong answer that CPU gives for no layout, and float64 does not side
+    with, still fails."""
     from conformance.compare.arbitration import precise_call, rounded_reference, settle
+    from conformance.compare.properties import alternates
 
     answers = []
     for text, answer in _reordered(ctx, call, i, j):
@@ -238,8 +241,10 @@ def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Ten
             reference = rounded_reference(ctx, call, _part(wide.run("cpu"), i, j), expected)
         except Exception:  # noqa: BLE001 - CPU refuses the wider call: no reference
             reference = None
+    declared = alternates(ctx, call, expected, lambda out: _part(out, i, j)) \
+        if ctx.backend.assumes else []
     return settle(ctx, call, label, where, actual, expected, reorderings=answers,
-                  reference=reference, position=(i, n))
+                  reference=reference, position=(i, n), alternates=declared)
 
 
 def _part(out: Any, i: int, j: int) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from opdb.errors import InputError
 
@@ -57,6 +57,10 @@ class Backend:
       likes, ``stride()`` is a contiguous stand-in) does not promise them: the ``noncontiguous``
       check then notes a difference (``strides_informational``). A vendor module says so with
       ``STRIDES = False``.
+    - ``assumes``: what the backend declares it does on purpose where CPU does otherwise
+      (``ftz``, ``tf32``, ``half_accumulation``: ``opdb/data/backend_properties.yaml``), from
+      ``--assume`` and a vendor module's ``ASSUMES``. The value comparison honours each
+      (:mod:`conformance.compare.properties`); the report states them at its top.
     """
 
     name: str
@@ -69,6 +73,7 @@ class Backend:
     installs: bool = False
     lazy: bool = False
     strides: bool = True
+    assumes: frozenset[str] = frozenset()
 
     @property
     def is_cpu(self) -> bool:
@@ -108,13 +113,25 @@ def parse_without(text: str | None) -> tuple[str, ...]:
     return tuple(sorted({part.strip() for part in text.split(",") if part.strip()}))
 
 
-def resolve(name: str, *, without: tuple[str, ...] | None = None, touch: bool = True) -> Backend:
+def resolve(name: str, *, without: tuple[str, ...] | None = None, touch: bool = True,
+            assumes: frozenset[str] = frozenset()) -> Backend:
     """Resolve a backend name and bring the backend up (:func:`bring_up`: its module imported,
     installed where it installs, one tensor made on its device unless ``touch`` is false: a
-    static question, ``conformance coverage``, computes nothing there).
+    static question, ``conformance coverage``, computes nothing there). ``assumes``: the
+    properties declared on the command line (:func:`opdb.properties.parse_assumes`), joined
+    with those a vendor module declares.
 
     Raises :class:`InputError` for an unknown or unavailable backend.
     """
+    return replace_assumes(_resolve(name, without=without, touch=touch), assumes)
+
+
+def replace_assumes(backend: Backend, assumes: frozenset[str]) -> Backend:
+    """``backend`` with ``assumes`` added to what it declares."""
+    return replace(backend, assumes=backend.assumes | assumes) if assumes else backend
+
+
+def _resolve(name: str, *, without: tuple[str, ...] | None, touch: bool) -> Backend:
     key = name.strip()
     lower = key.lower()
     if without is None:
@@ -161,8 +178,10 @@ def _builtin(record: Backend) -> Backend:
 
 def _vendor(key: str) -> Backend:
     """``privateuse1:MODULE``: the module imported; what it declares (``FORK_SAFE``, ``LAZY``,
-    ``STRIDES``, an ``install()``) is its record."""
+    ``STRIDES``, ``ASSUMES``, an ``install()``) is its record."""
     import torch
+
+    from opdb.properties import parse_assumes
 
     modname = key.split(":", 1)[1]
     if not modname:
@@ -176,7 +195,9 @@ def _vendor(key: str) -> Backend:
                    fork_safe=getattr(module, "FORK_SAFE", False) is True,
                    installs=callable(getattr(module, "install", None)),
                    lazy=getattr(module, "LAZY", False) is True,
-                   strides=getattr(module, "STRIDES", True) is not False)
+                   strides=getattr(module, "STRIDES", True) is not False,
+                   assumes=parse_assumes(",".join(getattr(module, "ASSUMES", ())),
+                                         option=f"{modname}.ASSUMES"))
 
 
 def bring_up(backend: Backend, *, touch: bool = True) -> Backend:

@@ -40,6 +40,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="native_functions.yaml to read (default: the copy packaged with torch)")
     group.addoption("--without", default=None, metavar="LIST",
                     help="reference backend only: comma-separated overloads to leave out")
+    group.addoption("--assume", default=None, metavar="LIST",
+                    help="properties the backend has on purpose, honoured by the value "
+                         "comparison: ftz, tf32, half_accumulation "
+                         "(opdb/data/backend_properties.yaml)")
     group.addoption("--expected-failures", default=None, metavar="FILE",
                     help="expected failures YAML (default: "
                          "conformance/data/expected_failures/<backend>.yaml)")

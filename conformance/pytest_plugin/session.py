@@ -66,10 +66,12 @@ class State:
         ``--ops`` and this process's ``--shard``."""
         from conformance.checks.registry import CHECKS, DEFAULT_CHECKS
         from conformance.core.backends import parse_without, resolve
+        from opdb.properties import parse_assumes
 
         opt = config.getoption
         without = parse_without(opt("--without")) if opt("--without") else None
-        self.backend: Backend = resolve(opt("--backend"), without=without)
+        self.backend: Backend = resolve(opt("--backend"), without=without,
+                                        assumes=parse_assumes(opt("--assume")))
         self.checks = selected_checks(opt("--checks"), CHECKS, DEFAULT_CHECKS)
         self.ops = opt("--ops")
         self.ops_re = ops_pattern(self.ops)
@@ -178,7 +180,7 @@ class State:
                             checks=self.checks, ops=self.ops,
                             max_examples=self.settings.max_examples,
                             argv=list(getattr(self.config.invocation_params, "args", sys.argv)),
-                            run_id=self.run_id)
+                            run_id=self.run_id, probed=self.undeclared_properties())
         if self.resume is not None:
             from conformance.store.results import resume_mismatch
             from opdb.errors import InputError
@@ -194,6 +196,25 @@ class State:
             return
         self.writer = ResultsWriter(path)
         self.writer.write(record)
+
+    def undeclared_properties(self) -> dict[str, str]:
+        """What the device shows of the declarable properties without declaring them (one probe
+        call each, :mod:`conformance.core.probes`), said on stderr with the flag to declare
+        them; a declared property the probe does not see is said too (it is still honoured)."""
+        import sys
+
+        from conformance.core.probes import probe
+
+        shown = probe(self.backend)
+        for name, evidence in shown.items():
+            if name not in self.backend.assumes:
+                sys.stderr.write(f"conformance: backend {self.backend.name!r} seems to have "
+                                 f"the property {name!r} ({evidence}); if it does so on "
+                                 f"purpose, declare it: --assume {name}\n")
+        for name in sorted(self.backend.assumes - set(shown)):
+            sys.stderr.write(f"conformance: backend {self.backend.name!r} declares {name!r}, "
+                             f"which its probe did not show; the comparison honours it\n")
+        return {k: v for k, v in shown.items() if k not in self.backend.assumes}
 
     def record(self, obj: dict[str, Any]) -> bool:
         """Write one verdict record, once per (overload, check); False if it was already."""
@@ -329,8 +350,8 @@ class State:
                "--max-examples", str(self.settings.max_examples),
                "--conformance-timeout", str(self.timeout),
                "--hypothesis-db", self.settings.database or "none"]
-        for flag in ("--without", "--native-functions", "--expected-failures", "--hints",
-                     "--tolerances", "--corpus"):
+        for flag in ("--without", "--assume", "--native-functions", "--expected-failures",
+                     "--hints", "--tolerances", "--corpus"):
             if opt(flag) is not None:
                 out += [flag, str(opt(flag))]
         return out

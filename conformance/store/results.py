@@ -37,7 +37,11 @@ def dumps(record: Mapping[str, Any]) -> str:
 
 def run_record(*, backend: Any, seed: int, checks: list[str], ops: str | None,
                max_examples: int, argv: list[str] | None = None,
-               run_id: str | None = None) -> dict[str, Any]:
+               run_id: str | None = None,
+               probed: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The results file's first record: what ran, where, with what settings; ``assumes``: the
+    properties the backend declared; ``probed``: those its device showed without being
+    declared (:mod:`conformance.core.probes`), each with its evidence."""
     import torch
 
     from conformance import __version__
@@ -47,6 +51,8 @@ def run_record(*, backend: Any, seed: int, checks: list[str], ops: str | None,
         "backend": backend.name,
         "device": backend.device,
         "dispatch_key": backend.dispatch_key,
+        "assumes": sorted(backend.assumes),
+        "probed": dict(probed or {}),
         "torch_version": torch.__version__,
         "seed": seed,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -61,7 +67,7 @@ def run_record(*, backend: Any, seed: int, checks: list[str], ops: str | None,
 
 
 #: Fields of the run record that must agree for ``--resume`` to continue a results file.
-RESUME_FIELDS = ("backend", "torch_version", "seed", "checks", "ops", "max_examples")
+RESUME_FIELDS = ("backend", "assumes", "torch_version", "seed", "checks", "ops", "max_examples")
 
 
 class ResumeState:
@@ -143,6 +149,8 @@ def resume_mismatch(run: Mapping[str, Any], new: Mapping[str, Any]) -> str | Non
         old_v, new_v = run.get(key), new.get(key)
         if key == "checks" and isinstance(old_v, list) and isinstance(new_v, list):
             old_v, new_v = sorted(old_v), sorted(new_v)
+        if key == "assumes":  # a file written before properties were declared assumed none
+            old_v, new_v = sorted(old_v or []), sorted(new_v or [])
         if old_v != new_v:
             return f"{key} was {run.get(key)!r}, this run has {new.get(key)!r}"
     return None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from conformance.core.verdicts import error_line
 from conformance.trace.recorder import BACKWARD, TOP, Recorder, Recording
 from opdb.errors import InputError
 
@@ -89,14 +90,6 @@ def error_line_in(exc: BaseException, file: str) -> int | None:
     return line
 
 
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if len(first) > 160:
-        first = first[:157] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-
-
 def load_target(target: str) -> tuple[Maker, str]:
     """``(maker, file)`` for a TARGET; ``file`` is where errors point (the file or module).
 
@@ -125,7 +118,7 @@ def load_target(target: str) -> tuple[Maker, str]:
         except SyntaxError as exc:
             raise InputError(f"SyntaxError: {exc.msg}", file=path, line=exc.lineno) from None
         except Exception as exc:
-            raise InputError(f"importing it raised {one_line(exc)}", file=path,
+            raise InputError(f"importing it raised {error_line(exc)}", file=path,
                              line=error_line_in(exc, path)) from None
         where = path
     else:
@@ -134,7 +127,7 @@ def load_target(target: str) -> tuple[Maker, str]:
         try:
             module = importlib.import_module(path)
         except Exception as exc:
-            raise InputError(f"TARGET {target!r}: cannot import {path!r}: {one_line(exc)}") \
+            raise InputError(f"TARGET {target!r}: cannot import {path!r}: {error_line(exc)}") \
                 from None
         where = getattr(module, "__file__", None) or path
     maker = getattr(module, name, None)
@@ -151,7 +144,7 @@ def _load_exported(path: str) -> dict[str, Any]:
     try:
         ep = torch.export.load(path)
     except Exception as exc:
-        raise InputError(f"cannot load the exported program: {one_line(exc)}", file=path) \
+        raise InputError(f"cannot load the exported program: {error_line(exc)}", file=path) \
             from None
     args, kwargs = ep.example_inputs if ep.example_inputs is not None else ((), {})
     return {"model": ep.module(), "input": tuple(args), "kwargs": dict(kwargs)}
@@ -169,7 +162,7 @@ def build(maker: Maker, where: str, *, device: str | None = None, seed: int = 0)
     except InputError:
         raise
     except Exception as exc:
-        raise InputError(f"make() raised {one_line(exc)}", file=where,
+        raise InputError(f"make() raised {error_line(exc)}", file=where,
                          line=error_line_in(exc, where)) from None
     wl = _workload(made, where)
     return wl.to(device) if device else wl

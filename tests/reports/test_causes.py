@@ -115,6 +115,17 @@ def test_a_failure_without_key_is_keyed_like_the_engine_keys_it(tmp_path):
     assert f.key.nunique() == 1 and f.key[0] == "value: out values differ from CPU {float32}"
 
 
+def test_a_dtypes_check_failure_keeps_its_subject_after_the_dtype():
+    """``at float32: out values differ ...``: the subject is what follows the dtype, so two
+    overloads losing NaNs at some dtype are one cause titled by what differs, not "at <dtype>"."""
+    key = failure_key("value", "at float32: out values differ from CPU: Mismatched elements: "
+                               "1 / 4 (nan) [abs(float32[4])]", ["float32"])
+    assert key == "value: at <dtype>: out values differ from CPU (nan) {float32}"
+    other = failure_key("value", "at float64: out values differ from CPU: Mismatched elements: "
+                                 "3 / 9 (nan) [neg(float32[9])]", ["float32"])
+    assert other == key
+
+
 def test_the_engine_keys_with_the_same_function():
     from conformance.engine import failure_key as engine_key
 
