@@ -252,3 +252,15 @@ def install(name: str, transform: Transform | None) -> None:
 
     lib.fallback(fallback, "PrivateUse1")
     _LIBS.append(lib)
+    # copy_ gets a kernel of its own: ATen's composite copy_ sends a copy to a device through
+    # _copy_from, which the Conjugate/Negative fallbacks materialize by a clone, which copies
+    # again (an endless recursion for a conjugate view); copy_ is a fallthrough there, and on
+    # CPU aliases it honours the lazy bits itself.
+    aten = torch.library.Library("aten", "IMPL")
+    copy = torch.ops.aten.copy_.default
+
+    def copy_kernel(*args: Any, **kwargs: Any) -> Any:
+        return run_op(copy, args, kwargs, transform)
+
+    aten.impl("copy_", copy_kernel, "PrivateUse1")
+    _LIBS.append(aten)
