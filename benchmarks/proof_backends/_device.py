@@ -107,7 +107,7 @@ def cpu_alias(t: torch.Tensor) -> torch.Tensor:
     out.set_(buffer(t), t.storage_offset(), t.shape, t.stride())
     if t.is_conj():
         out = out.conj()
-    if t.is_neg():
+    if t.is_neg() and t.dtype != torch.bool:  # negating a bool is no change (CPU has no kernel)
         out = torch._neg_view(out)
     return out
 

@@ -44,6 +44,8 @@ class Transform:
     inputs: Callable[[torch.Tensor], torch.Tensor]
     finish: Callable[[torch.Tensor], None] = lambda t: None
     skip: frozenset[str] = field(default_factory=frozenset)
+    #: what a written argument (out=, an in-place self) becomes; default: as ``inputs``
+    written: Callable[[torch.Tensor], torch.Tensor] | None = None
 
 
 def _map(x: Any, fn: Callable[[Any], Any]) -> Any:
@@ -107,15 +109,19 @@ def _second_run(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[s
     def conv(x: Any) -> Any:
         return transform.inputs(x) if isinstance(x, torch.Tensor) else x
 
-    targs = _map(args, conv)
-    tkwargs = {k: _map(v, conv) for k, v in kwargs.items()}
+    def conv_written(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return x
+        return (transform.written or transform.inputs)(x)
+
+    written = {key for key, _ in _written(op, args, kwargs)}
+    targs = tuple(_map(a, conv_written if i in written else conv) for i, a in enumerate(args))
+    tkwargs = {k: _map(v, conv_written if k in written else conv) for k, v in kwargs.items()}
     try:
         res = _call(op, targs, tkwargs)
     except Exception:  # noqa: BLE001 - the first run's outcome stands
         return None
-    written = {k: (targs[k] if isinstance(k, int) else tkwargs[k])
-               for k, _ in _written(op, targs, tkwargs)}
-    return res, written
+    return res, {k: (targs[k] if isinstance(k, int) else tkwargs[k]) for k in written}
 
 
 def _store(dst: Any, src: Any, transform: Transform) -> None:
@@ -237,6 +243,9 @@ def _call(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, An
     return op(*args, **kwargs) if same is None else same(*args, **kwargs)
 
 
+#: Ops registered to the fallback by name (see :func:`install`).
+OWN_KERNEL = ("conj_physical_",)
+
 _LIBS: list[torch.library.Library] = []
 
 
@@ -263,4 +272,13 @@ def install(name: str, transform: Transform | None) -> None:
         return run_op(copy, args, kwargs, transform)
 
     aten.impl("copy_", copy_kernel, "PrivateUse1")
+    # ops whose CompositeExplicitAutograd kernel calls a CPU-only DispatchStub ("missing kernel
+    # for <device>"): every backend needs a kernel of its own there; this one is the fallback
+    for name in OWN_KERNEL:
+        op = getattr(torch.ops.aten, name).default
+
+        def kernel(*args: Any, op: torch._ops.OpOverload = op, **kwargs: Any) -> Any:
+            return run_op(op, args, kwargs, transform)
+
+        aten.impl(name, kernel, "PrivateUse1")
     _LIBS.append(aten)

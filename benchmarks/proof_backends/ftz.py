@@ -34,5 +34,7 @@ def flushed(x: torch.Tensor) -> torch.Tensor:
     return y
 
 
-TRANSFORM = Transform(inputs=flushed, finish=flush_)
+#: Copies move bits, as a device's copy engine does: no arithmetic to flush in.
+COPIES = frozenset({"copy", "_to_copy", "clone", "_copy_from", "_copy_from_and_resize"})
+TRANSFORM = Transform(inputs=flushed, finish=flush_, skip=COPIES)
 fallback.install("ftz", TRANSFORM)

@@ -27,7 +27,14 @@ def relayout(x: torch.Tensor) -> torch.Tensor:
     return x.clone()
 
 
-TRANSFORM = Transform(inputs=relayout, skip=frozenset({
+def same_layout(x: torch.Tensor) -> torch.Tensor:
+    """A written argument keeps its layout: CPU's own out= kernels do not all honour an out='s
+    strides (``_softmax.out`` writes a strided out= as if it were contiguous), and the backend
+    computes into the tensor it is given."""
+    return x.clone()
+
+
+TRANSFORM = Transform(inputs=relayout, written=same_layout, skip=frozenset({
     "as_strided", "as_strided_copy", "as_strided_scatter", "_reshape_alias_copy", "resize",
     "resize_as", "set"}))
 fallback.install("reorder", TRANSFORM)
