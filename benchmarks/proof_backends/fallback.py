@@ -193,10 +193,47 @@ def _flat(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
     return [*_leaves(list(args)), *_leaves(list(kwargs.values()))]
 
 
+def _number_dtype(value: complex, tensors: list[torch.Tensor]) -> torch.dtype:
+    """The dtype of a 0-dim tensor standing for a Python number that torch passed as a wrapped
+    number: it must not win type promotion where a wrapped number would not (a float next to
+    integral tensors is the default dtype; next to floating ones float64 keeps its value and
+    loses to their dtype, as a 0-dim tensor of the same category does)."""
+    if isinstance(value, bool):
+        return torch.bool
+    if isinstance(value, int):
+        return torch.int64
+    wide = any(t.is_floating_point() or t.is_complex() for t in tensors)
+    if isinstance(value, complex):
+        return torch.complex128 if wide else torch.complex64
+    return torch.float64 if wide else torch.get_default_dtype()
+
+
+def _wrap_numbers(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]
+                  ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A boxed Python fallback receives a wrapped-number tensor (a Python number passed where
+    the schema says Tensor: ``fmod.Tensor(x, 2)`` from ``fmod.Scalar``'s composite) as the
+    number itself, which the op then refuses; it becomes a CPU 0-dim tensor again."""
+    tensors = [t for t in _leaves([*args, *kwargs.values()]) if isinstance(t, torch.Tensor)]
+    out_args, out_kwargs = list(args), dict(kwargs)
+    for i, a in enumerate(op._schema.arguments):
+        if not isinstance(a.type, torch.TensorType) and not (
+                isinstance(a.type, torch.OptionalType)
+                and isinstance(a.type.getElementType(), torch.TensorType)):
+            continue
+        where: dict[Any, Any] | list[Any] = out_args if i < len(args) else out_kwargs
+        key: Any = i if i < len(args) else a.name
+        if (i < len(args) or a.name in kwargs) and isinstance(where[key], (bool, int, float,
+                                                                           complex)):
+            value = where[key]
+            where[key] = torch.tensor(value, dtype=_number_dtype(value, tensors))
+    return tuple(out_args), out_kwargs
+
+
 def run_op(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any],
            transform: Transform | None) -> Any:
     """Run ``op`` for the device (see the module docstring)."""
     name = _device.device_name()
+    args, kwargs = _wrap_numbers(op, args, kwargs)
     conv = _to_cpu_arg(name)
     cargs = _map(args, conv)
     ckwargs = {k: _map(v, conv) for k, v in kwargs.items()}
