@@ -139,7 +139,8 @@ def adopt(cpu: torch.Tensor) -> torch.Tensor:
     """A device tensor holding CPU tensor ``cpu``'s values, geometry and lazy bits (its storage is
     adopted: ``cpu`` is a fresh result nobody else writes)."""
     bits = (cpu.is_conj(), cpu.is_neg())
-    t = attach(cpu.untyped_storage(), cpu.dtype, cpu.shape, cpu.stride(), cpu.storage_offset())
+    t = attach(cpu.untyped_storage(), cpu.dtype, cpu.shape, cpu.stride(),
+               int(cpu.storage_offset()))
     if bits[0]:
         torch._C._set_conj(t, True)
     if bits[1]:

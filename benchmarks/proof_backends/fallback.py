@@ -157,7 +157,7 @@ def _back(name: str, res: Any, cpu_args: list[Any], dev_args: list[Any],
             return by_identity[id(x)]
         base = _views_of(storages, x)
         if base is not None:
-            v = _device.view_of(base, x.shape, x.stride(), x.storage_offset(), x.dtype)
+            v = _device.view_of(base, x.shape, x.stride(), int(x.storage_offset()), x.dtype)
             if x.is_conj():
                 torch._C._set_conj(v, True)
             if x.is_neg():
@@ -186,7 +186,7 @@ def _regeometry(name: str, cpu_args: list[Any], dev_args: list[Any]) -> None:
             st = owner.untyped_storage()
         else:
             st = _device.attach(c.untyped_storage(), c.dtype, (0,), (1,), 0).untyped_storage()
-        _device.set_geometry(d, st, c.storage_offset(), c.shape, c.stride())
+        _device.set_geometry(d, st, int(c.storage_offset()), c.shape, c.stride())
 
 
 def _flat(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -238,7 +238,7 @@ def run_op(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, A
     cargs = _map(args, conv)
     ckwargs = {k: _map(v, conv) for k, v in kwargs.items()}
     second = (_second_run(op, cargs, ckwargs, transform)
-              if _transformable(op, transform) else None)
+              if transform is not None and _transformable(op, transform) else None)
     res = _call(op, cargs, ckwargs)
     dev_flat, cpu_flat = _flat(args, kwargs), _flat(cargs, ckwargs)
     _regeometry(name, cpu_flat, dev_flat)
