@@ -222,8 +222,9 @@ def _wrap_numbers(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict
             continue
         where: dict[Any, Any] | list[Any] = out_args if i < len(args) else out_kwargs
         key: Any = i if i < len(args) else a.name
-        if (i < len(args) or a.name in kwargs) and isinstance(where[key], (bool, int, float,
-                                                                           complex)):
+        # a Python float torch wraps itself (as a wrapped number); an int, bool or complex
+        # it refuses ("Expected a value of type 'Tensor'")
+        if (i < len(args) or a.name in kwargs) and isinstance(where[key], (bool, int, complex)):
             value = where[key]
             where[key] = torch.tensor(value, dtype=_number_dtype(value, tensors))
     return tuple(out_args), out_kwargs
