@@ -63,9 +63,15 @@ def _leaves(x: Any) -> Iterable[Any]:
 
 
 def _to_cpu_arg(name: str) -> Callable[[Any], Any]:
+    aliases: dict[int, torch.Tensor] = {}
+
     def conv(x: Any) -> Any:
         if isinstance(x, torch.Tensor) and x.device.type == name:
-            return _device.cpu_alias(x)
+            # one alias per device tensor: an op that gets self twice (logical_xor_'s
+            # composite calls logical_xor.out(self, other, out=self)) must see one tensor
+            if id(x) not in aliases:
+                aliases[id(x)] = _device.cpu_alias(x)
+            return aliases[id(x)]
         if isinstance(x, torch.device) and x.type == name:
             return torch.device("cpu")
         if isinstance(x, torch.UntypedStorage) and x.device.type == name:
@@ -222,9 +228,8 @@ def _wrap_numbers(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict
             continue
         where: dict[Any, Any] | list[Any] = out_args if i < len(args) else out_kwargs
         key: Any = i if i < len(args) else a.name
-        # a Python float torch wraps itself (as a wrapped number); an int, bool or complex
-        # it refuses ("Expected a value of type 'Tensor'")
-        if (i < len(args) or a.name in kwargs) and isinstance(where[key], (bool, int, complex)):
+        if (i < len(args) or a.name in kwargs) and isinstance(where[key], (bool, int, float,
+                                                                           complex)):
             value = where[key]
             where[key] = torch.tensor(value, dtype=_number_dtype(value, tensors))
     return tuple(out_args), out_kwargs
@@ -234,7 +239,6 @@ def run_op(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, A
            transform: Transform | None) -> Any:
     """Run ``op`` for the device (see the module docstring)."""
     name = _device.device_name()
-    args, kwargs = _wrap_numbers(op, args, kwargs)
     conv = _to_cpu_arg(name)
     cargs = _map(args, conv)
     ckwargs = {k: _map(v, conv) for k, v in kwargs.items()}
@@ -278,11 +282,21 @@ CPU_EQUIVALENT: dict[str, Callable[..., Any]] = {
 
 def _call(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     same = CPU_EQUIVALENT.get(op._schema.name)
-    return op(*args, **kwargs) if same is None else same(*args, **kwargs)
+    if same is not None:
+        return same(*args, **kwargs)
+    try:
+        return op(*args, **kwargs)
+    except RuntimeError as exc:
+        # a wrapped number arrives as a Python number; torch takes one where the schema says
+        # Tensor only for some ops (add, mul, ...): elsewhere it becomes a 0-dim tensor
+        if "Expected a value of type 'Tensor'" not in str(exc):
+            raise
+    args, kwargs = _wrap_numbers(op, args, kwargs)
+    return op(*args, **kwargs)
 
 
 #: Ops registered to the fallback by name (see :func:`install`).
-OWN_KERNEL = ("conj_physical_",)
+OWN_KERNEL = ("conj_physical_", "_lazy_clone")
 
 _LIBS: list[torch.library.Library] = []
 
