@@ -80,14 +80,14 @@ def harness_failures(backend: Any, overload: str, max_examples: int,
     from conformance.core.signature import OpSignature
     from conformance.engine import EngineSettings, Item, run_check
     from conformance.repro.snippet import snippet
-    from conformance.store.expectations import expected_failures_path, load_expectations
+    from conformance.store.expectations import expected_failures_path, load_for_backend
     from opdb.opdata import load_hints, load_tolerances
 
     db = opdb.load()
     sig = OpSignature.of(db[overload])
     hints = load_hints().for_op(overload)
     tolerances = load_tolerances()
-    expectations = load_expectations(expected_failures_path("mlu"))
+    expectations = load_for_backend(expected_failures_path("mlu"))
     keys: set[str] = set()
     verdicts = []
     chosen = os.environ.get(CHECKS_ENV, "")  # --checks, handed to the worker processes

@@ -402,10 +402,10 @@ def xpassed(path: str) -> list[dict[str, Any]]:
 def _stale_expectations(args: argparse.Namespace) -> list[Any]:
     import opdb
     from conformance.checks.registry import CHECKS
-    from conformance.store.expectations import expected_failures_path, load_expectations
+    from conformance.store.expectations import expected_failures_path, load_for_backend
 
     path = args.expected_failures or expected_failures_path(args.backend)
-    exp = load_expectations(path)
+    exp = load_for_backend(path)
     if not exp.entries:
         return []
     names = [ov.name for ov in opdb.load(args.native_functions).overloads]

@@ -181,6 +181,8 @@ def _compare_tensor(ctx: Context, call: Call, label: str, where: str, e: torch.T
 #: ``1.7e308 * -4``: ``inf`` contiguous, NaN with ``mat2`` transposed).
 REORDERINGS: tuple[tuple[str, str], ...] = (("strided", "step-2 views"),
                                             ("transposed", "transposed copies"))
+#: and, last, every tensor argument of two or more dimensions as a column-major copy, size-1
+#: dimensions included (:func:`conformance.inputs.layouts.column_major_call`).
 
 
 def _reordered(ctx: Context, call: Call, i: int, j: int) -> Iterator[tuple[str, torch.Tensor]]:
@@ -189,7 +191,13 @@ def _reordered(ctx: Context, call: Call, i: int, j: int) -> Iterator[tuple[str, 
     for a call whose layout is its subject (:class:`~conformance.inputs.layouts.LayoutCall`) or
     that is compared by one of its arguments (an in-place check's ``pick``)."""
     from conformance.inputs.inplace_forms import InplaceRun
-    from conformance.inputs.layouts import LAYOUTS, LayoutCall, tensors_of, with_layouts
+    from conformance.inputs.layouts import (
+        LAYOUTS,
+        LayoutCall,
+        column_major_call,
+        tensors_of,
+        with_layouts,
+    )
 
     if isinstance(call, LayoutCall) or (isinstance(call, InplaceRun)
                                         and call.pick not in (None, "out")):
@@ -209,6 +217,15 @@ def _reordered(ctx: Context, call: Call, i: int, j: int) -> Iterator[tuple[str, 
             continue
         if isinstance(answer, torch.Tensor):
             yield text, answer
+    stored = column_major_call(call, frozenset(outs))
+    if stored is not None:
+        ctx.inflight.call(stored, ctx.repro_fn, side="cpu")
+        try:
+            answer = _part(stored.run("cpu"), i, j)
+        except Exception:  # noqa: BLE001 - CPU refuses the copies: no second answer
+            return
+        if isinstance(answer, torch.Tensor):
+            yield "column-major copies", answer
 
 
 def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,

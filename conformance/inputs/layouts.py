@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -155,6 +155,34 @@ LAYOUTS: dict[str, Layout] = {lay.name: lay for lay in (
 def tensors_of(value: Any) -> list[torch.Tensor]:
     items = value if isinstance(value, list | tuple) else [value]
     return [v for v in items if isinstance(v, torch.Tensor)]
+
+
+def _reversed_dims(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` holding its values with the dimensions stored in reverse order."""
+    rev = list(range(t.dim()))[::-1]
+    return t.permute(rev).clone(memory_format=torch.contiguous_format).permute(rev)
+
+
+def column_major_call(call: Call, skip: frozenset[str]) -> Call | None:
+    """``call`` with every strided tensor argument of two or more dimensions (those named in
+    ``skip`` aside: out=) as a copy stored column-major, size-1 dimensions included: a GEMM
+    picks its transpose flags from the strides, and a [1, n] operand stored so is the one
+    layout "transposed" (which only fits a view that is really non-contiguous) never asks
+    about (complex ``mm`` of a [1, 1] by a [1, 4] meeting an infinity: NaN one way, inf the
+    other). ``None`` where no argument changes."""
+    def fresh(v: Any) -> Any:
+        if isinstance(v, torch.Tensor) and v.dim() >= 2 and v.layout == torch.strided:
+            return _reversed_dims(v)
+        return v
+
+    values = []
+    changed = False
+    for name, value in call.values:
+        if name not in skip and tensors_of(value) and any(t.dim() >= 2 for t in tensors_of(value)):
+            value = [fresh(v) for v in value] if isinstance(value, list) else fresh(value)
+            changed = True
+        values.append((name, value))
+    return replace(call, values=tuple(values)) if changed else None
 
 
 @dataclass(frozen=True)

@@ -341,10 +341,10 @@ def main(argv: list[str] | None = None) -> int:
 
     expectations = None
     if len(args) > 2:
-        from conformance.store.expectations import load_expectations
+        from conformance.store.expectations import load_for_backend
 
         try:
-            expectations = load_expectations(args[2])
+            expectations = load_for_backend(args[2])
         except Exception as exc:  # noqa: BLE001 - the run read it already; never lose the verdict
             say(f"conformance run: expected failures not read ({exc})")
     settle_orphan(marker, Path(results), cwd=rootdir, say=say, expectations=expectations)

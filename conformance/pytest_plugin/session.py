@@ -102,7 +102,7 @@ class State:
         """The op database of the run and the per-op data checked against it (hints,
         tolerances, expected failures), then the corpus of recorded calls."""
         import opdb
-        from conformance.store.expectations import expected_failures_path, load_expectations
+        from conformance.store.expectations import expected_failures_path, load_for_backend
         from opdb.errors import InputError
         from opdb.opdata import load_hints, load_tolerances
 
@@ -117,7 +117,7 @@ class State:
         xf = opt("--expected-failures") or expected_failures_path(self.backend.name)
         if opt("--expected-failures") and not Path(xf).exists():
             raise InputError("--expected-failures: file not found", file=str(xf))
-        self.expectations: Expectations = load_expectations(xf)
+        self.expectations: Expectations = load_for_backend(xf)
         self._load_corpus(config)
 
     def _load_corpus(self, config: pytest.Config) -> None:

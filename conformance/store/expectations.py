@@ -1,5 +1,7 @@
 """Expected failures: ``conformance/data/expected_failures/<backend>.yaml``, known failures with
-the reason a maintainer needs.
+the reason a maintainer needs; and the harness's own, ``opdb/data/cpu_quirks.yaml``: failures
+that come from CPU or ATen rather than from the backend, read for every backend after its file
+(:func:`load_for_backend`).
 
 Input hints and tolerances are per-op data of the op database: :mod:`opdb.opdata`. Every entry is
 read key by key; an unknown key, a wrong type or a malformed id is an
@@ -26,6 +28,11 @@ if TYPE_CHECKING:
 
 #: The packaged expected-failure files, one per backend name.
 EXPECTED_DIR: Traversable = resources.files("conformance") / "data" / "expected_failures"
+
+#: Failures every backend but CPU meets, whatever its kernels: CPU kernels that break their own
+#: contract, ATen composites that differ from CPU's kernel, CPU-only host code. Per-op knowledge
+#: of the harness (data of the op database), so it lives beside the hints and tolerances.
+CPU_QUIRKS: Traversable = resources.files("opdb") / "data" / "cpu_quirks.yaml"
 
 
 @dataclass(frozen=True)
@@ -185,6 +192,14 @@ def _categories() -> frozenset[str]:
     from opdb.outcomes import FAIL_CATEGORIES, LEGACY_ERROR_MISMATCH
 
     return frozenset(FAIL_CATEGORIES) | {LEGACY_ERROR_MISMATCH}
+
+
+def load_for_backend(path: str | Path | Traversable | None) -> Expectations:
+    """A run's expected failures: the backend's file (``path``, as :func:`load_expectations`),
+    then :data:`CPU_QUIRKS`, which applies to every backend (an emptied backend file still
+    explains what CPU or ATen cause). The backend's own entry, first, wins for its reason."""
+    own = load_expectations(path)
+    return Expectations(own.entries + load_expectations(CPU_QUIRKS).entries)
 
 
 def load_expectations(path: str | Path | Traversable | None) -> Expectations:

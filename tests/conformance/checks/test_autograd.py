@@ -38,11 +38,11 @@ MODEL_FAMILIES = (
 @pytest.mark.usefixtures("reference")
 def test_reference_backend_passes_autograd_on_model_families(overload):
     """Pass, or fail as its expected-failure entry (with the reason) says."""
-    from conformance.store.expectations import expected_failures_path, load_expectations
+    from conformance.store.expectations import expected_failures_path, load_for_backend
 
     v = _run(_mlu(), overload, "autograd", max_examples=5)
     if v.verdict == "fail":
-        reason = load_expectations(expected_failures_path("mlu")).reason_for(
+        reason = load_for_backend(expected_failures_path("mlu")).reason_for(
             v.id, v.category, v.message)
         if reason is not None:
             pytest.xfail(reason)

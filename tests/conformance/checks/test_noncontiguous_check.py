@@ -321,3 +321,22 @@ def test_registered_and_described():
     assert outcomes.severity("strides") < outcomes.severity("value")
     assert "strides_informational" in outcomes.INFO_CATEGORIES
     assert LayoutCall.__mro__[1] is Call
+
+
+def test_column_major_copies_keep_values_and_reverse_strides_of_every_dimension():
+    """Arbitration's last reordering (conformance/compare/outputs.py): every 2+-dim argument as
+    a column-major copy, size-1 dimensions included (the one layout 'transposed' never fits),
+    out= left alone; on CPU the call computes the same values."""
+    from conformance.inputs.layouts import column_major_call
+
+    sig = _sig("mm.out")
+    a, b = torch.randn(1, 3), torch.randn(3, 1)
+    call = Call(sig, (("self", a), ("mat2", b), ("out", torch.empty(0))))
+    stored = column_major_call(call, frozenset({"out"}))
+    assert stored is not None
+    got = dict(stored.values)
+    assert got["self"].stride() == (1, 1) and got["mat2"].stride() == (1, 3)
+    assert torch.equal(got["self"], a) and torch.equal(got["mat2"], b)
+    assert got["out"] is dict(call.values)["out"]
+    assert torch.equal(stored.run("cpu"), a @ b)
+    assert column_major_call(Call(_sig("neg"), (("self", torch.ones(3)),)), frozenset()) is None

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.store.expectations import EXPECTED_DIR, expected_failures_path, load_expectations
+from conformance.store.expectations import (
+    CPU_QUIRKS,
+    EXPECTED_DIR,
+    expected_failures_path,
+    load_expectations,
+    load_for_backend,
+)
 from opdb.errors import InputError
 
 DATA = Path(__file__).parent.parent.parent / "data" / "engine"
@@ -107,6 +113,20 @@ def test_the_index_finds_what_a_scan_of_every_entry_finds(tmp_path):
     assert [e.id for e in exp.unmatched({"abs::forward", "addr::promotion"})] == [
         "addr*::dtypes", "*::inplace", "conv[12]d*::f?rward", "add?.Tensor::out", "nosuch::*",
         "nosuch*::forward"]
+
+
+def test_cpu_quirks_apply_to_every_backend_after_its_own_file(tmp_path):
+    """The harness's knowledge of CPU and ATen (opdb/data/cpu_quirks.yaml) explains a failure
+    for any backend, an emptied file or one without a file included; the backend's own entry
+    for the same failure comes first."""
+    quirks = load_expectations(CPU_QUIRKS)
+    assert quirks.entries
+    one = quirks.entries[0]
+    for path in (None, _write(tmp_path, ""), expected_failures_path("privateuse1:nobody")):
+        assert load_for_backend(path).entries == quirks.entries
+    own = load_for_backend(_write(tmp_path, f"- id: '{one.id}'\n  reason: the backend's own\n"))
+    assert own.entries[0].reason == "the backend's own"
+    assert own.entries[1:] == quirks.entries
 
 
 def test_packaged_files_are_package_data():
