@@ -37,7 +37,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from conformance.commands.report import emit_warnings
     from reports.diff import compare, render_html, render_text
-    from reports.files import write_text
     from reports.results import read
     from reports.tables import frame
 
@@ -57,11 +56,17 @@ def run(args: argparse.Namespace) -> int:
     emit_warnings(caught, "diff")
     d = compare(a, b)
     text = render_html(d) if args.format == "html" else render_text(d, limit=args.limit or None)
+    c = d.counts()
+    return _emit(args, text, f"{c['regression']} regressions, {c['fix']} fixes")
+
+
+def _emit(args: argparse.Namespace, text: str, summary: str) -> int:
+    """``text`` to ``-o`` (a one-line ``summary`` on stderr) or to stdout."""
+    from reports.files import write_text
+
     if args.output and args.output != "-":
         write_text(args.output, text)
-        c = d.counts()
-        print(f"conformance diff: wrote {args.output} ({c['regression']} regressions, "
-              f"{c['fix']} fixes)", file=sys.stderr)
+        print(f"conformance diff: wrote {args.output} ({summary})", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
@@ -71,7 +76,6 @@ def _cross(args: argparse.Namespace) -> int:
     """Three or more files: the backends side by side (:mod:`reports.crossbackend`)."""
     from conformance.commands.report import emit_warnings
     from reports.crossbackend import matrix, render_html, render_text
-    from reports.files import write_text
     from reports.results import read
     from reports.tables import frame, latest
 
@@ -80,11 +84,6 @@ def _cross(args: argparse.Namespace) -> int:
         m = matrix(latest(frame(read(args.files))))
     emit_warnings(caught, "diff")
     text = render_html(m) if args.format == "html" else render_text(m, limit=args.limit or None)
-    if args.output and args.output != "-":
-        write_text(args.output, text)
-        c = m.counts()
-        print(f"conformance diff: wrote {args.output} ({c['lone']} rows with a lone dissenter, "
-              f"{c['all_fail']} failing on every backend)", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0
+    c = m.counts()
+    return _emit(args, text, f"{c['lone']} rows with a lone dissenter, {c['all_fail']} failing "
+                             f"on every backend")

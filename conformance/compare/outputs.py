@@ -209,23 +209,24 @@ def _reordered(ctx: Context, call: Call, i: int, j: int) -> Iterator[tuple[str, 
                       and any(layout.fits(tuple(t.shape)) for t in tensors_of(value)))
         if not names:
             continue
-        views = with_layouts(call, names)
-        ctx.inflight.call(views, ctx.repro_fn, side="cpu")
-        try:
-            answer = _part(views.run("cpu"), i, j)
-        except Exception:  # noqa: BLE001 - CPU refuses the views: no second answer
-            continue
-        if isinstance(answer, torch.Tensor):
+        answer = _cpu_part(ctx, with_layouts(call, names), i, j)
+        if answer is not None:
             yield text, answer
     stored = column_major_call(call, frozenset(outs))
-    if stored is not None:
-        ctx.inflight.call(stored, ctx.repro_fn, side="cpu")
-        try:
-            answer = _part(stored.run("cpu"), i, j)
-        except Exception:  # noqa: BLE001 - CPU refuses the copies: no second answer
-            return
-        if isinstance(answer, torch.Tensor):
-            yield "column-major copies", answer
+    answer = _cpu_part(ctx, stored, i, j) if stored is not None else None
+    if answer is not None:
+        yield "column-major copies", answer
+
+
+def _cpu_part(ctx: Context, call: Call, i: int, j: int) -> torch.Tensor | None:
+    """Part ``j`` of result ``i`` of CPU's answer for ``call`` (under the about-to-run marker:
+    a crash there is CPU's); ``None`` where CPU refuses it or answers no tensor there."""
+    ctx.inflight.call(call, ctx.repro_fn, side="cpu")
+    try:
+        answer = _part(call.run("cpu"), i, j)
+    except Exception:  # noqa: BLE001 - CPU refuses the relaid call: no second answer
+        return None
+    return answer if isinstance(answer, torch.Tensor) else None
 
 
 def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
