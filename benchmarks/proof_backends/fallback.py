@@ -46,6 +46,10 @@ class Transform:
     skip: frozenset[str] = field(default_factory=frozenset)
     #: what a written argument (out=, an in-place self) becomes; default: as ``inputs``
     written: Callable[[torch.Tensor], torch.Tensor] | None = None
+    #: the second run decides non-floating results too (a comparison, an index): where the
+    #: transform changes which values are equal or ordered (a subnormal flushed to zero
+    #: compares equal to zero on an FTZ/DAZ device)
+    decides_all: bool = False
 
 
 def _map(x: Any, fn: Callable[[Any], Any]) -> Any:
@@ -131,8 +135,14 @@ def _second_run(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[s
 
 
 def _store(dst: Any, src: Any, transform: Transform) -> None:
-    """Copy ``src``'s values into ``dst`` where both are floating tensors of one shape."""
+    """Copy ``src``'s values into ``dst`` where both are floating tensors of one shape (any
+    tensors of one dtype and shape where the transform decides all results)."""
     if not (isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor)):
+        return
+    if transform.decides_all and dst.dtype not in _FLOATING and dst.dtype == src.dtype \
+            and dst.shape == src.shape:
+        with torch.no_grad():
+            dst.copy_(src)
         return
     if dst.dtype not in _FLOATING or src.dtype not in _FLOATING or dst.shape != src.shape:
         return

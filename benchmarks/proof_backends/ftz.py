@@ -36,5 +36,5 @@ def flushed(x: torch.Tensor) -> torch.Tensor:
 
 #: Copies move bits, as a device's copy engine does: no arithmetic to flush in.
 COPIES = frozenset({"copy", "_to_copy", "clone", "_copy_from", "_copy_from_and_resize"})
-TRANSFORM = Transform(inputs=flushed, finish=flush_, skip=COPIES)
+TRANSFORM = Transform(inputs=flushed, finish=flush_, skip=COPIES, decides_all=True)
 fallback.install("ftz", TRANSFORM)

@@ -6,7 +6,8 @@ element of the backend's result may agree with instead of CPU's plain one
 
 - ``flush`` (``ftz``): CPU's answer for the call with every subnormal floating input flushed to
   (signed) zero, its subnormal results flushed too: what a device with FTZ and DAZ computes at
-  the op's boundary.
+  the op's boundary; and the same under CPU's own flush-to-zero mode, where a device flushes
+  every instruction (subnormal intermediates inside a kernel too).
 - ``tf32``: CPU's answer for the call with float32/complex64 inputs rounded to TF32 (10 mantissa
   bits, round to nearest even): the products a TF32 matrix unit forms, accumulated in float32.
 - ``tolerance`` (``half_accumulation``): CPU's own answer, within the property's ``rtol`` of the
@@ -103,12 +104,52 @@ def _concerned(ctx: Context, call: Call, expected: torch.Tensor) -> Iterator[Bac
             yield prop
 
 
+def _cpu_answer(ctx: Context, call: Call, pick: Callable[[Any], Any],
+                flushing: bool = False) -> Any:
+    """CPU's answer for ``call`` (the part :func:`pick` takes), under the about-to-run marker (a
+    crash there is CPU's); with ``flushing``, under CPU's own flush-to-zero mode
+    (``torch.set_flush_denormal``), ``None`` where this CPU has none. ``None`` where CPU refuses
+    the call: no second answer."""
+    ctx.inflight.call(call, ctx.repro_fn, side="cpu")
+    if not flushing:
+        try:
+            return pick(call.run("cpu"))
+        except Exception:  # noqa: BLE001 - CPU refuses the changed call
+            return None
+    # the mode is the calling thread's own: the kernel must not hand rows to pool threads
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    if not torch.set_flush_denormal(True):
+        torch.set_num_threads(threads)
+        return None
+    try:
+        return pick(call.run("cpu"))
+    except Exception:  # noqa: BLE001 - CPU refuses the call
+        return None
+    finally:
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(threads)
+
+
+def _answers(ctx: Context, prop: BackendProperty, call: Call, expected: torch.Tensor,
+             pick: Callable[[Any], Any]) -> Iterator[Any]:
+    """The answers one property makes legitimate, before its results' own treatment. ``flush``
+    gives two: the op on flushed inputs (a device that flushes at each op's boundary), and the
+    op under CPU's own flush-to-zero mode (a device that flushes every instruction: a
+    subnormal intermediate inside the kernel, such as a norm's squares, becomes zero too, and
+    an answer divided by it is no longer CPU's)."""
+    changed = transformed(call, _INPUTS[prop.honoured])
+    # the inputs are as the property leaves them: CPU's own answer
+    yield expected if changed is None else _cpu_answer(ctx, changed, pick)
+    if prop.honoured == "flush":
+        yield _cpu_answer(ctx, changed or call, pick, flushing=True)
+
+
 def alternates(ctx: Context, call: Call, expected: torch.Tensor,
                pick: Callable[[Any], Any]) -> list[Alternate]:
     """The answers the backend's declared properties make legitimate for ``expected`` (CPU's
-    answer, the part :func:`pick` takes from a whole answer of ``call``), each computed on CPU
-    (under the about-to-run marker: a crash there is CPU's); none where the backend declares
-    nothing that concerns this op and dtype."""
+    answer, the part :func:`pick` takes from a whole answer of ``call``), each computed on CPU;
+    none where the backend declares nothing that concerns this op and dtype."""
     found = []
     for prop in _concerned(ctx, call, expected):
         if prop.honoured == "tolerance":
@@ -117,18 +158,10 @@ def alternates(ctx: Context, call: Call, expected: torch.Tensor,
             found.append(Alternate(prop.name, expected, prop.rtol[dtype_name(expected.dtype)]
                                    * scale))
             continue
-        changed = transformed(call, _INPUTS[prop.honoured])
-        if changed is None:
-            answer = expected  # the inputs are as the property leaves them: CPU's own answer
-        else:
-            ctx.inflight.call(changed, ctx.repro_fn, side="cpu")
-            try:
-                answer = pick(changed.run("cpu"))
-            except Exception:  # noqa: BLE001 - CPU refuses the changed call: no second answer
-                continue
-        if not isinstance(answer, torch.Tensor) or answer.shape != expected.shape \
-                or answer.dtype != expected.dtype:
-            continue
         after = _RESULTS.get(prop.honoured)
-        found.append(Alternate(prop.name, after(answer) if after else answer))
+        for answer in _answers(ctx, prop, call, expected, pick):
+            if not isinstance(answer, torch.Tensor) or answer.shape != expected.shape \
+                    or answer.dtype != expected.dtype:
+                continue
+            found.append(Alternate(prop.name, after(answer) if after else answer))
     return found

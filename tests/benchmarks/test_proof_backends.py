@@ -72,6 +72,9 @@ def test_ftz_flushes_inputs_and_results():
         assert tiny.to("ftz").mul(0.5).item() == 0.0          # a subnormal result
         h = torch.tensor([1e-7], dtype=torch.float16)          # float16 keeps its subnormals
         assert h.to("ftz").mul(1.0).item() != 0.0
+        # DAZ reaches comparisons and indices too: a flushed subnormal equals zero
+        assert sub.to("ftz").eq(0).cpu().tolist() == [True, True, False]
+        assert torch.tensor([0.0, 1e-40]).to("ftz").argmax().item() == 0
         print("ok")
     """)
     assert out.strip() == "ok"

@@ -48,12 +48,16 @@ def _judge(call: Call, actual: Any, assumes: frozenset[str] = frozenset()) -> Co
 
 
 def _ftz_answer(call: Call) -> torch.Tensor:
-    """What a device with FTZ and DAZ answers: CPU with flush-to-zero and denormals-are-zero."""
+    """What a device with FTZ and DAZ answers: CPU with flush-to-zero and denormals-are-zero
+    (on one thread: the mode is the calling thread's own)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     torch.set_flush_denormal(True)
     try:
         return call.run("cpu")
     finally:
         torch.set_flush_denormal(False)
+        torch.set_num_threads(threads)
 
 
 def test_every_property_has_a_probe_and_a_summary() -> None:
@@ -99,6 +103,21 @@ def test_ftz_does_not_excuse_a_wrong_normal_value() -> None:
     wrong[1] = 2.5  # a normal element off: no property explains it
     with pytest.raises(CheckFailure, match="1 of 2|2.5"):
         _judge(call, wrong, frozenset({"ftz"}))
+
+
+@pytest.mark.skipif(not torch.set_flush_denormal(False), reason="CPU cannot flush denormals")
+def test_ftz_honours_a_device_that_flushes_inside_the_kernel() -> None:
+    # every input and result is normal, so flushing them changes nothing: only the squares
+    # inside the norm (1e-40) are subnormal; a device that flushes every instruction divides
+    # by a zero norm
+    v = torch.full((2, 2), 1e-20)
+    call = _call("_weight_norm_interface", v=v, g=torch.ones(2, 1), dim=0)
+    flushed = _ftz_answer(call)
+    assert flushed[0].isinf().any() and call.run("cpu")[0].isfinite().all()
+    with pytest.raises(CheckFailure):
+        _judge(call, flushed)
+    ctx = _judge(call, flushed, frozenset({"ftz"}))
+    assert {c for c, _ in ctx.infos} == {BACKEND_PROPERTY}
 
 
 def _tf32_answer(call: Call) -> torch.Tensor:
