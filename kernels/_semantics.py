@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Iterator, Sequence
@@ -81,7 +82,13 @@ LOW_PRECISION = frozenset(_dtypes.torch_dtypes(_dtypes.LOW_PRECISION))
 #: Integral and floating: what ATen's ``AT_DISPATCH_ALL_TYPES`` covers.
 REAL = INTEGRAL | FLOATING
 
-_LOW_NP = frozenset(NP_DTYPE[d] for d in LOW_PRECISION)
+
+
+@functools.cache
+def _low_np() -> frozenset[np.dtype[Any]]:
+    """The NumPy dtypes of :data:`LOW_PRECISION` (made on first use: bfloat16's imports
+    ``ml_dtypes``, :data:`kernels._tensor.NP_DTYPE`)."""
+    return frozenset(NP_DTYPE[d] for d in LOW_PRECISION)
 
 
 def _beyond_the_twelve(flag: str) -> frozenset[torch.dtype]:
@@ -190,7 +197,7 @@ def quiet() -> np.errstate:
 
 def opmath(a: np.ndarray) -> np.ndarray:
     """float16/bfloat16 arrays upcast to float32 (CPU's "opmath" type); others unchanged."""
-    return a.astype(np.float32) if a.dtype in _LOW_NP else a
+    return a.astype(np.float32) if a.dtype in _low_np() else a
 
 
 def scalar_type_name(dtype: torch.dtype) -> str:

@@ -25,7 +25,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, cast
 
-import ml_dtypes
 import numpy as np
 import torch
 
@@ -52,8 +51,27 @@ DEVICE = _device.DEVICE_NAME
 BUF_ATTR = "_opconform_buf"
 _BUF = BUF_ATTR
 
-#: torch dtype -> NumPy dtype, the one table of dtype correspondences.
-NP_DTYPE: dict[torch.dtype, np.dtype[Any]] = {
+class _DtypeTable(dict):  # type: ignore[type-arg]
+    """A dtype table whose bfloat16 row is added on first use: NumPy has no bfloat16, and
+    ``ml_dtypes``, which has, takes 0.7-1 s to import (``conformance coverage --backend mlu``
+    registers the kernels and calls none). Lookups (``[]``, ``in``, ``get``) of a key the table
+    lacks add the row first; iterating the table gives the rows added so far."""
+
+    def __missing__(self, key: Any) -> Any:
+        if _add_bfloat16():
+            return self[key]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or (_add_bfloat16() and dict.__contains__(self, key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+
+#: torch dtype -> NumPy dtype, the one table of dtype correspondences (bfloat16: ml_dtypes',
+#: added on first use).
+NP_DTYPE: dict[torch.dtype, np.dtype[Any]] = _DtypeTable({
     torch.bool: np.dtype(np.bool_),
     torch.uint8: np.dtype(np.uint8),
     torch.int8: np.dtype(np.int8),
@@ -61,7 +79,6 @@ NP_DTYPE: dict[torch.dtype, np.dtype[Any]] = {
     torch.int32: np.dtype(np.int32),
     torch.int64: np.dtype(np.int64),
     torch.float16: np.dtype(np.float16),
-    torch.bfloat16: np.dtype(ml_dtypes.bfloat16),
     torch.float32: np.dtype(np.float32),
     torch.float64: np.dtype(np.float64),
     torch.complex64: np.dtype(np.complex64),
@@ -69,14 +86,29 @@ NP_DTYPE: dict[torch.dtype, np.dtype[Any]] = {
     torch.uint16: np.dtype(np.uint16),
     torch.uint32: np.dtype(np.uint32),
     torch.uint64: np.dtype(np.uint64),
-}
+})
 #: NumPy dtype -> torch dtype.
-TORCH_DTYPE: dict[np.dtype[Any], torch.dtype] = {v: k for k, v in NP_DTYPE.items()}
+TORCH_DTYPE: dict[np.dtype[Any], torch.dtype] = _DtypeTable(
+    {v: k for k, v in NP_DTYPE.items()}
+)
+
+
+def _add_bfloat16() -> bool:
+    """Add the bfloat16 rows to both tables (importing ``ml_dtypes``); False if they were
+    there already (the key looked up is then missing for good)."""
+    if dict.__contains__(NP_DTYPE, torch.bfloat16):
+        return False
+    import ml_dtypes
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    dict.__setitem__(TORCH_DTYPE, bf16, torch.bfloat16)
+    dict.__setitem__(NP_DTYPE, torch.bfloat16, bf16)
+    return True
+
 
 _create = torch._C._acc.create_empty_tensor
 _META = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 _set_meta = torch.ops.aten.set_.source_Storage_storage_offset.redispatch
-_BF16 = NP_DTYPE[torch.bfloat16]
 
 
 def np_dtype(dtype: torch.dtype) -> np.dtype[Any]:
@@ -115,7 +147,7 @@ def _cpu_numpy(t: torch.Tensor) -> np.ndarray:
     if t.is_neg():
         t = t.resolve_neg()
     if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(_BF16)
+        return t.view(torch.int16).numpy().view(NP_DTYPE[torch.bfloat16])
     return t.numpy()
 
 

@@ -11,16 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from opdb.errors import InputError
 
-try:
-    _Loader: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
+if TYPE_CHECKING:
+    import yaml
 
 _BOOL = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 
@@ -43,8 +39,9 @@ class Entry:
         return InputError(message, file=self.file, line=self.line_of(key) if key else self.line)
 
 
-def _construct(node: yaml.Node, file: str) -> Any:
-    """Build plain Python values from a composed node (safe subset: str/bool/int/float/None)."""
+def _construct(node: yaml.Node, file: str, yaml: Any) -> Any:
+    """Build plain Python values from a composed node (safe subset: str/bool/int/float/None).
+    ``yaml``: the module (imported by :func:`read_entries`, not at this module's import)."""
     if isinstance(node, yaml.ScalarNode):
         tag = node.tag
         value = node.value
@@ -60,22 +57,27 @@ def _construct(node: yaml.Node, file: str) -> Any:
             return None
         raise InputError(f"unsupported YAML tag {tag}", file=file, line=node.start_mark.line + 1)
     if isinstance(node, yaml.SequenceNode):
-        return [_construct(child, file) for child in node.value]
+        return [_construct(child, file, yaml) for child in node.value]
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for knode, vnode in node.value:
-            key = _construct(knode, file)
+            key = _construct(knode, file, yaml)
             if key in out:
                 raise InputError(
                     f"duplicate key {key!r}", file=file, line=knode.start_mark.line + 1
                 )
-            out[key] = _construct(vnode, file)
+            out[key] = _construct(vnode, file, yaml)
         return out
     raise InputError("unexpected YAML node", file=file, line=node.start_mark.line + 1)
 
 
 def read_entries(path: Path, *, what: str) -> list[Entry]:
     """Read a YAML file that must be a list of mappings; one :class:`Entry` per item."""
+    # imported here: a run whose op database comes from the cache (opdb.cache) never needs
+    # PyYAML, whose import costs 0.2 s of `conformance coverage`
+    import yaml
+
+    loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # SafeLoader: no libyaml
     file = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -84,7 +86,7 @@ def read_entries(path: Path, *, what: str) -> list[Entry]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read {what}: {exc}", file=file) from None
     try:
-        root = yaml.compose(text, Loader=_Loader)
+        root = yaml.compose(text, Loader=loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -111,6 +113,6 @@ def read_entries(path: Path, *, what: str) -> list[Entry]:
             key = knode.value
             if key in items:
                 raise InputError(f"duplicate key {key!r}", file=file, line=kline)
-            items[key] = (_construct(vnode, file), kline)
+            items[key] = (_construct(vnode, file, yaml), kline)
         entries.append(Entry(file=file, line=line, items=items))
     return entries

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from opdb import cache
 from opdb.derivatives import _Resolver, find_derivatives_yaml, parse_derivatives
 from opdb.errors import InputError
 from opdb.model import Derivative, Overload, SourceLocation, family_of, kind_of, split_name
@@ -60,6 +61,12 @@ class OpDB:
             {f: tuple(sorted(ovs, key=lambda o: order[o.kind])) for f, ovs in fams.items()}
         )
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # pickled (opdb.cache) as its constructor's arguments; the indexes are rebuilt
+        return (_restore, (self.overloads, dict(self.derivatives), self.native_functions_path,
+                           self.derivatives_path, self.extra_dispatcher_ops,
+                           self.unresolved_autogen))
+
     def __getitem__(self, name: str) -> Overload:
         return self._by_name[name]
 
@@ -94,6 +101,19 @@ class OpDB:
         if self.derivatives_path is None:
             return "unknown"
         return "not_differentiable"
+
+
+def _restore(
+    overloads: tuple[Overload, ...],
+    derivatives: Mapping[str, Derivative],
+    native_functions_path: Path,
+    derivatives_path: Path | None,
+    extra_dispatcher_ops: tuple[str, ...],
+    unresolved_autogen: tuple[tuple[str, SourceLocation], ...],
+) -> OpDB:
+    return OpDB(overloads, derivatives, native_functions_path=native_functions_path,
+                derivatives_path=derivatives_path, extra_dispatcher_ops=extra_dispatcher_ops,
+                unresolved_autogen=unresolved_autogen)
 
 
 def _resolve_autogen(
@@ -147,6 +167,7 @@ def load(
     native_functions: str | os.PathLike[str] | None = None,
     *,
     derivatives: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
 ) -> OpDB:
     """Load the op database.
 
@@ -154,20 +175,24 @@ def load(
     ``derivatives``: a path, or None to look beside ``native_functions.yaml``
     (:func:`opdb.derivatives.find_derivatives_yaml`); when none is found,
     ``db.derivatives_path`` is None and autograd information is ``unknown``.
+    ``use_cache``: read and write the on-disk cache (:mod:`opdb.cache`; also off with
+    ``OPCONFORM_CACHE_DIR=off``).
     Bad input raises :class:`~opdb.errors.InputError` naming the file and line.
     """
-    key = _memo_key(native_functions, derivatives)
+    aten_ops = [n for n in torch_op_names() if n.startswith("aten::")]
+    key = _memo_key(native_functions, derivatives, len(aten_ops))
     if key is not None and key in _MEMO:
         return _MEMO[key]
-    # The parse makes ~100k small objects; with torch's heap alive, the cyclic collector's
-    # passes over it cost more than the parse itself (0.4 s vs 0.14 s). Nothing here makes cycles.
+    # The parse makes ~100k small objects (unpickling the cached database as many); with
+    # torch's heap alive, the cyclic collector's passes over them cost more than the parse
+    # itself (0.4 s vs 0.14 s). Nothing here makes cycles.
     # Once made, they live as long as the process (memoized): frozen out of the collector's
     # generations, so its later passes skip them (a full pass over them cost the coverage
     # command 0.12 s, the engine a share of every collection).
     enabled = gc.isenabled()
     gc.disable()
     try:
-        db = _load(native_functions, derivatives)
+        db = _cached_or_load(native_functions, derivatives, aten_ops, use_cache=use_cache)
         gc.freeze()
     finally:
         if enabled:
@@ -175,6 +200,13 @@ def load(
     if key is not None:
         _MEMO[key] = db
     return db
+
+
+def torch_op_names() -> list[str]:
+    """Every operator the live dispatcher knows (``aten::add.Tensor``)."""
+    import torch
+
+    return list(torch._C._dispatch_get_all_op_names())
 
 
 #: load() results within one process, keyed by the files (path, size, mtime) and the number of
@@ -185,12 +217,11 @@ _MEMO: dict[tuple[object, ...], OpDB] = {}
 
 
 def _memo_key(
-    native_functions: str | os.PathLike[str] | None, derivatives: str | os.PathLike[str] | None
+    native_functions: str | os.PathLike[str] | None,
+    derivatives: str | os.PathLike[str] | None,
+    aten_ops: int,
 ) -> tuple[object, ...] | None:
-    import torch
-
-    parts: list[object] = [sum(1 for n in torch._C._dispatch_get_all_op_names()
-                               if n.startswith("aten::"))]
+    parts: list[object] = [aten_ops]
     for p in (native_functions, derivatives):
         if p is None:
             parts.append(None)
@@ -203,15 +234,37 @@ def _memo_key(
     return tuple(parts)
 
 
-def _load(
+def _cached_or_load(
     native_functions: str | os.PathLike[str] | None,
     derivatives: str | os.PathLike[str] | None,
+    aten_ops: list[str],
+    *,
+    use_cache: bool,
 ) -> OpDB:
-    import torch
-
+    """The database from the on-disk cache (:mod:`opdb.cache`) where it holds one built from
+    these files by this torch, else parsed (and cached)."""
     nf_path = Path(native_functions) if native_functions is not None else packaged_native_functions()
     if not nf_path.is_file():
         raise InputError("native_functions.yaml not found", file=str(nf_path))
+    d_path: Path | None
+    if derivatives is not None:
+        d_path = Path(derivatives)
+        if not d_path.is_file():
+            raise InputError("derivatives.yaml not found", file=str(d_path))
+    else:
+        d_path = find_derivatives_yaml(nf_path)
+    if not use_cache:
+        return _load(nf_path, d_path, aten_ops)
+    cache_key = cache.key(nf_path, d_path, aten_ops)
+    db = cache.read(cache_key)
+    if isinstance(db, OpDB):
+        return db
+    db = _load(nf_path, d_path, aten_ops)
+    cache.write(cache_key, db)
+    return db
+
+
+def _load(nf_path: Path, d_path: Path | None, aten_ops: list[str]) -> OpDB:
     yaml_overloads, requests = read_native_functions(nf_path)
     known = {ov.name for ov in yaml_overloads}
     generated, unresolved = _resolve_autogen(requests, known)
@@ -220,25 +273,12 @@ def _load(
         overloads.append(ov)
         overloads.extend(generated.get(ov.name, ()))
     by_name = {ov.name: ov for ov in overloads}
-
-    d_path: Path | None
-    if derivatives is not None:
-        d_path = Path(derivatives)
-        if not d_path.is_file():
-            raise InputError("derivatives.yaml not found", file=str(d_path))
-    else:
-        d_path = find_derivatives_yaml(nf_path)
     derivs = (
         parse_derivatives(d_path, by_name, _Resolver(overloads)) if d_path is not None else {}
     )
-
-    extra = tuple(
-        sorted(
-            n[len("aten::"):]
-            for n in torch._C._dispatch_get_all_op_names()
-            if n.startswith("aten::") and n[len("aten::"):] not in by_name
-        )
-    )
+    extra = tuple(sorted(
+        n[len("aten::"):] for n in aten_ops if n[len("aten::"):] not in by_name
+    ))
     return OpDB(
         tuple(overloads),
         derivs,

@@ -176,6 +176,20 @@ class Overload:
     def __hash__(self) -> int:
         return hash(self.name)
 
+    # Pickling (the on-disk cache, opdb.cache): the fields only. torch's parsed schema and what
+    # is derived from it are cached properties, parsed again on first use (torch's
+    # FunctionSchema does not pickle); the dispatch table travels as a dict (a mappingproxy does
+    # not pickle either).
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in _CACHED}
+        state["dispatch"] = dict(self.dispatch)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        dispatch = state["dispatch"]
+        state["dispatch"] = MappingProxyType(dispatch) if dispatch else _EMPTY
+        self.__dict__.update(state)
+
     @cached_property
     def schema(self) -> torch._C.FunctionSchema:
         """The schema parsed by torch's own parser (once; cached)."""
@@ -209,6 +223,12 @@ class Overload:
 
     def __str__(self) -> str:
         return self.name
+
+
+#: The cached properties of :class:`Overload`, left out of its pickled state.
+_CACHED = frozenset(
+    name for name, value in vars(Overload).items() if isinstance(value, cached_property)
+)
 
 
 @dataclass(frozen=True)

@@ -228,7 +228,7 @@ def _vendor(key: str) -> Backend:
 def bring_up(backend: Backend, *, touch: bool = True) -> Backend:
     """Bring ``backend`` up in this process and return it: its module's ``install()`` where the
     record ``installs`` (the reference backend with its ``without``), one tensor made on its
-    device, and its device registered as lazy or not (:data:`conformance.core.call.LAZY_DEVICES`,
+    device, and its device registered as lazy or not (:data:`conformance.core.lazy.LAZY_DEVICES`,
     read by every call on the device).
 
     The tensor: autograd's engine sets up its per-device ready queues when it first starts, and a
@@ -238,8 +238,7 @@ def bring_up(backend: Backend, *, touch: bool = True) -> Backend:
     input now, not a verdict on every item."""
     import torch
 
-    from conformance.core import call
-    from conformance.core.verdicts import error_line
+    from conformance.core.lazy import LAZY_DEVICES
 
     if backend.installs and backend.module is not None:
         module = importlib.import_module(backend.module)
@@ -251,13 +250,15 @@ def bring_up(backend: Backend, *, touch: bool = True) -> Backend:
         except ValueError as exc:  # an overload the reference backend does not implement
             raise InputError(f"--without / {WITHOUT_ENV}: {exc}") from None
     if backend.lazy:
-        call.LAZY_DEVICES.add(backend.device)
+        LAZY_DEVICES.add(backend.device)
     else:
-        call.LAZY_DEVICES.discard(backend.device)
+        LAZY_DEVICES.discard(backend.device)
     if touch and not backend.is_cpu:
         try:
             torch.empty(1, device=backend.device)
         except Exception as exc:  # noqa: BLE001 - the answer is the error
+            from conformance.core.verdicts import error_line
+
             raise InputError(f"backend {backend.name!r}: making a tensor on its device "
                              f"{backend.device!r} raised {error_line(exc)}") from None
     return backend

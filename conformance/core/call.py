@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import torch
 
 from conformance.core.fills import MOVED_HEADLINE, Fill, refill_dtype, refill_target
+from conformance.core.lazy import LAZY_DEVICES
 from conformance.core.signature import DEVICE, OpSignature
 from opdb.dtypes import (
     DTYPE_NAMES,
@@ -209,12 +210,6 @@ class Call:
             spec = next(a for a in self.sig.args if a.name == name)
             parts.append(f"{name}={text}" if spec.kwarg_only or spec.has_default else text)
         return f"{self.sig.name}({', '.join(parts)})"
-
-
-#: Device types whose results are computed only when read (lazy tensors: XLA): the bring-up of
-#: a backend whose record says ``lazy`` puts its device here, any other's takes it out
-#: (:func:`conformance.core.backends.bring_up`).
-LAZY_DEVICES: set[str] = set()
 
 
 def settle(device: str, results: Any) -> Any:
