@@ -192,9 +192,13 @@ class Overload:
 
     @cached_property
     def schema(self) -> torch._C.FunctionSchema:
-        """The schema parsed by torch's own parser (once; cached)."""
+        """The schema parsed by torch's own parser (once; cached); an autogen'd overload's is
+        the live dispatcher's, as when the database was built (``aten::``-qualified)."""
         import torch
 
+        if self.autogen:
+            return torch._C._dispatch_find_schema_or_throw(
+                f"aten::{self.base}", self.overload_name).schema()
         return torch._C.parse_schema(self.schema_str)
 
     @cached_property

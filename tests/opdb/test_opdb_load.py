@@ -151,6 +151,7 @@ def test_run_with_html_parses_the_yaml_once(tmp_path: Path, monkeypatch: pytest.
     calls = []
     real = opdb.db._load
     monkeypatch.setattr(opdb.db, "_MEMO", {})
+    monkeypatch.setenv("OPCONFORM_CACHE_DIR", str(tmp_path / "cache"))  # a miss: one parse
     monkeypatch.setattr(opdb.db, "_load", lambda *a: calls.append(a) or real(*a))
     monkeypatch.chdir(tmp_path)
     code = main(["run", "--backend", "mlu", "--ops", "abs", "--checks", "forward", "-n", "0",
