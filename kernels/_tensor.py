@@ -55,7 +55,7 @@ class _DtypeTable(dict):  # type: ignore[type-arg]
     """A dtype table whose bfloat16 row is added on first use: NumPy has no bfloat16, and
     ``ml_dtypes``, which has, takes 0.7-1 s to import (``conformance coverage --backend mlu``
     registers the kernels and calls none). Lookups (``[]``, ``in``, ``get``) of a key the table
-    lacks add the row first; iterating the table gives the rows added so far."""
+    lacks add the row first, and so does going through the table (``keys``, ``items``...)."""
 
     def __missing__(self, key: Any) -> Any:
         if _add_bfloat16():
@@ -67,6 +67,26 @@ class _DtypeTable(dict):  # type: ignore[type-arg]
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self else default
+
+    def __iter__(self) -> Any:
+        _add_bfloat16()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        _add_bfloat16()
+        return dict.__len__(self)
+
+    def keys(self) -> Any:
+        _add_bfloat16()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        _add_bfloat16()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        _add_bfloat16()
+        return dict.items(self)
 
 
 #: torch dtype -> NumPy dtype, the one table of dtype correspondences (bfloat16: ml_dtypes',
@@ -89,7 +109,7 @@ NP_DTYPE: dict[torch.dtype, np.dtype[Any]] = _DtypeTable({
 })
 #: NumPy dtype -> torch dtype.
 TORCH_DTYPE: dict[np.dtype[Any], torch.dtype] = _DtypeTable(
-    {v: k for k, v in NP_DTYPE.items()}
+    {v: k for k, v in dict.items(NP_DTYPE)}
 )
 
 

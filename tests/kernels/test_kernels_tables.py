@@ -117,3 +117,24 @@ def test_a_category_refusal_covers_promotion_beyond_the_twelve(op: str) -> None:
         registry.resolve_overload(op)(x, 1.5 + 0.5j)
     with pytest.raises(NotImplementedError, match="ComplexHalf"):
         registry.resolve_overload(op)(x.to("mlu"), 1.5 + 0.5j)
+
+
+def test_the_bfloat16_row_is_there_whenever_asked() -> None:
+    # NP_DTYPE adds its bfloat16 row (ml_dtypes, 0.7-1 s to import) on first use: every way
+    # of asking finds it, and both tables agree
+    import ml_dtypes
+    import numpy as np
+
+    from kernels._tensor import NP_DTYPE, TORCH_DTYPE, np_dtype
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    assert torch.bfloat16 in NP_DTYPE and bf16 in TORCH_DTYPE
+    assert NP_DTYPE[torch.bfloat16] == bf16 and NP_DTYPE.get(torch.bfloat16) == bf16
+    assert TORCH_DTYPE[bf16] is torch.bfloat16 and np_dtype(torch.bfloat16) == bf16
+    assert set(opdb_dtypes.torch_dtypes()) <= set(NP_DTYPE)
+    assert torch.complex32 not in NP_DTYPE and NP_DTYPE.get(torch.complex32) is None
+    with pytest.raises(KeyError):
+        NP_DTYPE[torch.complex32]
+    assert _semantics.opmath(np.zeros(2, bf16)).dtype == np.float32
+    t = torch.tensor([1.5, -2.0], dtype=torch.bfloat16, device="mlu")
+    assert t.cpu().tolist() == [1.5, -2.0] and (t + t).cpu().tolist() == [3.0, -4.0]
