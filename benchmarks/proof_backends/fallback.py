@@ -227,7 +227,9 @@ def _as_wrapped(value: complex, tensors: list[torch.Tensor]) -> torch.Tensor:
         dtype = peers[0]
         for other in peers[1:]:
             dtype = torch.promote_types(dtype, other)
-        return torch.tensor(value).to(dtype)
+        exact = {bool: torch.bool, int: torch.int64, float: torch.float64,
+                 complex: torch.complex128}[type(value)]
+        return torch.tensor(value, dtype=exact).to(dtype)
     default = {bool: torch.bool, int: torch.int64, float: torch.get_default_dtype(),
                complex: torch.complex64 if torch.get_default_dtype() == torch.float32
                else torch.complex128}[type(value)]

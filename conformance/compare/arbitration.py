@@ -80,6 +80,20 @@ def precise_call(call: Call) -> Call | None:
     return replace(call, values=tuple(values)) if widened else None
 
 
+def precise_run(call: Call) -> Any:
+    """CPU's answer for :func:`precise_call` of ``call`` (``call`` itself where nothing
+    widens), under float64 as the default dtype: where a floating result comes from integral
+    inputs and a Python float (``pairwise_distance`` of int64: ``x1 - x2 + eps``), or from no
+    tensor at all, the default dtype is the precision the op computes in."""
+    wide = precise_call(call) or call
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return wide.run("cpu")
+    finally:
+        torch.set_default_dtype(before)
+
+
 def rounded_reference(ctx: Context, call: Call, answer: Any, expected: torch.Tensor
                       ) -> torch.Tensor | None:
     """The reference for ``expected``: ``answer`` (the matching part of :func:`precise_call`'s
