@@ -305,13 +305,48 @@ CPU_EQUIVALENT: dict[str, Callable[..., Any]] = {
 }
 
 
+def _numbers_at(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> frozenset[str]:
+    """Names of the Tensor arguments that arrived as Python numbers (wrapped numbers)."""
+    found = set()
+    for i, a in enumerate(op._schema.arguments):
+        value = args[i] if i < len(args) else kwargs.get(a.name)
+        if isinstance(value, bool | int | float | complex) and (
+                isinstance(a.type, torch.TensorType) or (
+                    isinstance(a.type, torch.OptionalType)
+                    and isinstance(a.type.getElementType(), torch.TensorType))):
+            found.add(a.name)
+    return frozenset(found)
+
+
+def _scalar_twin(op: torch._ops.OpOverload, numbers: frozenset[str]
+                 ) -> torch._ops.OpOverload | None:
+    """The overload of ``op``'s packet taking a Scalar exactly where ``op`` takes the Tensors
+    in ``numbers`` (``remainder.Scalar_out`` for ``remainder.Tensor_out``,
+    ``special_chebyshev_polynomial_t.x_scalar`` for its ``.default``): its composite wraps the
+    number again, so CPU's kernel sees a true wrapped number."""
+    packet = getattr(torch.ops.aten, op._schema.name.split("::")[-1])
+    want = [(a.name, "Scalar" if a.name in numbers else str(a.type))
+            for a in op._schema.arguments]
+    for name in packet.overloads():
+        other = getattr(packet, name)
+        if [(a.name, str(a.type)) for a in other._schema.arguments] == want:
+            return other
+    return None
+
+
 def _call(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     same = CPU_EQUIVALENT.get(op._schema.name)
     if same is not None:
         return same(*args, **kwargs)
-    # a wrapped number arrives as a Python number; called with it, torch makes it a plain
-    # 0-dim int64/float tensor, which wins type promotion where the wrapped number would not
-    # (uint8 0-dim remainder -128: int64 arithmetic, not uint8)
+    # a wrapped number arrives as a Python number; no Python call makes a wrapped number
+    # again, and a plain 0-dim tensor wins type promotion where the wrapped number would not
+    # (uint8 0-dim remainder -128: int64 arithmetic, not uint8): the Scalar overload does it
+    numbers = _numbers_at(op, args, kwargs)
+    if numbers:
+        twin = _scalar_twin(op, numbers)
+        if twin is not None:
+            return twin(*args, **kwargs)
     args, kwargs = _wrap_numbers(op, args, kwargs)
     return op(*args, **kwargs)
 

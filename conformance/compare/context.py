@@ -182,7 +182,7 @@ class Context:
         from conformance.core.composites import composite_run  # torch dispatch mode: on demand
 
         run = composite_run(call, lambda: self.inflight.call(call, self.repro_fn, side="cpu"))
-        return run if run.routed else None
+        return run if run is not None and run.routed else None
 
     def reject_if_composite_disagrees(self, call: Call, exc: BaseException, *,
                                       composite_raises: bool) -> None:

@@ -25,8 +25,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from conformance.core.call import Call
 
-#: The composite keys, in the order an overload with several is sent to them.
-COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
+#: The composite keys, in the order an overload with several is sent to them. The last is
+#: a structured op's functional/in-place form over its ``.out`` kernel: what a backend that
+#: registers only ``.out`` kernels runs (CPU's functional kernel may promote otherwise:
+#: ``special_chebyshev_polynomial_t(-1, uint8 10)`` is 1 functional, 5.95e26 through ``.out``
+#: into a float32 result).
+COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                  "CompositeExplicitAutogradNonFunctional")
 
 
 @functools.cache
@@ -54,6 +59,10 @@ class CompositeRun:
     routed: tuple[str, ...]
 
 
+class Unreplayable(Exception):  # noqa: N818 - a condition, not an error of the call
+    """The mode could not replay a call as CPU made it (a wrapped number): no answer."""
+
+
 class _Composites(TorchDispatchMode):
     """Runs each overload that has a composite through it, itself active again inside: what a
     composite calls is seen too (CPU runs ``addr_``'s composite, which calls ``addr.out``, which
@@ -67,7 +76,17 @@ class _Composites(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
-        kwargs = kwargs or {}
+        try:
+            return self._dispatch(func, args, kwargs or {})
+        except RuntimeError as exc:
+            # a mode receives a wrapped number (``wrapped_scalar_tensor``) as a Python number,
+            # and no Python call makes one again: outside the few ops that take a number for
+            # a Tensor (add, mul...), the call cannot be replayed as CPU made it
+            if "Expected a value of type 'Tensor'" in str(exc):
+                raise Unreplayable(str(exc).splitlines()[0]) from None
+            raise
+
+    def _dispatch(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = func.name()
         key = composite_key(name)
         if key is None or name in self._open:
@@ -82,15 +101,18 @@ class _Composites(TorchDispatchMode):
             self._open.discard(name)
 
 
-def composite_run(call: Call, before: Callable[[], None] | None = None) -> CompositeRun:
+def composite_run(call: Call, before: Callable[[], None] | None = None) -> CompositeRun | None:
     """``call`` on CPU with ATen's composites where CPU has kernels of its own (see the module
-    docstring); ``before`` runs first (the about-to-run marker: a crash here is CPU's)."""
+    docstring); ``before`` runs first (the about-to-run marker: a crash here is CPU's).
+    ``None`` where the call cannot be replayed under the mode (:class:`Unreplayable`)."""
     if before is not None:
         before()
     mode = _Composites()
     try:
         with mode:
             answer = call.run("cpu")
+    except Unreplayable:
+        return None
     except Exception as exc:  # noqa: BLE001 - the composite's refusal is an answer too
         return CompositeRun(None, exc, tuple(mode.routed))
     return CompositeRun(answer, None, tuple(mode.routed))

@@ -41,11 +41,24 @@ def _layer_norm() -> Call:
 
 def test_composite_run_names_the_overloads_cpu_overrides() -> None:
     run = composite_run(_layer_norm())
+    assert run is not None
     assert run.routed == ("aten::native_layer_norm",) and run.error is None
     assert bool(_layer_norm().run("cpu")[0][1].isnan().all())
     assert run.answer[0][1].item() == 0.0
-    assert composite_run(_call("add.Tensor", self=torch.ones(2), other=torch.ones(2))).routed \
-        == ()
+    plain = composite_run(_call("mode", self=torch.ones(3), dim=0, keepdim=False))
+    assert plain is not None and plain.routed == ()  # CPU's kernel only: nothing to route
+    # a structured op's functional form over its .out kernel is a composite too
+    add = composite_run(_call("add.Tensor", self=torch.ones(2), other=torch.ones(2)))
+    assert add is not None and add.routed == ("aten::add.Tensor",)
+
+
+def test_a_wrapped_number_the_mode_cannot_replay_gives_no_answer() -> None:
+    # x_scalar's composite wraps -1 and calls the Tensor overload, which a mode receives as a
+    # Python number; no Python call makes it a wrapped number again
+    call = _call("special_chebyshev_polynomial_t.x_scalar", x=-1,
+                 n=torch.tensor(10, dtype=torch.uint8))
+    assert call.run("cpu").item() == 1.0
+    assert composite_run(call) is None
 
 
 def test_composite_run_sees_inside_composites_cpu_runs_too() -> None:
@@ -57,8 +70,14 @@ def test_composite_run_sees_inside_composites_cpu_runs_too() -> None:
                  vec1=torch.tensor([1.7976931348623157e308], dtype=f64),
                  vec2=torch.tensor([1.0000000000000002], dtype=f64), beta=0.5, alpha=0.5)
     run = composite_run(call)
-    assert "aten::addr.out" in run.routed
+    assert run is not None and "aten::addr.out" in run.routed
     assert run.answer[0, 0].isinf() and call.run("cpu")[0, 0].isfinite()
+
+
+def _composite_answer(call: Call) -> Any:
+    run = composite_run(call)
+    assert run is not None and run.error is None
+    return run.answer
 
 
 def _group_norm_float64() -> Call:
@@ -72,7 +91,7 @@ def _group_norm_float64() -> Call:
 def test_backend_doing_what_the_composite_does_passes_with_the_note() -> None:
     call = _group_norm_float64()
     ctx = _ctx(call)
-    compare_outputs(ctx, call, call.run("cpu"), composite_run(call).answer, values=True)
+    compare_outputs(ctx, call, call.run("cpu"), _composite_answer(call), values=True)
     (category, line), = ctx.infos
     assert category == ATEN_COMPOSITE and "native_group_norm" in line
     assert ATEN_COMPOSITE in INFO_CATEGORIES
@@ -80,7 +99,7 @@ def test_backend_doing_what_the_composite_does_passes_with_the_note() -> None:
 
 def test_backend_doing_neither_still_fails() -> None:
     call = _group_norm_float64()
-    wrong = tuple(t.clone() for t in composite_run(call).answer)
+    wrong = tuple(t.clone() for t in _composite_answer(call))
     wrong[0][0, 0, 1] = 5.0  # neither CPU's NaN nor the composite's 0
     with pytest.raises(CheckFailure):
         compare_outputs(_ctx(call), call, call.run("cpu"), wrong, values=True)
