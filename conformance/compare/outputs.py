@@ -289,8 +289,15 @@ def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Ten
             reference = None
     declared = alternates(ctx, call, expected, lambda out: _part(out, i, j)) \
         if ctx.backend.assumes else []
+    composite = None
+    if reference is not None:
+        run = ctx.aten_composite(call)
+        if run is not None and run.error is None:
+            part = _part(run.answer, i, j)
+            composite = part if isinstance(part, torch.Tensor) else None
     return settle(ctx, call, label, where, actual, expected, reorderings=answers,
-                  reference=reference, position=(i, n), alternates=declared)
+                  reference=reference, position=(i, n), alternates=declared,
+                  composite=composite)
 
 
 def _part(out: Any, i: int, j: int) -> Any:
