@@ -326,7 +326,7 @@ def _scalar_twin(op: torch._ops.OpOverload, numbers: frozenset[str]
     ``special_chebyshev_polynomial_t.x_scalar`` for its ``.default``): its composite wraps the
     number again, so CPU's kernel sees a true wrapped number."""
     packet = getattr(torch.ops.aten, op._schema.name.split("::")[-1])
-    want = [(a.name, "Scalar" if a.name in numbers else str(a.type))
+    want = [(a.name, "number" if a.name in numbers else str(a.type))  # Scalar prints so
             for a in op._schema.arguments]
     for name in packet.overloads():
         other = getattr(packet, name)
