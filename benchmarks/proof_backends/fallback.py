@@ -193,6 +193,12 @@ def _regeometry(name: str, cpu_args: list[Any], dev_args: list[Any]) -> None:
         if not (isinstance(d, torch.Tensor) and d.device.type == name
                 and isinstance(c, torch.Tensor)):
             continue
+        # an out= kernel may leave its output a lazy conjugate (CPU's _linalg_solve_ex.result
+        # with left=False writes conj(X) and sets the bit): the device tensor takes the bits
+        if c.is_conj() != d.is_conj():
+            torch._C._set_conj(d, c.is_conj())
+        if c.is_neg() != d.is_neg():
+            torch._C._set_neg(d, c.is_neg())
         same = (c.untyped_storage()._cdata == _device.buffer(d)._cdata and c.shape == d.shape
                 and c.stride() == d.stride() and c.storage_offset() == d.storage_offset())
         if same:
