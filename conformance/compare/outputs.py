@@ -16,7 +16,7 @@ from conformance.compare.values import assert_values, is_view
 from conformance.core import readback
 from conformance.core.call import Call
 from conformance.core.verdicts import CheckFailure, CpuRejected, error_line
-from opdb.outcomes import ATEN_COMPOSITE
+from opdb.outcomes import ATEN_COMPOSITE, BACKEND_PROPERTY
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -279,9 +279,10 @@ def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Ten
                                    f"{text}, and the backend gave that one"] += 1
             return True
         answers.append(answer)
+    if not (expected.dtype.is_floating_point or expected.is_complex()):
+        return _as_property(ctx, call, label, where, actual, expected, i, j, n)
     reference = None
-    if (expected.dtype.is_floating_point or expected.is_complex()) \
-            and ctx.arbitrates(call.sig.name, expected.dtype):
+    if ctx.arbitrates(call.sig.name, expected.dtype):
         ctx.inflight.call(call, ctx.repro_fn, side="cpu")  # a crash is the call's on CPU
         try:
             reference = rounded_reference(ctx, call, _part(precise_run(call), i, j), expected)
@@ -298,6 +299,24 @@ def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Ten
     return settle(ctx, call, label, where, actual, expected, reorderings=answers,
                   reference=reference, position=(i, n), alternates=declared,
                   composite=composite)
+
+
+def _as_property(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
+                 expected: torch.Tensor, i: int, j: int, n: int) -> bool:
+    """An integral or bool result that differs from CPU's: whether it is CPU's answer under a
+    property the backend declares (frexp's exponent of a subnormal on a device that flushes it
+    is 0); then the verdict notes it (``backend_property``)."""
+    from conformance.compare.properties import alternates
+
+    if not ctx.backend.assumes:
+        return False
+    for alt in alternates(ctx, call, expected, lambda out: _part(out, i, j)):
+        if _agrees(ctx, call, label, where, actual, alt.answer, (i, n)):
+            ctx.note_info(BACKEND_PROPERTY, f"{label}: agrees with CPU's answer under the "
+                                            f"backend's declared {alt.prop!r} "
+                                            f"(opdb/data/backend_properties.yaml) [{where}]")
+            return True
+    return False
 
 
 def _part(out: Any, i: int, j: int) -> Any:
