@@ -65,19 +65,46 @@ def _causes(path: Path) -> list[dict[str, str]]:
     text = subprocess.run(["conformance", "report", "--table", "causes", "--format", "csv",
                            "-o", "-", str(path)], capture_output=True, text=True,
                           check=True).stdout
+    csv.field_size_limit(sys.maxsize)  # a cause lists every overload it fails in
     return list(csv.DictReader(io.StringIO(text)))
+
+
+def _explained(short: str, fails: list[dict[str, object]]) -> collections.Counter[str]:
+    """How many fails each file explains: ``opdb/data/cpu_quirks.yaml`` (CPU and ATen, every
+    backend), the backend's own expected-failures file (``mlu`` only), or neither."""
+    from conformance.store.expectations import (
+        CPU_QUIRKS,
+        expected_failures_path,
+        load_expectations,
+    )
+
+    quirks = load_expectations(CPU_QUIRKS)
+    own = load_expectations(expected_failures_path(short)) if short == "mlu" else None
+    found: collections.Counter[str] = collections.Counter()
+    for v in fails:
+        test_id = f"{v['overload']}::{v['check']}"
+        args = (test_id, v["category"] and str(v["category"]), str(v["message"] or ""))
+        if quirks.for_failure(*args) is not None:
+            found["cpu_quirks"] += 1
+        elif own is not None and own.for_failure(*args) is not None:
+            found[f"{short}.yaml"] += 1
+        else:
+            found["neither"] += 1
+    return found
 
 
 def summarize(short: str, path: Path) -> None:
     verdicts = _verdicts(path)
     counts = collections.Counter(str(v["verdict"]) for v in verdicts)
     fails = [v for v in verdicts if v["verdict"] == "fail"]
+    crashes = [v for v in verdicts if v["verdict"] == "crash"]
     by_cat = collections.Counter(str(v["category"]) for v in fails)
     passes = collections.Counter(str(v["category"]) for v in verdicts
                                  if v["verdict"] == "pass" and v["category"])
     print(f"== {short}: {len(verdicts)} verdicts, {dict(sorted(counts.items()))}")
     print(f"   fails by category: {dict(by_cat.most_common())}")
     print(f"   passes with a note: {dict(passes.most_common())}")
+    print(f"   fails explained by: {dict(_explained(short, fails + crashes).most_common())}")
     for row in _causes(path):
         print(f"   {row['failures']:>3}  {row['checks']:<12} {row['key'][:100]}  "
               f"[{row['overload_names'][:80]}]")

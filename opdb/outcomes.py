@@ -80,6 +80,16 @@ VALUE_UNSPECIFIED = "value_unspecified"
 #: legitimate. The message names the property and counts the elements.
 BACKEND_PROPERTY = "backend_property"
 
+#: Informational category of a ``pass``: where the backend differed from CPU (values, dtype,
+#: shape, or raising where CPU answers and the other way round), it did what ATen's own
+#: composite does on CPU: the implementation every backend without a kernel of its own
+#: inherits, which CPU's own kernel overrides (``native_group_norm``'s centred variance,
+#: ``all.dims_out`` without CPU's out= dtype check; :mod:`conformance.core.composites`). A fact
+#: about PyTorch, not a backend failure. An example where the backend raises as the composite
+#: does is not counted (CPU's kernel and ATen's composite disagree on whether the call is
+#: valid); the message names the composites.
+ATEN_COMPOSITE = "aten_composite"
+
 # -- the autograd check's own kinds of disagreement (gradients, not forward values) ------------
 #: A gradient's values differ from CPU's beyond tolerance (a wrong backward kernel).
 GRAD_VALUE = "grad_value"
@@ -311,6 +321,8 @@ INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
                        "evaluation order) were not compared (informational)",
     BACKEND_PROPERTY: "where values differ, the backend agrees with CPU's answer under a "
                       "property it declares (--assume: ftz, tf32, ...; informational)",
+    ATEN_COMPOSITE: "the backend does what ATen's own composite does where CPU's kernel "
+                    "differs from it (a fact about PyTorch; informational)",
     EAGER_DIFFERS: "the device's eager result differs from CPU (the forward check's finding); "
                    "the compiled result agrees with eager (informational)",
 })

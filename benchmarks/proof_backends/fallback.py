@@ -193,6 +193,12 @@ def _regeometry(name: str, cpu_args: list[Any], dev_args: list[Any]) -> None:
         if not (isinstance(d, torch.Tensor) and d.device.type == name
                 and isinstance(c, torch.Tensor)):
             continue
+        # an out= kernel may leave its output a lazy conjugate (CPU's _linalg_solve_ex.result
+        # with left=False writes conj(X) and sets the bit): the device tensor takes the bits
+        if c.is_conj() != d.is_conj():
+            torch._C._set_conj(d, c.is_conj())
+        if c.is_neg() != d.is_neg():
+            torch._C._set_neg(d, c.is_neg())
         same = (c.untyped_storage()._cdata == _device.buffer(d)._cdata and c.shape == d.shape
                 and c.stride() == d.stride() and c.storage_offset() == d.storage_offset())
         if same:
@@ -209,19 +215,31 @@ def _flat(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
     return [*_leaves(list(args)), *_leaves(list(kwargs.values()))]
 
 
-def _number_dtype(value: complex, tensors: list[torch.Tensor]) -> torch.dtype:
-    """The dtype of a 0-dim tensor standing for a Python number that torch passed as a wrapped
-    number: it must not win type promotion where a wrapped number would not (a float next to
-    integral tensors is the default dtype; next to floating ones float64 keeps its value and
-    loses to their dtype, as a 0-dim tensor of the same category does)."""
-    if isinstance(value, bool):
-        return torch.bool
-    if isinstance(value, int):
-        return torch.int64
-    wide = any(t.is_floating_point() or t.is_complex() for t in tensors)
-    if isinstance(value, complex):
-        return torch.complex128 if wide else torch.complex64
-    return torch.float64 if wide else torch.get_default_dtype()
+def _category(kind: type | torch.dtype) -> int:
+    """Type promotion's category: bool 0, integral 1, floating 2, complex 3."""
+    if isinstance(kind, torch.dtype):
+        return 0 if kind == torch.bool else 3 if kind.is_complex else 2 if kind.is_floating_point \
+            else 1
+    return {bool: 0, int: 1, float: 2, complex: 3}[kind]
+
+
+def _as_wrapped(value: complex, tensors: list[torch.Tensor]) -> torch.Tensor:
+    """A 0-dim tensor standing for a Python number that torch passed as a wrapped number: it
+    must not change type promotion where a wrapped number would not. Where a tensor argument's
+    category is as high as the number's, the number takes the tensors' promoted dtype (its value
+    converted as the kernel would: -128 into uint8 is 128); else its category's default."""
+    peers = [t.dtype for t in tensors if _category(t.dtype) >= _category(type(value))]
+    if peers:
+        dtype = peers[0]
+        for other in peers[1:]:
+            dtype = torch.promote_types(dtype, other)
+        exact = {bool: torch.bool, int: torch.int64, float: torch.float64,
+                 complex: torch.complex128}[type(value)]
+        return torch.tensor(value, dtype=exact).to(dtype)
+    default = {bool: torch.bool, int: torch.int64, float: torch.get_default_dtype(),
+               complex: torch.complex64 if torch.get_default_dtype() == torch.float32
+               else torch.complex128}[type(value)]
+    return torch.tensor(value, dtype=default)
 
 
 def _wrap_numbers(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -229,7 +247,10 @@ def _wrap_numbers(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict
     """A boxed Python fallback receives a wrapped-number tensor (a Python number passed where
     the schema says Tensor: ``fmod.Tensor(x, 2)`` from ``fmod.Scalar``'s composite) as the
     number itself, which the op then refuses; it becomes a CPU 0-dim tensor again."""
-    tensors = [t for t in _leaves([*args, *kwargs.values()]) if isinstance(t, torch.Tensor)]
+    written = {key for key, _ in _written(op, args, kwargs)}  # an out= takes no part
+    operands = [a for i, a in enumerate(args) if i not in written] + \
+        [v for k, v in kwargs.items() if k not in written]
+    tensors = [t for t in _leaves(operands) if isinstance(t, torch.Tensor)]
     out_args, out_kwargs = list(args), dict(kwargs)
     for i, a in enumerate(op._schema.arguments):
         if not isinstance(a.type, torch.TensorType) and not (
@@ -241,7 +262,7 @@ def _wrap_numbers(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict
         if (i < len(args) or a.name in kwargs) and isinstance(where[key], (bool, int, float,
                                                                            complex)):
             value = where[key]
-            where[key] = torch.tensor(value, dtype=_number_dtype(value, tensors))
+            where[key] = _as_wrapped(value, tensors)
     return tuple(out_args), out_kwargs
 
 
@@ -290,17 +311,48 @@ CPU_EQUIVALENT: dict[str, Callable[..., Any]] = {
 }
 
 
+def _numbers_at(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> frozenset[str]:
+    """Names of the Tensor arguments that arrived as Python numbers (wrapped numbers)."""
+    found = set()
+    for i, a in enumerate(op._schema.arguments):
+        value = args[i] if i < len(args) else kwargs.get(a.name)
+        if isinstance(value, bool | int | float | complex) and (
+                isinstance(a.type, torch.TensorType) or (
+                    isinstance(a.type, torch.OptionalType)
+                    and isinstance(a.type.getElementType(), torch.TensorType))):
+            found.add(a.name)
+    return frozenset(found)
+
+
+def _scalar_twin(op: torch._ops.OpOverload, numbers: frozenset[str]
+                 ) -> torch._ops.OpOverload | None:
+    """The overload of ``op``'s packet taking a Scalar exactly where ``op`` takes the Tensors
+    in ``numbers`` (``remainder.Scalar_out`` for ``remainder.Tensor_out``,
+    ``special_chebyshev_polynomial_t.x_scalar`` for its ``.default``): its composite wraps the
+    number again, so CPU's kernel sees a true wrapped number."""
+    packet = getattr(torch.ops.aten, op._schema.name.split("::")[-1])
+    want = [(a.name, "number" if a.name in numbers else str(a.type))  # Scalar prints so
+            for a in op._schema.arguments]
+    for name in packet.overloads():
+        other = getattr(packet, name)
+        if [(a.name, str(a.type)) for a in other._schema.arguments] == want:
+            return other
+    return None
+
+
 def _call(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     same = CPU_EQUIVALENT.get(op._schema.name)
     if same is not None:
         return same(*args, **kwargs)
-    try:
-        return op(*args, **kwargs)
-    except RuntimeError as exc:
-        # a wrapped number arrives as a Python number; torch takes one where the schema says
-        # Tensor only for some ops (add, mul, ...): elsewhere it becomes a 0-dim tensor
-        if "Expected a value of type 'Tensor'" not in str(exc):
-            raise
+    # a wrapped number arrives as a Python number; no Python call makes a wrapped number
+    # again, and a plain 0-dim tensor wins type promotion where the wrapped number would not
+    # (uint8 0-dim remainder -128: int64 arithmetic, not uint8): the Scalar overload does it
+    numbers = _numbers_at(op, args, kwargs)
+    if numbers:
+        twin = _scalar_twin(op, numbers)
+        if twin is not None:
+            return twin(*args, **kwargs)
     args, kwargs = _wrap_numbers(op, args, kwargs)
     return op(*args, **kwargs)
 

@@ -80,6 +80,20 @@ def precise_call(call: Call) -> Call | None:
     return replace(call, values=tuple(values)) if widened else None
 
 
+def precise_run(call: Call) -> Any:
+    """CPU's answer for :func:`precise_call` of ``call`` (``call`` itself where nothing
+    widens), under float64 as the default dtype: where a floating result comes from integral
+    inputs and a Python float (``pairwise_distance`` of int64: ``x1 - x2 + eps``), or from no
+    tensor at all, the default dtype is the precision the op computes in."""
+    wide = precise_call(call) or call
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return wide.run("cpu")
+    finally:
+        torch.set_default_dtype(before)
+
+
 def rounded_reference(ctx: Context, call: Call, answer: Any, expected: torch.Tensor
                       ) -> torch.Tensor | None:
     """The reference for ``expected``: ``answer`` (the matching part of :func:`precise_call`'s
@@ -128,11 +142,14 @@ class Settlement:
     #: elements fed by a non-finite input of an op whose contract leaves them open
     #: (``nonfinite_inputs: unspecified`` in the tolerance data)
     left_open: torch.Tensor | None = None
+    #: elements where PyTorch's two implementations (CPU's kernel, ATen's composite) disagree
+    #: and neither agrees with the float64 reference: PyTorch gives no answer to hold to there
+    torn: torch.Tensor | None = None
 
     @property
     def settled(self) -> torch.Tensor:
         found = self.unspecified | self.imprecise
-        for extra in (self.assumed, self.left_open):
+        for extra in (self.assumed, self.left_open, self.torn):
             if extra is not None:
                 found = found | extra
         return found
@@ -183,14 +200,16 @@ def _assumed(ctx: Context, call: Call, actual: torch.Tensor, rest: torch.Tensor,
 def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Tensor, *,
              reorderings: Sequence[torch.Tensor], reference: torch.Tensor | None,
              position: tuple[int, int] | None = None,
-             alternates: Sequence[Alternate] = ()) -> Settlement | None:
+             alternates: Sequence[Alternate] = (),
+             composite: torch.Tensor | None = None) -> Settlement | None:
     """Sorts the elements where ``actual`` disagrees with CPU's ``expected`` (as
     :func:`~conformance.compare.values.agreement` judges) into a :class:`Settlement`.
     ``reorderings``: CPU's answers for the same values laid out otherwise (same dtype and shape);
     ``reference``: :func:`rounded_reference` or ``None``; ``alternates``: the answers the
     backend's declared properties make legitimate (:func:`conformance.compare.properties.
-    alternates`). ``None`` for a result that is not floating/complex, or where no element
-    disagrees."""
+    alternates`); ``composite``: ATen's composite's answer on CPU where CPU's kernel overrides
+    it (:mod:`conformance.core.composites`). ``None`` for a result that is not floating/complex,
+    or where no element disagrees."""
     if not (expected.is_floating_point() or expected.is_complex()) \
             or actual.shape != expected.shape or actual.dtype != expected.dtype:
         return None
@@ -210,6 +229,16 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
     rest = bad & ~unspecified & ~left_open
     assumed, assumed_by = _assumed(ctx, call, actual, rest, alternates, position)
     rest = rest & ~assumed
+    torn = torch.zeros_like(bad)
+    if composite is not None and reference is not None and bool(rest.any()) \
+            and composite.shape == expected.shape and composite.dtype == expected.dtype:
+        # an input where PyTorch's own implementations answer apart, each far from float64
+        # (native_layer_norm's extremes: CPU's one-pass variance overflows, the composite's
+        # centred steps cancel): no contract there
+        torn = rest & ~agreement(ctx, call, composite, expected, position=position) \
+            & ~agreement(ctx, call, composite, reference, position=position) \
+            & ~agreement(ctx, call, expected, reference, position=position)
+        rest = rest & ~torn
     imprecise = torch.zeros_like(bad)
     if reference is not None and bool(rest.any()):
         # the backend agrees with the reference as it had to agree with CPU, and is no farther
@@ -220,7 +249,7 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
         imprecise = rest & near & closer
     return Settlement(unspecified=unspecified, imprecise=imprecise,
                       remaining=rest & ~imprecise, assumed=assumed, assumed_by=assumed_by,
-                      left_open=left_open)
+                      left_open=left_open, torn=torn)
 
 
 def _first(mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[tuple[int, ...], list[Any]]:
@@ -232,7 +261,7 @@ def _first(mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[tuple[int, ...],
 def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
            expected: torch.Tensor, *, reorderings: Sequence[torch.Tensor],
            reference: torch.Tensor | None, position: tuple[int, int] | None = None,
-           alternates: Sequence[Alternate] = ()) -> bool:
+           alternates: Sequence[Alternate] = (), composite: torch.Tensor | None = None) -> bool:
     """Whether every element of ``actual`` (result ``label``) that disagrees with CPU's
     ``expected`` is settled (:func:`classify`): then the example agrees and the verdict notes
     the elements (``value_unspecified``, ``cpu_imprecise``, with their count). Where some are
@@ -244,8 +273,11 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
     if reference is not None:
         reference = readback.plain(dense(reference))
     try:
+        if composite is not None:
+            composite = readback.plain(dense(composite))
         found = classify(ctx, call, actual, expected, reorderings=reorderings,
-                         reference=reference, position=position, alternates=alternates)
+                         reference=reference, position=position, alternates=alternates,
+                         composite=composite)
     except RuntimeError:  # a dtype some element-wise step has no kernel for: the failure stands
         return False
     if found is None or not bool(found.settled.any()):
@@ -267,6 +299,14 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
         ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) fed by an inf or "
                       f"NaN input, whose value this op's contract leaves open (first at index "
                       f"{index}: {a!r}, CPU {e!r}) [{where}]", n)
+    if found.torn is not None and bool(found.torn.any()):
+        assert composite is not None  # torn elements are judged against it
+        n = int(found.torn.sum())
+        index, (a, e, c) = _first(found.torn, actual, expected, composite)
+        ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) where CPU's kernel "
+                      f"and ATen's composite answer apart and neither is near the call computed "
+                      f"in float64 (first at index {index}: {a!r}, CPU {e!r}, composite {c!r}) "
+                      f"[{where}]", n)
     for prop, n in found.assumed_by:
         ctx.note_info(BACKEND_PROPERTY, f"{label}: {n} of {total} element(s) agree with CPU's "
                       f"answer under the backend's declared {prop!r} "

@@ -15,6 +15,7 @@ import torch
 
 from conformance.core.backends import Backend
 from conformance.core.call import Call
+from conformance.core.composites import CompositeRun
 from conformance.core.inflight import Inflight
 from conformance.core.readback import result_bits
 from conformance.core.signature import OpSignature
@@ -32,6 +33,7 @@ from opdb.dtypes import (
 )
 from opdb.opdata import OpHints
 from opdb.outcomes import (
+    ATEN_COMPOSITE,
     DEVICE_LOST,
     ERROR_ACCEPTS,
     ERROR_RAISES,
@@ -145,6 +147,8 @@ class Context:
         except Exception as exc:  # noqa: BLE001
             self.stop_if_unsupported(exc, marker or call)  # the repro reads marker's values
             self.reject_if_vacuous(marker or call)
+            if marker is None:
+                self.reject_if_composite_disagrees(call, exc, composite_raises=True)
             raise CheckFailure(ERROR_RAISES, f"raised {error_line(exc)}, but CPU returned a "
                                                  f"result [{call.describe()}]") from None
         self.mark_ok(backend_ok=True)
@@ -170,6 +174,40 @@ class Context:
         except Exception as refusal:  # noqa: BLE001 - CPU's errors are data here
             self.cpu_errors[f"accepted only empty inputs: {error_line(refusal)}"] += 1
             raise CpuRejected(refusal) from None
+
+    def aten_composite(self, call: Call) -> CompositeRun | None:
+        """CPU's answer for ``call`` with ATen's composites where CPU's own kernels override
+        them (:mod:`conformance.core.composites`); ``None`` where no overload the call reached
+        has both (CPU's answer is the composite's). Asked only where the backend disagreed."""
+        from conformance.core.composites import composite_run  # torch dispatch mode: on demand
+
+        cached = self.scratch.get("aten_composite")
+        if cached is not None and cached[0] is call:  # asked per result part and again whole
+            return cached[1]
+        run = composite_run(call, lambda: self.inflight.call(call, self.repro_fn, side="cpu"))
+        found = run if run is not None and run.routed else None
+        self.scratch["aten_composite"] = (call, found)
+        return found
+
+    def reject_if_composite_disagrees(self, call: Call, exc: BaseException, *,
+                                      composite_raises: bool) -> None:
+        """Raise :class:`CpuRejected` (example not counted, ``aten_composite`` noted) where the
+        backend raised ``exc`` and CPU answered (``composite_raises``), or CPU raised ``exc``
+        and the backend answered (not ``composite_raises``), and ATen's composite on CPU does
+        what the backend did: CPU's kernel and PyTorch's own composite disagree on whether the
+        call is valid, which specifies nothing for a backend."""
+        run = self.aten_composite(call)
+        if run is None or (run.error is not None) != composite_raises:
+            return
+        if run.error is not None and type(run.error) is not type(exc):
+            return  # the composite raised otherwise: no evidence that the backend did as it
+        composites = ", ".join(run.routed)
+        what = (f"raised {error_line(exc)} where CPU's kernel returns a result, as ATen's "
+                f"composite ({composites}) does" if composite_raises else
+                f"returned a result where CPU's kernel raises {error_line(exc)}, as ATen's "
+                f"composite ({composites}) does")
+        self.note_info(ATEN_COMPOSITE, f"{what} [{call.describe()}]")
+        raise CpuRejected(exc)
 
     def expect_same_error(self, call: Call, cpu_exc: BaseException) -> None:
         """CPU raised: the backend must raise the same exception type (else ``error_type``)
@@ -222,6 +260,8 @@ class Context:
         if is_dtype_gap(str(cpu_exc)):
             self.cpu_dtype_gaps[error_line(cpu_exc)] += 1
             raise CpuRejected(cpu_exc)
+        if values_call is not None:
+            self.reject_if_composite_disagrees(values_call, cpu_exc, composite_raises=False)
         if values_call is not None and not self.backend.host_values \
                 and self._error_depends_on_values(values_call):
             # a shape-only backend cannot see values: CPU's refusal is not held against it

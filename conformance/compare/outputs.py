@@ -16,6 +16,7 @@ from conformance.compare.values import assert_values, is_view
 from conformance.core import readback
 from conformance.core.call import Call
 from conformance.core.verdicts import CheckFailure, CpuRejected, error_line
+from opdb.outcomes import ATEN_COMPOSITE, BACKEND_PROPERTY
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -61,12 +62,36 @@ def compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
                          view_bits=view_bits)
     except CheckFailure:
         ctx.reject_if_vacuous(call)
+        if samples is None and _as_composite(ctx, call, actual, values=values,
+                                             view_bits=view_bits):
+            return
         raise
+
+
+def _as_composite(ctx: Context, call: Call, actual: Any, *, values: bool,
+                  view_bits: bool) -> bool:
+    """Asked where the backend's answer differs from CPU's: whether it is what ATen's own
+    composite answers on CPU, where CPU's kernel overrides it (:mod:`conformance.core.
+    composites`); then the example agrees and the verdict notes it (``aten_composite``)."""
+    run = ctx.aten_composite(call)
+    if run is None or run.error is not None:
+        return False
+    try:
+        _compare_outputs(ctx, call, run.answer, actual, values=values, view_bits=view_bits,
+                         settle=False)
+    except CheckFailure:
+        return False
+    ctx.note_info(ATEN_COMPOSITE, f"differs from CPU's kernel as ATen's composite "
+                                  f"({', '.join(run.routed)}) does, which a backend without a "
+                                  f"kernel of its own computes [{call.describe()}]")
+    return True
 
 
 def _compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
                      values: bool, samples: list[Any] | None = None,
-                     view_bits: bool = True) -> None:
+                     view_bits: bool = True, settle: bool = True) -> None:
+    """``settle``: where values differ, CPU may be asked again (its own instability, other
+    layouts, float64): not where ``expected`` is not CPU's plain answer."""
     __tracebackhide__ = True
     where = call.describe()
     if not ctx.hints.values:  # hints: this op's result values are unspecified (empty_like)
@@ -121,12 +146,13 @@ def _compare_outputs(ctx: Context, call: Call, expected: Any, actual: Any, *,
                                         f"have {len(e_parts)} [{where}]")
         for j, ((suffix, ep), (_, ap)) in enumerate(zip(e_parts, a_parts, strict=True)):
             _compare_tensor(ctx, call, f"{label}{suffix}", where, ep, ap, i, j, n, values=values,
-                            spread=[_part(x, i, j) for x in extra] if value_range else None)
+                            spread=[_part(x, i, j) for x in extra] if value_range else None,
+                            settle=settle)
 
 
 def _compare_tensor(ctx: Context, call: Call, label: str, where: str, e: torch.Tensor,
                     a: torch.Tensor, i: int, j: int, n: int, *, values: bool,
-                    spread: list[Any] | None) -> None:
+                    spread: list[Any] | None, settle: bool = True) -> None:
     """Device, dtype, shape and (``values``, or ``spread``: CPU's other samples of a
     seeded-random op) values of part ``j`` of result ``i`` (of ``n``)."""
     __tracebackhide__ = True
@@ -163,6 +189,9 @@ def _compare_tensor(ctx: Context, call: Call, label: str, where: str, e: torch.T
         else:
             assert_values(ctx, call, label, where, host, e, position=(i, n))
     except CheckFailure:
+        if not settle:
+            raise
+
         def agrees(again: Any) -> bool:
             return _agrees(ctx, call, label, where, _part(again, i, j), e, (i, n))
 
@@ -240,7 +269,7 @@ def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Ten
     (:mod:`conformance.compare.properties`), or one where the call computed in float64 sides
     with the backend). A wrong answer that CPU gives for no layout, and float64 does not side
     with, still fails."""
-    from conformance.compare.arbitration import precise_call, rounded_reference, settle
+    from conformance.compare.arbitration import precise_run, rounded_reference, settle
     from conformance.compare.properties import alternates
 
     answers = []
@@ -250,19 +279,44 @@ def _settled(ctx: Context, call: Call, label: str, where: str, actual: torch.Ten
                                    f"{text}, and the backend gave that one"] += 1
             return True
         answers.append(answer)
+    if not (expected.dtype.is_floating_point or expected.is_complex()):
+        return _as_property(ctx, call, label, where, actual, expected, i, j, n)
     reference = None
-    wide = precise_call(call) if expected.dtype.is_floating_point or expected.is_complex() \
-        else None
-    if wide is not None and ctx.arbitrates(call.sig.name, expected.dtype):
+    if ctx.arbitrates(call.sig.name, expected.dtype):
         ctx.inflight.call(call, ctx.repro_fn, side="cpu")  # a crash is the call's on CPU
         try:
-            reference = rounded_reference(ctx, call, _part(wide.run("cpu"), i, j), expected)
+            reference = rounded_reference(ctx, call, _part(precise_run(call), i, j), expected)
         except Exception:  # noqa: BLE001 - CPU refuses the wider call: no reference
             reference = None
     declared = alternates(ctx, call, expected, lambda out: _part(out, i, j)) \
         if ctx.backend.assumes else []
+    composite = None
+    if reference is not None:
+        run = ctx.aten_composite(call)
+        if run is not None and run.error is None:
+            part = _part(run.answer, i, j)
+            composite = part if isinstance(part, torch.Tensor) else None
     return settle(ctx, call, label, where, actual, expected, reorderings=answers,
-                  reference=reference, position=(i, n), alternates=declared)
+                  reference=reference, position=(i, n), alternates=declared,
+                  composite=composite)
+
+
+def _as_property(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
+                 expected: torch.Tensor, i: int, j: int, n: int) -> bool:
+    """An integral or bool result that differs from CPU's: whether it is CPU's answer under a
+    property the backend declares (frexp's exponent of a subnormal on a device that flushes it
+    is 0); then the verdict notes it (``backend_property``)."""
+    from conformance.compare.properties import alternates
+
+    if not ctx.backend.assumes:
+        return False
+    for alt in alternates(ctx, call, expected, lambda out: _part(out, i, j)):
+        if _agrees(ctx, call, label, where, actual, alt.answer, (i, n)):
+            ctx.note_info(BACKEND_PROPERTY, f"{label}: agrees with CPU's answer under the "
+                                            f"backend's declared {alt.prop!r} "
+                                            f"(opdb/data/backend_properties.yaml) [{where}]")
+            return True
+    return False
 
 
 def _part(out: Any, i: int, j: int) -> Any:

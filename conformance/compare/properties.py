@@ -97,11 +97,21 @@ def transformed(call: Call, fn: Callable[[torch.Tensor], torch.Tensor]) -> Call 
 
 
 def _concerned(ctx: Context, call: Call, expected: torch.Tensor) -> Iterator[BackendProperty]:
+    """The declared properties that concern ``expected``: by its dtype, or, for an integral or
+    bool result computed from floating inputs (frexp's exponent, a pooling's indices, a
+    factorization's info code), by theirs: a device that flushes its inputs decides those too."""
     known = properties()
+    dtypes = {dtype_name(expected.dtype)}
+    if not (expected.is_floating_point() or expected.is_complex()):
+        dtypes |= {name for name in call.tensor_dtypes if name in _FLOATING_NAMES}
     for name in sorted(ctx.backend.assumes):
         prop = known.get(name)
-        if prop is not None and prop.concerns(call.sig.base, dtype_name(expected.dtype)):
+        if prop is not None and any(prop.concerns(call.sig.base, d) for d in dtypes):
             yield prop
+
+
+_FLOATING_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "complex32",
+                             "complex64", "complex128"})
 
 
 def _cpu_answer(ctx: Context, call: Call, pick: Callable[[Any], Any],
@@ -152,7 +162,8 @@ def alternates(ctx: Context, call: Call, expected: torch.Tensor,
     none where the backend declares nothing that concerns this op and dtype."""
     found = []
     for prop in _concerned(ctx, call, expected):
-        if prop.honoured == "tolerance":
+        if prop.honoured == "tolerance" and (expected.is_floating_point()
+                                             or expected.is_complex()):
             scale = float(expected.detach().abs().nan_to_num(0, 0, 0).max()) \
                 if expected.numel() else 0.0
             found.append(Alternate(prop.name, expected, prop.rtol[dtype_name(expected.dtype)]
@@ -163,5 +174,6 @@ def alternates(ctx: Context, call: Call, expected: torch.Tensor,
             if not isinstance(answer, torch.Tensor) or answer.shape != expected.shape \
                     or answer.dtype != expected.dtype:
                 continue
-            found.append(Alternate(prop.name, after(answer) if after else answer))
+            floating = answer.is_floating_point() or answer.is_complex()
+            found.append(Alternate(prop.name, after(answer) if after and floating else answer))
     return found

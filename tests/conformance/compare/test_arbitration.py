@@ -320,3 +320,18 @@ def test_complex_pow_of_a_non_finite_operand_is_left_open_and_counted():
     real = _call("pow.Tensor_Tensor", self=torch.tensor([INF, 2.0]), exponent=torch.tensor([-3.0, 2.0]))
     with pytest.raises(CheckFailure):  # not a complex pow: real pow's special values are C99's
         _judge(real, torch.tensor([NAN, 4.0]))
+
+
+def test_a_float_result_of_integral_inputs_is_arbitrated_in_the_float64_default_dtype():
+    """pairwise_distance of int64 computes x1 - x2 + eps in the default dtype: CPU's float32
+    cube of 1e13 overflows (inf) where the distance is 1e13. Nothing widens, but computed with
+    float64 as the default dtype the call sides with a backend that answers 1e13."""
+    call = _call("pairwise_distance", x1=torch.tensor([[10**13, 0, 1, 2]]),
+                 x2=torch.zeros(1, 4, dtype=torch.int64), p=3.0)
+    cpu = call.run("cpu")
+    assert cpu.dtype == torch.float32 and bool(cpu.isinf().all())
+    ctx = _judge(call, torch.tensor([1e13]))
+    assert {c for c, _ in ctx.infos} == {CPU_IMPRECISE}
+    with pytest.raises(CheckFailure):  # a finite answer far from the distance still fails
+        _judge(call, torch.tensor([2e13]))
+    assert torch.get_default_dtype() == torch.float32

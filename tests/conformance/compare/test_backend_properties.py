@@ -120,6 +120,20 @@ def test_ftz_honours_a_device_that_flushes_inside_the_kernel() -> None:
     assert {c for c, _ in ctx.infos} == {BACKEND_PROPERTY}
 
 
+@pytest.mark.skipif(not torch.set_flush_denormal(False), reason="CPU cannot flush denormals")
+def test_ftz_reaches_integral_results_of_floating_inputs() -> None:
+    # frexp's exponent of a subnormal: a device that flushes it sees 0, whose exponent is 0
+    call = _call("frexp.Tensor", self=torch.tensor([SUB, 3.0]))
+    mantissa, exponent = call.run("cpu")
+    assert exponent[0] != 0
+    flushed = (mantissa * torch.tensor([0.0, 1.0]), exponent * torch.tensor([0, 1],
+                                                                            dtype=torch.int32))
+    with pytest.raises(CheckFailure):
+        _judge(call, flushed)
+    ctx = _judge(call, flushed, frozenset({"ftz"}))
+    assert {c for c, _ in ctx.infos} == {BACKEND_PROPERTY}
+
+
 def _tf32_answer(call: Call) -> torch.Tensor:
     changed = transformed(call, round_tf32)
     assert changed is not None
