@@ -42,7 +42,7 @@ TABLE = "table"
 COMPOSITE_IMPLICIT = "composite_implicit"
 
 #: Bumped when what a cached entry means changes (how calls are traced or drawn).
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,14 @@ def trace(packet: Any, args: list[Any], kwargs: Mapping[str, Any],
     n, keys = len(args), list(kwargs)
 
     def fn(*a: Any) -> Any:
-        return packet(*a[:n], **dict(zip(keys, a[n:], strict=True)))
+        args, kwargs = a[:n], dict(zip(keys, a[n:], strict=True))
+        # a CompositeImplicitAutograd kernel runs first, as under AOTAutograd (above
+        # functionalization): functionalize alone meets an in-place or out= composite itself
+        # (``__iand__``, ``absolute_``, ``arccos.out``) and refuses it
+        # (make_fx's torch-function mode would turn the kernel's call back into the op's own)
+        with torch._C.DisableTorchFunction():
+            got = packet.decompose(*args, **kwargs)
+        return packet(*args, **kwargs) if got is NotImplemented else got
 
     functional = torch.func.functionalize(fn, remove="mutations")
     graph = make_fx(functional, decomposition_table=dict(table),

@@ -73,6 +73,10 @@ def test_trace_functionalizes_as_aot_autograd_does(core_aten: dict) -> None:
     out = trace(aten.addr.out, [torch.randn(3, 4), torch.randn(3), torch.randn(4)],
                 {"out": torch.empty(0)}, core_aten)
     assert "copy_" in out and "addr.out" not in out
+    # an in-place CompositeImplicitAutograd op decomposes before it is functionalized, as
+    # under AOTAutograd (functionalize alone refuses it)
+    assert trace(aten.__iand__.Scalar, [torch.ones(3, dtype=torch.int64), 3], {}, {}) == \
+        ("bitwise_and.Scalar", "copy_")
 
 
 def test_missing_is_what_the_backend_lacks_among_the_calls() -> None:
