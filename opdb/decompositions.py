@@ -65,8 +65,10 @@ class Decomposition:
 
     def missing(self, statuses: Mapping[str, Status]) -> tuple[str, ...]:
         """The ops the decomposition calls that the backend has no kernel for (an op outside
-        the op database, another namespace's, is not judged)."""
-        return tuple(c for c in self.calls or () if c in statuses and not statuses[c].available)
+        the op database, another namespace's, is not judged; nor the overload itself, where
+        the traced call did not decompose it: that gap is its own status, eager's too)."""
+        return tuple(c for c in self.calls or ()
+                     if c != self.overload and c in statuses and not statuses[c].available)
 
     def as_json(self) -> dict[str, Any]:
         return {"overload": self.overload, "source": self.source,

@@ -83,6 +83,9 @@ def test_missing_is_what_the_backend_lacks_among_the_calls() -> None:
     d = Decomposition("hardswish", TABLE, ("clamp_max", "clamp_min", "prims.convert_element_type"))
     statuses = {"clamp_max": Status.missing, "clamp_min": Status.native}
     assert d.missing(statuses) == ("clamp_max",)  # another namespace's op is not judged
+    # a call the decomposition left alone: the op's own gap is its status, not the twin's
+    itself = Decomposition("mm.dtype", TABLE, ("mm.dtype",))
+    assert itself.missing({"mm.dtype": Status.missing}) == ()
     untraced = Decomposition("roll", TABLE, None, "not traced: RuntimeError: ...")
     rows = lacking([d, untraced], statuses)
     assert rows[0]["missing"] == ["clamp_max"] and rows[1]["missing"] is None
