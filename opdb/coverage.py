@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from opdb.db import OpDB
+from opdb.decompositions import Decomposition, lacking, summarize
 from opdb.dispatch import STATUSES, Status, classify, fallback_origin
 
 #: Forward statuses whose autograd goes through a derivatives.yaml formula. A
@@ -63,8 +64,20 @@ def missing_backward(db: OpDB, statuses: Mapping[str, Status]) -> list[dict[str,
     return rows
 
 
-def static_coverage(db: OpDB, *, backend: str, dispatch_key: str) -> dict[str, Any]:
-    """The static coverage JSON object for one backend (see docs/ARCHITECTURE.md)."""
+def decomposition_section(decomps: Mapping[str, Decomposition], statuses: Mapping[str, Status],
+                          *, compile_backend: str, table: str) -> dict[str, Any]:
+    """The coverage JSON's ``decompositions``: per decomposed overload the ops its traced graph
+    calls and those the backend lacks (:mod:`opdb.decompositions`), with counts."""
+    rows = lacking(decomps.values(), statuses)
+    return {"compile_backend": compile_backend, "table": table, "summary": summarize(rows),
+            "rows": rows}
+
+
+def static_coverage(db: OpDB, *, backend: str, dispatch_key: str,
+                    decompositions: Mapping[str, Decomposition] | None = None,
+                    compile_backend: str = "aot_eager", table: str = "none") -> dict[str, Any]:
+    """The static coverage JSON object for one backend (see docs/ARCHITECTURE.md);
+    ``decompositions`` (traced for ``compile_backend``'s ``table``) adds its section."""
     import torch
 
     statuses = classify(dispatch_key, [ov.name for ov in db.overloads])
@@ -72,7 +85,7 @@ def static_coverage(db: OpDB, *, backend: str, dispatch_key: str) -> dict[str, A
     for status in statuses.values():
         summary[status.value] += 1
     probe = next((n for n, s in statuses.items() if s is Status.fallback), None)
-    return {
+    cov = {
         "backend": backend,
         "dispatch_key": dispatch_key,
         "torch_version": torch.__version__,
@@ -93,3 +106,7 @@ def static_coverage(db: OpDB, *, backend: str, dispatch_key: str) -> dict[str, A
         "missing_variants": missing_variants(db, statuses),
         "missing_backward": missing_backward(db, statuses),
     }
+    if decompositions is not None:
+        cov["decompositions"] = decomposition_section(
+            decompositions, statuses, compile_backend=compile_backend, table=table)
+    return cov

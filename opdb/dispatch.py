@@ -48,7 +48,7 @@ def dispatch_key(name: str) -> Any:
         raise ValueError(f"unknown dispatch key {name!r}") from None
 
 
-def _registered(key: str) -> frozenset[str]:
+def registered(key: str) -> frozenset[str]:
     """Operators with a kernel registered for exactly ``key`` (``aten::`` prefix removed)."""
     import torch
 
@@ -95,9 +95,9 @@ def classify(dispatch_key_name: str, names: Iterable[str]) -> dict[str, Status]:
     def serves(alias: str) -> bool:  # e.g. XLA and Lazy are outside ...NonFunctional
         return bool(torch._C._dispatch_is_included_in_alias(key, dispatch_key(alias)))
 
-    native = _registered(dispatch_key_name)
-    explicit = frozenset().union(*(_registered(k) for k in _EXPLICIT if serves(k)))
-    implicit = _registered(_IMPLICIT) if serves(_IMPLICIT) else frozenset()
+    native = registered(dispatch_key_name)
+    explicit = frozenset().union(*(registered(k) for k in _EXPLICIT if serves(k)))
+    implicit = registered(_IMPLICIT) if serves(_IMPLICIT) else frozenset()
     fallback = has_fallback(dispatch_key_name)
     out: dict[str, Status] = {}
     for name in names:

@@ -77,6 +77,10 @@ class Annotations:
     coverage: Mapping[str, Any] | None = None
     missing_variants: tuple[dict[str, Any], ...] = field(default=())
     missing_backward: tuple[dict[str, Any], ...] = field(default=())
+    #: the coverage's decomposed overloads that need ops the backend lacks (``conformance
+    #: coverage --decompositions``), and under which compile backend and table (None: not asked)
+    decompositions: tuple[dict[str, Any], ...] = field(default=())
+    decomposition_setting: dict[str, Any] | None = None
 
     def info(self, name: str) -> OverloadFacts:
         got = self.infos.get(name)
@@ -121,6 +125,11 @@ def _from_coverage(data: Mapping[str, Any]) -> Annotations:
         )
     mv = tuple(x for x in data.get("missing_variants") or () if isinstance(x, dict))
     mb = tuple(x for x in data.get("missing_backward") or () if isinstance(x, dict))
+    dec = data.get("decompositions") if isinstance(data.get("decompositions"), dict) else None
+    needing = tuple(x for x in (dec or {}).get("rows") or ()
+                    if isinstance(x, dict) and x.get("missing"))
+    setting = None if dec is None else {k: dec.get(k) for k in
+                                        ("compile_backend", "table", "summary")}
     return Annotations(
         source="coverage",
         note=f"static coverage for {data.get('backend', '?')} ({len(infos)} overloads)",
@@ -129,6 +138,8 @@ def _from_coverage(data: Mapping[str, Any]) -> Annotations:
         coverage=data,
         missing_variants=mv,
         missing_backward=mb,
+        decompositions=needing,
+        decomposition_setting=setting,
     )
 
 

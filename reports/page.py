@@ -258,6 +258,9 @@ def page_data(
         "missing_variants": [dict(x) for x in ann.missing_variants],
         "missing_backward": [dict(x) for x in ann.missing_backward],
         "backward_parity": backward_parity(cur, ann),
+        # the static twin of the compile check (conformance coverage --decompositions)
+        "decompositions": ann.decomposition_setting,
+        "decomposition_parity": decomposition_parity(cur, ann),
     }
 
 
@@ -401,10 +404,29 @@ def backward_parity(cur: pd.DataFrame, ann: Annotations) -> list[dict[str, Any]]
     is ``unsupported``; in the coverage's order, then the dynamic-only ones by name."""
     predicted = {str(x.get("forward")): [str(m) for m in x.get("missing") or ()]
                  for x in ann.missing_backward}
+    return [{"forward": r.pop("overload"), **r}
+            for r in static_parity(cur, predicted, "autograd")]
+
+
+def decomposition_parity(cur: pd.DataFrame, ann: Annotations) -> list[dict[str, Any]]:
+    """Per decomposed overload, the static twin (the coverage's ``decompositions``: ops its
+    compiled graph calls that the backend lacks) beside what the ``compile`` check found:
+    ``[{"overload", "predicted": [ops], "verdict", "category", "missing_op", "relation"}]``,
+    as :func:`backward_parity` relates them."""
+    predicted = {str(x.get("overload")): [str(m) for m in x.get("missing") or ()]
+                 for x in ann.decompositions}
+    return static_parity(cur, predicted, "compile")
+
+
+def static_parity(cur: pd.DataFrame, predicted: dict[str, list[str]], check: str
+                  ) -> list[dict[str, Any]]:
+    """A static prediction of missing ops per overload (``predicted``, listed ones first, in
+    their order) beside ``check``'s verdicts, plus the overloads ``check`` found ``unsupported``
+    for an op other than themselves (dynamic only, by name)."""
     found: dict[str, tuple[str, Any, Any]] = {}
-    auto = cur[cur["check"] == "autograd"]
-    for name, v, cat, op in zip(auto["overload"], auto["verdict"], auto["category"],
-                                auto["missing_op"], strict=True):
+    rows = cur[cur["check"] == check]
+    for name, v, cat, op in zip(rows["overload"], rows["verdict"], rows["category"],
+                                rows["missing_op"], strict=True):
         found[name] = (v, cat if isinstance(cat, str) else None, op if isinstance(op, str) else None)
     names = list(predicted) + sorted(n for n, (v, _, _) in found.items()
                                      if v == "unsupported" and n not in predicted
@@ -423,7 +445,7 @@ def backward_parity(cur: pd.DataFrame, ann: Annotations) -> list[dict[str, Any]]
             relation = PARITY_AGREE if op in missing else PARITY_OTHER_OP
         else:
             relation = PARITY_STATIC_ONLY
-        out.append({"forward": name, "predicted": missing, "verdict": verdict, "category": cat,
+        out.append({"overload": name, "predicted": missing, "verdict": verdict, "category": cat,
                     "missing_op": op, "relation": relation})
     return out
 

@@ -33,6 +33,16 @@ def register(subparsers: Any) -> None:
         "--without", metavar="OVERLOADS",
         help="comma-separated overloads to leave out of the reference backend 'mlu'",
     )
+    p.add_argument(
+        "--decompositions", nargs="?", const="", metavar="COMPILE_BACKEND",
+        help="also: what each overload decomposes into under torch.compile with COMPILE_BACKEND "
+             "(aot_eager, aot_eager_decomp_partition, inductor, core_aten; bare: the backend's "
+             "own, aot_eager by default) and which of those ops the backend lacks (traced once "
+             "per torch version, minutes; cached in --decompositions-cache)",
+    )
+    p.add_argument("--decompositions-cache", metavar="DIR", default=None,
+                   help="where the traced decompositions are cached (default "
+                        ".conformance/decompositions; 'none': no cache)")
     add_native_functions_option(p)
     p.set_defaults(func=run)
 
@@ -71,7 +81,49 @@ def render_table(cov: dict[str, Any]) -> str:
             width = max(len(r["forward"]) for r in mb)
             for r in mb:
                 lines.append(f"  {r['forward']:<{width}}  needs {', '.join(r['missing'])}")
+    if "decompositions" in cov:
+        lines.extend(render_decompositions(cov["decompositions"], cov["backend"]))
     return "\n".join(lines) + "\n"
+
+
+def render_decompositions(dec: dict[str, Any], backend: str) -> list[str]:
+    """The table's decompositions section: counts, then each decomposed overload that needs
+    an op the backend lacks, then those not traced (counted, never taken as fine)."""
+    s = dec["summary"]
+    lines = ["", f"Decompositions under torch.compile (compile backend {dec['compile_backend']}, "
+                 f"table {dec['table']}): {s['decomposed']} overloads decompose, {s['traced']} "
+                 f"traced, {s['untraced']} not traced; {s['needs_missing']} need ops {backend} "
+                 f"lacks"]
+    needing = [r for r in dec["rows"] if r["missing"]]
+    if needing:
+        width = max(len(r["overload"]) for r in needing)
+        for r in needing:
+            lines.append(f"  {r['overload']:<{width}}  decomposes into {len(r['calls'])} ops, "
+                         f"{len(r['missing'])} missing on {backend}: {', '.join(r['missing'])}")
+    untraced = [r for r in dec["rows"] if r["calls"] is None]
+    if untraced:
+        lines.append(f"  not traced ({len(untraced)}): "
+                     + ", ".join(r["overload"] for r in untraced[:20])
+                     + (", ..." if len(untraced) > 20 else "") + " (the JSON says why)")
+    return lines
+
+
+def decompositions_for(args: argparse.Namespace, db: Any, backend: Any
+                       ) -> tuple[Any, str, str] | tuple[None, str, str]:
+    """The traced decompositions ``--decompositions`` asks for (None if not asked), with the
+    compile backend and its table's name."""
+    from opdb.decompositions import table_name
+
+    if args.decompositions is None:
+        return None, backend.compile_backend, "none"
+    from conformance.trace.decompositions import CACHE_DIR, traced
+
+    compile_backend = args.decompositions or backend.compile_backend
+    table = table_name(compile_backend)
+    cache = args.decompositions_cache or CACHE_DIR
+    decomps = traced(db, table, cache_dir=None if cache == "none" else cache,
+                     log=lambda m: print(f"conformance coverage: {m}", file=sys.stderr))
+    return decomps, compile_backend, table
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
     without = parse_without(args.without) if args.without is not None else None
     backend = resolve(args.backend, without=without, touch=False)  # static: no device work
     db = load_db(args.native_functions)
-    cov = static_coverage(db, backend=backend.name, dispatch_key=backend.dispatch_key)
+    decomps, compile_backend, table = decompositions_for(args, db, backend)
+    cov = static_coverage(db, backend=backend.name, dispatch_key=backend.dispatch_key,
+                          decompositions=decomps, compile_backend=compile_backend, table=table)
     # compact: the C encoder (indent= falls back to the pure-Python one, 0.12 s for 3,000 rows)
     text = json.dumps(cov, separators=(",", ":")) + "\n"
     if args.output:

@@ -647,6 +647,17 @@
         n = bp.length;
         list.appendChild(el("p", "defs", "Static prediction beside the autograd check, per forward overload: the backward ops (per derivatives.yaml) the static coverage says the backend lacks, and what the autograd check found (unsupported names the backward op the dispatcher reported). agree = the check found a predicted op missing; static only = predicted, but the backward ran; inconclusive = the autograd item crashed or timed out; dynamic only = found missing, not predicted."));
         list.appendChild(rows.length ? table(["forward", "static: missing backward ops", "autograd check", "relation"], rows) : el("div", "empty", n ? "no overload matches the search" : "none listed (static needs --coverage; dynamic needs --checks autograd)"));
+      } else if (state.tab === "decomp") {
+        var dp = D.decomposition_parity || [];
+        rows = dp.filter(function (x) { return textMatch(String(x.overload)); })
+          .map(function (x) {
+            var found = x.verdict === null ? "no compile verdict" : x.verdict + (x.category ? " (" + x.category + ")" : "") + (x.missing_op ? ": " + x.missing_op : "");
+            return [x.overload, (x.predicted || []).join(", ") || "\u2014", found, x.relation];
+          });
+        n = dp.length;
+        var ds = D.decompositions;
+        list.appendChild(el("p", "defs", "The static twin beside the compile check, per decomposed overload: the ops its compiled graph calls (traced decomposition" + (ds ? ", compile backend " + ds.compile_backend + ", table " + ds.table + ": " + ds.summary.decomposed + " decomposed, " + ds.summary.untraced + " not traced" : "") + ") that the static coverage says the backend lacks, and what the compile check found (unsupported names the op the dispatcher reported). agree = the check found a predicted op missing; static only = predicted, but the compiled call ran; inconclusive = the compile item crashed or timed out; dynamic only = found missing, not predicted."));
+        list.appendChild(rows.length ? table(["overload", "static: missing ops of its decomposition", "compile check", "relation"], rows) : el("div", "empty", n ? "no overload matches the search" : "none listed (static needs a coverage from conformance coverage --decompositions; dynamic needs --checks compile)"));
       } else {
         n = D.runs.length;
         rows = D.runs.map(function (r) {
@@ -753,7 +764,7 @@
       var cause = +(p.get("cause") || 0);
       if (cause >= 1 && cause <= CAUSES.length) setCause(cause - 1, false);
       var tab = p.get("tab");
-      setTab(["matrix", "dtypes", "variants", "backward", "gaps", "runs"].indexOf(tab) >= 0 ? tab : "matrix");
+      setTab(["matrix", "dtypes", "variants", "backward", "decomp", "gaps", "runs"].indexOf(tab) >= 0 ? tab : "matrix");
       var open = p.get("open");
       if (open) {
         var cut = open.indexOf("/"), name = cut < 0 ? open : open.slice(0, cut), col = cut < 0 ? null : open.slice(cut + 1);

@@ -232,6 +232,23 @@ def test_backward_tab_shows_static_beside_autograd(browser, small_report):
     assert page.errors() == []
 
 
+def test_decompositions_tab_shows_static_twin_beside_compile(browser, tmp_path):
+    cov = json.loads((DATA / "coverage-small.json").read_text())
+    cov["decompositions"] = {
+        "compile_backend": "inductor", "table": "inductor",
+        "summary": {"decomposed": 1, "traced": 1, "untraced": 0, "needs_missing": 1},
+        "rows": [{"overload": "add.Tensor", "source": "table", "calls": ["where.self"],
+                  "missing": ["where.self"]}]}
+    out = tmp_path / "r.html"
+    reports.write_html([DATA / "small.jsonl"], out, cov)
+    page = browser.open(out.as_uri() + "#tab=decomp")
+    page.wait_for(READY)
+    text = page.eval("document.getElementById('view-list').textContent")
+    assert "static: missing ops of its decomposition" in text and "where.self" in text, text
+    assert "compile backend inductor" in text and "no compile verdict" in text, text
+    assert page.errors() == []
+
+
 def test_page_opens_on_the_by_cause_view_and_a_cause_expands(browser, tmp_path):
     """Issue 25, 6(f): one bug in many overloads is one line, first on the page; it opens on
     its overloads (links to their cells) and its shortest repro."""

@@ -1,0 +1,35 @@
+"""``conformance.trace.decompositions``: decomposed overloads traced on drawn calls, in forked
+workers that survive a trace that kills the process."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conformance.trace.decompositions import run_isolated, trace_all
+from opdb.decompositions import Decomposition
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+
+def test_traced_on_a_drawn_call() -> None:
+    import opdb
+
+    got = trace_all(opdb.load(), "core_aten", names=["hardswish", "linear", "nonzero"])
+    assert list(got) == ["hardswish", "linear"]  # nonzero has no decomposition
+    hw = got["hardswish"]
+    assert hw.source == "table" and hw.calls and "clamp" in hw.calls, hw
+    assert hw.example  # the call traced is said: what a decomposition calls depends on it
+    assert got["linear"].source == "composite_implicit" and got["linear"].traced, got["linear"]
+
+
+def test_a_trace_that_kills_the_process_is_kept_untraced_and_the_rest_go_on() -> None:
+    def one(name: str, source: str) -> Decomposition:
+        if name == "b":
+            os._exit(3)
+        return Decomposition(name, source, ("mul.Tensor",))
+
+    got = run_isolated({"a": "table", "b": "table", "c": "table"}, None, one)
+    assert [d.traced for d in got.values()] == [True, False, True]
+    assert got["b"].reason == "not traced: the trace killed the process (exit 3)"
