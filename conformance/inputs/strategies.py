@@ -223,8 +223,8 @@ def _large_side(draw: Any, sig: OpSignature, hints: OpHints) -> int | None:
     # the middle choice, not 0: Hypothesis favours the simplest choice (0) far above its share,
     # and shrinks toward it; a failing small call must not shrink into a large one
     # (none from the shape menu: a large size is a graph of its own)
-    if not LARGE_ONE_IN or hints.max_side is not None or is_fixed() or draw(cached_integers(0, LARGE_ONE_IN - 1),
-                                          label="large size?") != LARGE_ONE_IN // 2:
+    if not LARGE_ONE_IN or hints.max_side is not None or is_fixed() \
+            or draw(cached_integers(0, LARGE_ONE_IN - 1), label="large size?") != LARGE_ONE_IN // 2:
         return None
     sides = (*LARGE_SIDES, HUGE_SIDE) if sig.is_pointwise else LARGE_SIDES
     return sides[draw(cached_integers(0, len(sides) - 1), label="large side")]
