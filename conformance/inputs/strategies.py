@@ -38,7 +38,7 @@ from hypothesis.extra import numpy as hnp
 from conformance.core.call import AutogradCall, Call
 from conformance.core.fills import Fill
 from conformance.core.signature import DEFAULTED, DEVICE, ArgSpec, NoStrategy, OpSignature
-from conformance.inputs.shape_menus import is_fixed, menu
+from conformance.inputs.shape_menus import ZERO_ONE_IN, is_fixed, menu
 from conformance.inputs.values import (
     cached_integers,
     cached_sampled,
@@ -162,6 +162,10 @@ def _side(draw: Any, lo: int, hi: int, order: str, label: str, *, size: bool = T
     """An integer in ``[lo, hi]`` in size order ``order`` (:data:`SIZE_ORDERS`); a ``size``
     (not a rank) from the shape menu when it is on (:mod:`conformance.inputs.shape_menus`)."""
     if size and is_fixed():
+        # the middle choice is 0, not the first: shrinks go toward a side that is not empty
+        if lo == 0 < hi and draw(cached_integers(0, ZERO_ONE_IN - 1),
+                                 label=f"{label} empty?") == ZERO_ONE_IN // 2:
+            return 0
         return draw(cached_sampled(menu(_order_values(lo, hi, order))), label=label)
     k = draw(cached_integers(lo, hi), label=label)
     return _order_values(lo, hi, order)[k - lo]
@@ -318,7 +322,7 @@ def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignat
         shaped = [s for s in ([list(first), [numel], [-1], list(reversed(first))] if not n
                               else [list(first[-n:]), list(reversed(first))[:n]])
                   if not n or len(s) == n]
-        sizes = cached_sampled(menu(tuple(range(5)))) if is_fixed() else st.integers(0, 4)
+        sizes = cached_sampled(menu(tuple(range(5))) + (0,)) if is_fixed() else st.integers(0, 4)
         return draw((st.sampled_from(shaped) if shaped else st.nothing())
                     | st.lists(sizes, min_size=n or 0, max_size=n or 3), label=name)
     length = hint.length or spec.list_size

@@ -15,6 +15,8 @@ from conformance.core.signature import OpSignature
 from conformance.inputs.shape_menus import SIDES, fixed_shapes, is_fixed, menu
 from conformance.inputs.strategies import draw_calls
 
+MENU = {0, *SIDES}  # the menu's sides, and now and then an empty one
+
 N = 40
 
 
@@ -59,9 +61,9 @@ def _sides(calls: list[Any]) -> set[int]:
                                        ("index_select", "forward"), ("mm", "forward")])
 def test_every_side_is_a_menu_size(name: str, mode: str) -> None:
     fixed = _sides(_calls(name, mode, fixed=True))
-    assert fixed <= set(SIDES), fixed
+    assert fixed <= MENU, fixed
     free = _sides(_calls(name, mode, fixed=False))
-    assert free - set(SIDES), free  # the free draw has other sizes (the menu changed something)
+    assert free - MENU, free  # the free draw has other sizes (the menu changed something)
 
 
 def test_broadcast_relations_hold_on_menu_sizes() -> None:
@@ -74,7 +76,7 @@ def test_index_hints_hold_on_menu_sizes() -> None:
     """index_add: the index's values lie along ``self``'s drawn dim, the source has one slice per
     index element (hints ``along``, ``length_of``), with menu sizes only."""
     calls = _calls("index_add", "forward", fixed=True)
-    assert _sides(calls) <= set(SIDES)
+    assert _sides(calls) <= MENU
     checked = 0
     for call in calls:
         v = dict(call.values)
@@ -95,7 +97,8 @@ def test_few_shapes_per_item() -> None:
         return len({tuple(tuple(t.shape) for t in _tensors(c).values())
                     for c in _calls("eq.Scalar", "forward", fixed=fixed, n=100)})
 
-    # at most the menu's 40 (ranks 0-3, sides 0, 1, 3) where the free draw has 156
+    # the menu's 15 (ranks 0-3, sides 1, 3) and some with an empty side, where the free draw
+    # has 156 to draw from
     fixed, free = shapes(True), shapes(False)
     assert fixed <= 40 and fixed < free, (fixed, free)
 
@@ -110,7 +113,20 @@ def test_the_menu_is_off_by_default_and_restored() -> None:
     assert not is_fixed()
 
 
+def test_calls_are_not_mostly_degenerate() -> None:
+    """A call of two elements or more about as often as drawn freely (a menu holding 0 and 1
+    made most calls hold one element or none: cumprod_backward's promotion check passed where
+    it fails), and now and then an empty one."""
+    def counts(fixed: bool) -> tuple[int, int]:
+        calls = _calls("sum.dim_IntList", "forward", fixed=fixed)
+        return (sum(any(t.numel() >= 2 for t in _tensors(c).values()) for c in calls),
+                sum(any(t.numel() == 0 for t in _tensors(c).values()) for c in calls))
+
+    (big, empty), (free_big, _) = counts(True), counts(False)
+    assert big >= free_big * 3 // 4 and empty, (big, empty, free_big)
+
+
 def test_menu_keeps_the_range_order_and_falls_back_to_its_first_value() -> None:
-    assert menu((2, 1, 0, 3, 4)) == (1, 0, 3)
+    assert menu((2, 1, 0, 3, 4)) == (1, 3)
     assert menu((4, 3, 2, 1)) == (3, 1)
     assert menu((7, 8)) == (7,)
