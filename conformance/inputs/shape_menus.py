@@ -53,8 +53,16 @@ def is_fixed() -> bool:
 
 
 def menu(values: tuple[int, ...]) -> tuple[int, ...]:
-    """The menu's sides among ``values`` (a drawn range of sizes, in the order its simplest
-    choice comes first), in that order; the range's first value where it holds none of them (a
-    range of large sizes only). Ranks are not narrowed: 0 to 3 (4) is a small set already, and
-    an op that takes one rank only would lose every input."""
-    return tuple(v for v in values if v in SIDES) or values[:1]
+    """The menu's sides for a drawn range of sizes ``values`` (in the order its simplest choice
+    comes first): each value as the nearest side of :data:`SIDES` in the range (a tie to the
+    larger), repeats dropped, so the order is kept: the forward strategy's middle-first range
+    (2, 1, 0, 3, 4) starts at 3, as its free draw starts at a size that holds several elements
+    (kept in order instead, its first side was 1, and at 40 drawn calls 5 held two elements or
+    more, 26 drawn freely). The range's first value where it holds none of the sides. Ranks
+    are not narrowed: 0 to 3 (4) is a small set already, and an op that takes one rank only
+    would lose every input."""
+    lo, hi = min(values), max(values)
+    sides = [s for s in SIDES if lo <= s <= hi]
+    if not sides:
+        return values[:1]
+    return tuple(dict.fromkeys(min(sides, key=lambda s: (abs(s - v), -s)) for v in values))

@@ -126,7 +126,9 @@ def test_calls_are_not_mostly_degenerate() -> None:
     assert big >= free_big * 3 // 4 and empty, (big, empty, free_big)
 
 
-def test_menu_keeps_the_range_order_and_falls_back_to_its_first_value() -> None:
-    assert menu((2, 1, 0, 3, 4)) == (1, 3)
+def test_menu_keeps_the_range_order_on_its_sides_and_falls_back_to_its_first_value() -> None:
+    assert menu((2, 1, 0, 3, 4)) == (3, 1)  # middle first: a side of several elements
+    assert menu((0, 1, 2, 3, 4)) == (1, 3)
     assert menu((4, 3, 2, 1)) == (3, 1)
+    assert menu((1, 2, 3, 4, 5, 6, 7, 8)) == (1, 3, 5)
     assert menu((7, 8)) == (7,)
