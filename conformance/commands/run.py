@@ -95,6 +95,11 @@ def register(subparsers: Any) -> None:
                    help="the compile check's torch.compile backend (default aot_eager: "
                         "functionalization without codegen, any device; inductor where the "
                         "device has a codegen); --checks compile runs it")
+    p.add_argument("--shapes", choices=("fixed", "free"),
+                   help="how shapes are drawn: fixed (each size from a small menu, so a "
+                        "backend that compiles per shape reuses its graphs; shrinking "
+                        "budgeted) or free (default: fixed where the backend compiles per "
+                        "shape: xla; docs/decisions.md#per-shape-mode)")
     p.add_argument("--native-functions", metavar="PATH",
                    help="native_functions.yaml (default: the copy packaged with torch)")
     p.add_argument("--expected-failures", metavar="FILE",
@@ -202,7 +207,7 @@ def _validate(args: argparse.Namespace) -> Backend:
     from opdb.properties import parse_assumes
 
     backend = resolve(args.backend, without=parse_without(args.without) if args.without else None,
-                      assumes=parse_assumes(args.assume))
+                      assumes=parse_assumes(args.assume), shapes=args.shapes)
     if args.resume:
         _check_resumable(args, backend)
     return backend
@@ -222,7 +227,7 @@ def _check_resumable(args: argparse.Namespace, backend: Backend) -> None:
         return
     checks = [c.strip() for c in (args.checks or ",".join(DEFAULT_CHECKS)).split(",")
               if c.strip()]
-    now = {"backend": backend.name, "assumes": sorted(backend.assumes),
+    now = {"backend": backend.name, "assumes": sorted(backend.assumes), "shapes": backend.shapes,
            "torch_version": torch.__version__, "seed": args.seed,
            "checks": checks, "ops": args.ops,
            "max_examples": args.max_examples or EngineSettings().max_examples}
@@ -256,6 +261,7 @@ def pytest_argv(args: argparse.Namespace, workers: int, empty_dir: str) -> list[
                         ("--max-examples", args.max_examples), ("--without", args.without),
                         ("--assume", args.assume),
                         ("--compile-backend", args.compile_backend),
+                        ("--shapes", args.shapes),
                         ("--native-functions", args.native_functions),
                         ("--expected-failures", args.expected_failures),
                         ("--hints", args.hints), ("--tolerances", args.tolerances),

@@ -67,6 +67,12 @@ class Backend:
       (``ftz``, ``tf32``, ``half_accumulation``: ``opdb/data/backend_properties.yaml``), from
       ``--assume`` and a vendor module's ``ASSUMES``. The value comparison honours each
       (:mod:`conformance.compare.properties`); the report states them at its top.
+    - ``compiles_per_shape``: the backend compiles a graph for every new input shape (XLA:
+      ~0.1 items/s on CPU at the free draw, 630 graphs for ``eq.Scalar`` alone). Each item's
+      shapes are then drawn from a small menu of sizes (:mod:`conformance.inputs.shape_menus`),
+      so its graphs are compiled once and reused, and a failure's shrink is budgeted (each
+      shape it tries is a compile). ``--shapes fixed|free`` overrides it for a run; a vendor
+      module declares it with ``COMPILES_PER_SHAPE = True``.
     """
 
     name: str
@@ -82,6 +88,13 @@ class Backend:
     host_memory: bool = False
     assumes: frozenset[str] = frozenset()
     compile_backend: str = "aot_eager"
+    compiles_per_shape: bool = False
+
+    @property
+    def shapes(self) -> str:
+        """How this run draws shapes (the run record's and ``--shapes``' word): ``fixed`` (from
+        a menu: :attr:`compiles_per_shape`) or ``free``."""
+        return "fixed" if self.compiles_per_shape else "free"
 
     @property
     def is_cpu(self) -> bool:
@@ -109,11 +122,16 @@ BUILTIN: dict[str, Backend] = {
     "cuda": Backend("cuda", "cuda", "CUDA"),
     "mps": Backend("mps", "mps", "MPS"),
     "xpu": Backend("xpu", "xpu", "XPU"),
-    "xla": Backend("xla", "xla", "XLA", module="torch_xla", lazy=True, strides=False),
+    "xla": Backend("xla", "xla", "XLA", module="torch_xla", lazy=True, strides=False,
+                   compiles_per_shape=True),
 }
 
 
 BACKEND_NAMES = (*BUILTIN, "mlu", "privateuse1:MODULE")
+
+
+#: The words of ``--shapes`` (:attr:`Backend.shapes`).
+SHAPE_MODES = ("fixed", "free")
 
 
 def _available(device: str) -> bool:
@@ -135,17 +153,23 @@ def parse_without(text: str | None) -> tuple[str, ...]:
 
 def resolve(name: str, *, without: tuple[str, ...] | None = None, touch: bool = True,
             assumes: frozenset[str] = frozenset(),
-            compile_backend: str | None = None) -> Backend:
+            compile_backend: str | None = None, shapes: str | None = None) -> Backend:
     """Resolve a backend name and bring the backend up (:func:`bring_up`: its module imported,
     installed where it installs, one tensor made on its device unless ``touch`` is false: a
     static question, ``conformance coverage``, computes nothing there). ``assumes``: the
     properties declared on the command line (:func:`opdb.properties.parse_assumes`), joined
     with those a vendor module declares. ``compile_backend``: ``--compile-backend`` (None: the
-    record's own).
+    record's own). ``shapes``: ``--shapes`` (:data:`SHAPE_MODES`; None: the record's own
+    :attr:`Backend.compiles_per_shape`).
 
-    Raises :class:`InputError` for an unknown or unavailable backend.
+    Raises :class:`InputError` for an unknown or unavailable backend, or ``shapes`` not one of
+    :data:`SHAPE_MODES`.
     """
+    if shapes is not None and shapes not in SHAPE_MODES:
+        raise InputError(f"--shapes must be one of {', '.join(SHAPE_MODES)}, not {shapes!r}")
     backend = replace_assumes(_resolve(name, without=without, touch=touch), assumes)
+    if shapes is not None:
+        backend = replace(backend, compiles_per_shape=shapes == "fixed")
     return replace(backend, compile_backend=compile_backend) if compile_backend else backend
 
 
@@ -201,7 +225,8 @@ def _builtin(record: Backend) -> Backend:
 
 def _vendor(key: str) -> Backend:
     """``privateuse1:MODULE``: the module imported; what it declares (``FORK_SAFE``, ``LAZY``,
-    ``STRIDES``, ``HOST_MEMORY``, ``ASSUMES``, an ``install()``) is its record."""
+    ``STRIDES``, ``HOST_MEMORY``, ``ASSUMES``, ``COMPILES_PER_SHAPE``, an ``install()``) is its
+    record."""
     import torch
 
     from opdb.properties import parse_assumes
@@ -222,7 +247,8 @@ def _vendor(key: str) -> Backend:
                    host_memory=getattr(module, "HOST_MEMORY", False) is True,
                    assumes=parse_assumes(",".join(getattr(module, "ASSUMES", ())),
                                          option=f"{modname}.ASSUMES"),
-                   compile_backend=str(getattr(module, "COMPILE_BACKEND", "aot_eager")))
+                   compile_backend=str(getattr(module, "COMPILE_BACKEND", "aot_eager")),
+                   compiles_per_shape=getattr(module, "COMPILES_PER_SHAPE", False) is True)
 
 
 def bring_up(backend: Backend, *, touch: bool = True) -> Backend:

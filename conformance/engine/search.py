@@ -46,6 +46,7 @@ from conformance.engine.hypothesis_hooks import (
 from conformance.engine.ladder import climb
 from conformance.engine.settings import EngineSettings, ExpectedFn, Item
 from conformance.inputs import corpus
+from conformance.inputs.shape_menus import fixed_shapes
 from conformance.inputs.strategies import draw_calls
 from opdb.opdata import OpHints
 from opdb.outcomes import CPU_UNSTABLE, DEVICE_LOST
@@ -78,6 +79,15 @@ RESCUE_TRIES = 3
 #: (docs/decisions.md#expected-shrink-budget). A new failure is shrunk in full. A count, not a
 #: time: same seed, same repro.
 EXPECTED_SHRINK_EXAMPLES = 60
+
+
+#: Checked examples the shrinker may spend on any failure where the backend compiles per shape
+#: (:attr:`~conformance.core.backends.Backend.compiles_per_shape`): every shape a shrink tries
+#: that the item has not drawn yet is a compile (seconds each on XLA), and the shape menu
+#: (:mod:`conformance.inputs.shape_menus`) leaves few smaller shapes to shrink toward anyway. An
+#: expected failure gets a third of it. A count, not a time: same seed, same repro
+#: (docs/decisions.md#per-shape-mode).
+PER_SHAPE_SHRINK_EXAMPLES = 60
 
 
 class _Distinct(CheckFailure):
@@ -197,7 +207,8 @@ class Search:
                            repro_fn=self.repro_fn)
         test = self.hypothesis_test(strategy)
         try:
-            with shrink_budget(self.shrink_budget):
+            with shrink_budget(self.shrink_budget), \
+                    fixed_shapes(self.backend.compiles_per_shape):
                 test()
         except Abort as stop:
             ended = self.aborted(stop)
@@ -250,6 +261,8 @@ class Search:
         # seed first, settings last: @seed alone would switch the example database off
         test = hs(seed(settings.item_seed(self.sig.name, check.name))(given(strategy)(body)))
         db_key = f"{self.item.id}::corpus" if self.corpus_only else self.item.id
+        if self.backend.compiles_per_shape:  # its examples are drawn otherwise (shape menus)
+            db_key = f"{db_key}::fixed-shapes"
         test._hypothesis_internal_database_key = db_key.encode()  # type: ignore[attr-defined]
         return test  # type: ignore[no-any-return]
 
@@ -373,7 +386,9 @@ class Search:
     def shrink_budget(self, example: Any) -> Callable[[], bool] | None:
         """For a failure every entry it stands for is expected for (the fingerprints past
         MAX_DISTINCT share one class): spent once the shrink has checked
-        :data:`EXPECTED_SHRINK_EXAMPLES` examples; else None (shrunk in full)."""
+        :data:`EXPECTED_SHRINK_EXAMPLES` examples; else None (shrunk in full). Where the backend
+        compiles per shape, every failure has a budget: :data:`PER_SHAPE_SHRINK_EXAMPLES`, a
+        third of it for an expected one."""
         interesting = getattr(example, "interesting_origin", None)
         cls = getattr(interesting, "exc_type", None)
         if not (isinstance(cls, type) and issubclass(cls, _Distinct)):
@@ -382,11 +397,17 @@ class Search:
         found = self.found
         keys = [key] if key is not None else [k for k in found if k not in self.classes]
         failures = [found[k][1] for k in keys if k in found]
-        if failures and all(self.expectation(f.category, f.message) for f in failures):
-            ctx = self.context
-            start = ctx.checked
-            return lambda: ctx.checked - start >= EXPECTED_SHRINK_EXAMPLES
-        return None
+        expected = bool(failures) and all(self.expectation(f.category, f.message)
+                                          for f in failures)
+        if self.backend.compiles_per_shape:
+            budget = PER_SHAPE_SHRINK_EXAMPLES // 3 if expected else PER_SHAPE_SHRINK_EXAMPLES
+        elif expected:
+            budget = EXPECTED_SHRINK_EXAMPLES
+        else:
+            return None
+        ctx = self.context
+        start = ctx.checked
+        return lambda: ctx.checked - start >= budget
 
     # -- how the search ended ----------------------------------------------------------------
     def aborted(self, stop: Abort) -> Verdict | None:

@@ -38,6 +38,7 @@ from hypothesis.extra import numpy as hnp
 from conformance.core.call import AutogradCall, Call
 from conformance.core.fills import Fill
 from conformance.core.signature import DEFAULTED, DEVICE, ArgSpec, NoStrategy, OpSignature
+from conformance.inputs.shape_menus import ZERO_ONE_IN, is_fixed, menu
 from conformance.inputs.values import (
     cached_integers,
     cached_sampled,
@@ -157,8 +158,15 @@ def _order_values(lo: int, hi: int, order: str) -> tuple[int, ...]:
     return tuple(range(lo, hi + 1))
 
 
-def _side(draw: Any, lo: int, hi: int, order: str, label: str) -> int:
-    """An integer in ``[lo, hi]`` in size order ``order`` (:data:`SIZE_ORDERS`)."""
+def _side(draw: Any, lo: int, hi: int, order: str, label: str, *, size: bool = True) -> int:
+    """An integer in ``[lo, hi]`` in size order ``order`` (:data:`SIZE_ORDERS`); a ``size``
+    (not a rank) from the shape menu when it is on (:mod:`conformance.inputs.shape_menus`)."""
+    if size and is_fixed():
+        # the middle choice is 0, not the first: shrinks go toward a side that is not empty
+        if lo == 0 < hi and draw(cached_integers(0, ZERO_ONE_IN - 1),
+                                 label=f"{label} empty?") == ZERO_ONE_IN // 2:
+            return 0
+        return draw(cached_sampled(menu(_order_values(lo, hi, order))), label=label)
     k = draw(cached_integers(lo, hi), label=label)
     return _order_values(lo, hi, order)[k - lo]
 
@@ -169,7 +177,7 @@ def _shape(draw: Any, *, max_dims: int, min_side: int, max_side: int, label: str
     cached integer strategies: :func:`hypothesis.extra.numpy.array_shapes` costs ~4x more per
     example, and shapes are drawn for every example. ``order``: which sizes come first
     (:data:`SIZE_ORDERS`)."""
-    rank = _side(draw, 0, max_dims, order, f"{label} rank")
+    rank = _side(draw, 0, max_dims, order, f"{label} rank", size=False)
     return tuple(_side(draw, min_side, max_side, order, f"{label} side")
                  for _ in range(rank))
 
@@ -218,8 +226,9 @@ def _large_side(draw: Any, sig: OpSignature, hints: OpHints) -> int | None:
     """The large size of this drawn call (:data:`LARGE_ONE_IN`), or ``None``."""
     # the middle choice, not 0: Hypothesis favours the simplest choice (0) far above its share,
     # and shrinks toward it; a failing small call must not shrink into a large one
-    if not LARGE_ONE_IN or hints.max_side is not None or draw(cached_integers(0, LARGE_ONE_IN - 1),
-                                          label="large size?") != LARGE_ONE_IN // 2:
+    # (none from the shape menu: a large size is a graph of its own)
+    if not LARGE_ONE_IN or hints.max_side is not None or is_fixed() \
+            or draw(cached_integers(0, LARGE_ONE_IN - 1), label="large size?") != LARGE_ONE_IN // 2:
         return None
     sides = (*LARGE_SIDES, HUGE_SIDE) if sig.is_pointwise else LARGE_SIDES
     return sides[draw(cached_integers(0, len(sides) - 1), label="large side")]
@@ -313,8 +322,9 @@ def _int_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignat
         shaped = [s for s in ([list(first), [numel], [-1], list(reversed(first))] if not n
                               else [list(first[-n:]), list(reversed(first))[:n]])
                   if not n or len(s) == n]
+        sizes = cached_sampled(menu(tuple(range(5))) + (0,)) if is_fixed() else st.integers(0, 4)
         return draw((st.sampled_from(shaped) if shaped else st.nothing())
-                    | st.lists(st.integers(0, 4), min_size=n or 0, max_size=n or 3), label=name)
+                    | st.lists(sizes, min_size=n or 0, max_size=n or 3), label=name)
     length = hint.length or spec.list_size
     lo = int(hint.min) if hint.min is not None else 0
     hi = int(hint.max) if hint.max is not None else 3
@@ -427,7 +437,7 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSig
         out: list[Any] = []
         for i in range(n):
             dt = draw(cached_sampled(hint.dtypes), label=f"{spec.name}[{i}] dtype")
-            length = draw(cached_integers(0, 3), label=f"{spec.name}[{i}] length")
+            length = _side(draw, 0, 3, "small", f"{spec.name}[{i}] length")
             out.append(_draw_tensor(draw, dt, (length,), specials=False, safe=False,
                                     bounds=_bounds(hint), extremes=hint.extremes,
                                     label=f"{spec.name}[{i}]", plan=plan, slot=(spec.name, i),
@@ -447,9 +457,13 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSig
     if plan.list_form is not None and plan.lists_zipped:
         shape, n = plan.list_form
     else:
-        shape = _first_shape(plan, sig) if any(a.name in plan.shapes for a in sig.tensor_args) \
-            else draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3),
-                      label="list shape")
+        if any(a.name in plan.shapes for a in sig.tensor_args):
+            shape = _first_shape(plan, sig)
+        elif is_fixed():
+            shape = _shape(draw, max_dims=2, min_side=0, max_side=3, label="list shape")
+        else:
+            shape = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3),
+                         label="list shape")
         n = draw(cached_integers(1, 3), label=f"len({spec.name})")
         if plan.list_form is None:
             plan.list_form = (shape, n)

@@ -48,6 +48,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the compile check's torch.compile backend (default aot_eager: "
                          "functionalization without codegen, any device; inductor where the "
                          "device has a codegen)")
+    group.addoption("--shapes", default=None, choices=("fixed", "free"),
+                    help="how shapes are drawn: fixed (each size from a small menu, so a backend that "
+                         "compiles per shape reuses its graphs; shrinking budgeted) or free "
+                         "(default: fixed where the backend compiles per shape: xla)")
     group.addoption("--expected-failures", default=None, metavar="FILE",
                     help="expected failures YAML (default: "
                          "conformance/data/expected_failures/<backend>.yaml)")

@@ -72,7 +72,8 @@ class State:
         without = parse_without(opt("--without")) if opt("--without") else None
         self.backend: Backend = resolve(opt("--backend"), without=without,
                                         assumes=parse_assumes(opt("--assume")),
-                                        compile_backend=opt("--compile-backend"))
+                                        compile_backend=opt("--compile-backend"),
+                                        shapes=opt("--shapes"))
         self.checks = selected_checks(opt("--checks"), CHECKS, DEFAULT_CHECKS)
         self.ops = opt("--ops")
         self.ops_re = ops_pattern(self.ops)
@@ -364,7 +365,8 @@ class State:
                "--max-examples", str(self.settings.max_examples),
                "--conformance-timeout", str(self.timeout),
                "--hypothesis-db", self.settings.database or "none"]
-        for flag in ("--without", "--assume", "--compile-backend", "--native-functions",
+        for flag in ("--without", "--assume", "--compile-backend", "--shapes",
+                     "--native-functions",
                      "--expected-failures",
                      "--hints", "--tolerances", "--corpus"):
             if opt(flag) is not None:

@@ -55,6 +55,7 @@ def run_record(*, backend: Any, seed: int, checks: list[str], ops: str | None,
         "host_memory": backend.host_memory,
         "assumes": sorted(backend.assumes),
         "compile_backend": getattr(backend, "compile_backend", "aot_eager"),  # the compile check's
+        "shapes": getattr(backend, "shapes", "free"),  # how shapes were drawn (Backend.shapes)
         "probed": dict(probed or {}),
         "torch_version": torch.__version__,
         "seed": seed,
@@ -70,7 +71,8 @@ def run_record(*, backend: Any, seed: int, checks: list[str], ops: str | None,
 
 
 #: Fields of the run record that must agree for ``--resume`` to continue a results file.
-RESUME_FIELDS = ("backend", "assumes", "torch_version", "seed", "checks", "ops", "max_examples")
+RESUME_FIELDS = ("backend", "assumes", "shapes", "torch_version", "seed", "checks", "ops",
+                 "max_examples")
 
 
 class ResumeState:
@@ -154,6 +156,8 @@ def resume_mismatch(run: Mapping[str, Any], new: Mapping[str, Any]) -> str | Non
             old_v, new_v = sorted(old_v), sorted(new_v)
         if key == "assumes":  # a file written before properties were declared assumed none
             old_v, new_v = sorted(old_v or []), sorted(new_v or [])
+        if key == "shapes":  # a file written before shape menus drew shapes freely
+            old_v, new_v = old_v or "free", new_v or "free"
         if old_v != new_v:
             return f"{key} was {run.get(key)!r}, this run has {new.get(key)!r}"
     return None

@@ -320,7 +320,7 @@ def _two_bugs(self, other, *, alpha=1):
     return out.to(torch.int32) if out.dtype == torch.int64 else out
 
 
-def _run_two_bugs(expected=None, k: int = 30):
+def _run_two_bugs(expected=None, k: int = 30, shapes: str | None = None):
     import kernels
     import opdb
     from conformance.checks.registry import CHECKS
@@ -332,7 +332,7 @@ def _run_two_bugs(expected=None, k: int = 30):
     from opdb.opdata import load_hints, load_tolerances
 
     kernels.install(overrides={"add.Tensor": _two_bugs})
-    backend = resolve("mlu", without=())
+    backend = resolve("mlu", without=(), shapes=shapes)
     kernels.install(overrides={"add.Tensor": _two_bugs})
     sig = OpSignature.of(opdb.load()["add.Tensor"])
     hints = load_hints().for_op("add.Tensor")
@@ -540,6 +540,26 @@ def test_a_new_failure_next_to_a_known_one_is_shrunk_in_full(reference, monkeypa
     # down to a small call (at most the strategy's simplest shape, 3x3)
     assert tight.examples > known.examples, (tight.examples, known.examples)
     assert max(_tensor_sizes(new.message), default=0) <= 9, new.message
+
+
+def test_shape_menus_find_both_bugs_and_shrink_within_the_budget(reference):
+    """Where the backend compiles per shape (``--shapes fixed``): both bugs are still found, on
+    menu sizes only (conformance.inputs.shape_menus), and every failure's shrink is budgeted
+    (PER_SHAPE_SHRINK_EXAMPLES): fewer examples than the free draw's full shrink."""
+    import re
+
+    from conformance.inputs.shape_menus import SIDES
+
+    full = _run_two_bugs()
+    fixed = _run_two_bugs(shapes="fixed")
+    assert fixed.verdict == "fail"
+    assert {f.category for f in fixed.failures} >= {"dtype", "value"}
+    assert fixed.examples < full.examples, (fixed.examples, full.examples)
+    for f in fixed.failures:
+        call = f.message.rsplit("[add.Tensor(", 1)[1]
+        sides = {int(d) for dims in re.findall(r"\w+\[([\d, ]*)\]", call)
+                 for d in dims.split(",") if d.strip()}
+        assert f.repro and sides <= set(SIDES), f.message
 
 
 def test_zero_dim_operand_that_promotes_is_caught_at_default_depth(reference):

@@ -59,6 +59,21 @@ def test_a_vendor_module_declares_its_properties(vendor_path):
     assert plain.device not in call_module.LAZY_DEVICES
 
 
+def test_shapes_are_fixed_where_the_backend_compiles_per_shape(vendor_path):
+    """``compiles_per_shape``: xla's record and a vendor module's ``COMPILES_PER_SHAPE`` say so
+    (shapes drawn from the menu), every other backend draws freely; ``--shapes`` overrides."""
+    assert BUILTIN["xla"].compiles_per_shape and BUILTIN["xla"].shapes == "fixed"
+    assert not any(b.compiles_per_shape for n, b in BUILTIN.items() if n != "xla")
+    assert resolve("cpu").shapes == "free"
+    assert resolve("mlu", without=()).shapes == "free"
+    assert resolve("cpu", shapes="fixed").compiles_per_shape
+    assert resolve("privateuse1:per_shape", without=()).shapes == "fixed"
+    assert resolve("privateuse1:per_shape", without=(), shapes="free").shapes == "free"
+    assert resolve("privateuse1:buggy_alpha", without=()).shapes == "free"
+    with pytest.raises(InputError, match="--shapes must be one of fixed, free"):
+        resolve("cpu", shapes="menu")
+
+
 def test_install_is_called_only_where_the_module_has_one(vendor_path):
     import vendor_installs
 

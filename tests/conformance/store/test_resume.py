@@ -171,3 +171,6 @@ def test_load_for_resume_refuses_what_is_not_one_run(tmp_path: Path) -> None:
     assert resume_mismatch({"seed": 0, "checks": ["a", "b"]}, {"seed": 0, "checks": ["b", "a"]}) \
         is None
     assert "seed" in (resume_mismatch({"seed": 0}, {"seed": 1}) or "")
+    # shapes drawn from the menu are other examples; a file from before the menu drew freely
+    assert "shapes" in (resume_mismatch({"shapes": "free"}, {"shapes": "fixed"}) or "")
+    assert resume_mismatch({}, {"shapes": "free"}) is None
