@@ -237,10 +237,12 @@ def _enlarged(shapes: dict[str, tuple[int, ...]], free: list[str], side: int
 
 
 def draw_shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
-            large_first: bool = False) -> dict[str, tuple[int, ...]]:
+            large_first: bool = False, empty: bool = True) -> dict[str, tuple[int, ...]]:
     """Shapes for the tensor arguments (list elements use the first tensor's shape);
     ``large_first``: largest first (:data:`SIZE_ORDERS`), else the ``forward`` mode's middle
-    first and the others' smallest first. Now and then one size is large (:data:`LARGE_ONE_IN`)."""
+    first and the others' smallest first. Now and then one size is large (:data:`LARGE_ONE_IN`).
+    ``empty=False``: no size-0 side where the schema's shapes are drawn (symbolic sizes and
+    hints keep theirs)."""
     names = [a.name for a in sig.tensor_args]
     max_side = hints.max_side or (3 if mode == "broadcast" else 4)
     order = "large" if large_first else "middle" if mode == "forward" else "small"
@@ -259,12 +261,12 @@ def draw_shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
                                         max_side=max_side, square=mode == "broadcast",
                                         order=order)
         shapes = dict(zip(free, bshapes, strict=True))
-        if mode == "forward" and draw(cached_integers(0, 9), label="size-0 dim?") == 0:
+        if mode == "forward" and empty and draw(cached_integers(0, 9), label="size-0 dim?") == 0:
             # now and then a size-0 dimension, shared by every operand
             shapes = {k: s[:-1] + (0,) if s and s[-1] != 1 else s for k, s in shapes.items()}
     else:
-        one = _shape(draw, max_dims=3, min_side=0, max_side=max_side, label="shape",
-                     order=order)
+        one = _shape(draw, max_dims=3, min_side=0 if empty else 1, max_side=max_side,
+                     label="shape", order=order)
         shapes = dict.fromkeys(free, one)
     if large is not None and not fixed:
         shapes = _enlarged(shapes, free, large)
@@ -555,11 +557,14 @@ def tensor_lists(sig: OpSignature) -> tuple[ArgSpec, ...]:
 
 @st.composite
 def forward_calls(draw: Any, sig: OpSignature, hints: OpHints, dtype: str | None = None,
-                  target: str | None = None, large_first: bool = False) -> Call:
+                  target: str | None = None, large_first: bool = False,
+                  empty: bool = True) -> Call:
     """Calls for the ``forward`` check; ``dtype`` pins the tensor arguments' shared dtype
     (arguments whose dtypes the hints fix keep those), ``target`` every ScalarType argument;
-    ``large_first``: shapes drawn largest first (:func:`_shape`)."""
-    shapes = draw_shapes(draw, sig, hints, mode="forward", large_first=large_first)
+    ``large_first``: shapes drawn largest first (:func:`_shape`); ``empty``: size-0 sides
+    drawn too (:func:`draw_shapes`)."""
+    shapes = draw_shapes(draw, sig, hints, mode="forward", large_first=large_first,
+                         empty=empty)
     dtypes = tensor_arg_dtypes(draw, sig, hints, (dtype,) if dtype else DTYPE_NAMES)
     plan = Plan(shapes=shapes, dtypes=dtypes, specials=True, target=target)
     return assemble(draw, sig, hints, plan)
