@@ -211,13 +211,10 @@ def _broadcastable_shapes(draw: Any, n: int, *, max_dims: int, min_side: int, ma
 #: instead all one vector of :data:`HUGE_SIDE` elements (past 2**16, cheap elementwise). Not
 #: for an op whose hints cap its sides (``max_side``: costly per element, conv3d).
 #:
-#: 0 (off) for now: the extra draw shifts every later choice of Hypothesis' stream, and three
-#: fixed-seed tests of other checks then drew other calls (an out= resize no longer seen
-#: through a strided view; a planted ``nansum.out`` refusing an empty input; an autograd
-#: ``conv_transpose1d`` at output size 0, where CPU's 1-d kernel returns an empty result and mlu
-#: refuses as CPU's 2-d/3-d do: a real difference to classify). Set to 32 once those are made
-#: robust (issue 26); the mechanism is tested with it on (tests/conformance/inputs/test_large_sizes.py).
-LARGE_ONE_IN = 0
+#: On since issue 26's fixed-seed tests of other checks were given their inputs (the extra draw
+#: shifts every later choice of Hypothesis' stream; a test must not depend on a seed drawing
+#: its call): docs/decisions.md#large-sizes-on. Tested in tests/conformance/inputs/test_large_sizes.py.
+LARGE_ONE_IN = 32
 LARGE_SIDES = (257, 1025)
 HUGE_SIDE = 2**16 + 1
 
@@ -249,10 +246,12 @@ def _enlarged(shapes: dict[str, tuple[int, ...]], free: list[str], side: int
 
 
 def draw_shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
-            large_first: bool = False) -> dict[str, tuple[int, ...]]:
+            large_first: bool = False, empty: bool = True) -> dict[str, tuple[int, ...]]:
     """Shapes for the tensor arguments (list elements use the first tensor's shape);
     ``large_first``: largest first (:data:`SIZE_ORDERS`), else the ``forward`` mode's middle
-    first and the others' smallest first. Now and then one size is large (:data:`LARGE_ONE_IN`)."""
+    first and the others' smallest first. Now and then one size is large (:data:`LARGE_ONE_IN`).
+    ``empty=False``: no size-0 side where the schema's shapes are drawn (symbolic sizes and
+    hints keep theirs)."""
     names = [a.name for a in sig.tensor_args]
     max_side = hints.max_side or (3 if mode == "broadcast" else 4)
     order = "large" if large_first else "middle" if mode == "forward" else "small"
@@ -271,12 +270,12 @@ def draw_shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
                                         max_side=max_side, square=mode == "broadcast",
                                         order=order)
         shapes = dict(zip(free, bshapes, strict=True))
-        if mode == "forward" and draw(cached_integers(0, 9), label="size-0 dim?") == 0:
+        if mode == "forward" and empty and draw(cached_integers(0, 9), label="size-0 dim?") == 0:
             # now and then a size-0 dimension, shared by every operand
             shapes = {k: s[:-1] + (0,) if s and s[-1] != 1 else s for k, s in shapes.items()}
     else:
-        one = _shape(draw, max_dims=3, min_side=0, max_side=max_side, label="shape",
-                     order=order)
+        one = _shape(draw, max_dims=3, min_side=0 if empty else 1, max_side=max_side,
+                     label="shape", order=order)
         shapes = dict.fromkeys(free, one)
     if large is not None and not fixed:
         shapes = _enlarged(shapes, free, large)
@@ -572,11 +571,14 @@ def tensor_lists(sig: OpSignature) -> tuple[ArgSpec, ...]:
 
 @st.composite
 def forward_calls(draw: Any, sig: OpSignature, hints: OpHints, dtype: str | None = None,
-                  target: str | None = None, large_first: bool = False) -> Call:
+                  target: str | None = None, large_first: bool = False,
+                  empty: bool = True) -> Call:
     """Calls for the ``forward`` check; ``dtype`` pins the tensor arguments' shared dtype
     (arguments whose dtypes the hints fix keep those), ``target`` every ScalarType argument;
-    ``large_first``: shapes drawn largest first (:func:`_shape`)."""
-    shapes = draw_shapes(draw, sig, hints, mode="forward", large_first=large_first)
+    ``large_first``: shapes drawn largest first (:func:`_shape`); ``empty``: size-0 sides
+    drawn too (:func:`draw_shapes`)."""
+    shapes = draw_shapes(draw, sig, hints, mode="forward", large_first=large_first,
+                         empty=empty)
     dtypes = tensor_arg_dtypes(draw, sig, hints, (dtype,) if dtype else DTYPE_NAMES)
     plan = Plan(shapes=shapes, dtypes=dtypes, specials=True, target=target)
     return assemble(draw, sig, hints, plan)

@@ -313,11 +313,11 @@ def test_a_refusal_cpu_skips_only_for_views_is_not_the_layouts(reference):
 
 
 def test_registered_and_described():
+    from conformance.checks.noncontiguous import laid_out_calls
     from conformance.checks.registry import CHECKS
-    from conformance.inputs.strategies import forward_calls
     from opdb import outcomes
 
-    assert CHECKS["noncontiguous"].draw is forward_calls  # forward's calls, laid out
+    assert CHECKS["noncontiguous"].draw is laid_out_calls  # forward's calls, laid out
     assert outcomes.severity("strides") < outcomes.severity("value")
     assert "strides_informational" in outcomes.INFO_CATEGORIES
     assert LayoutCall.__mro__[1] is Call
@@ -340,3 +340,26 @@ def test_column_major_copies_keep_values_and_reverse_strides_of_every_dimension(
     assert got["out"] is dict(call.values)["out"]
     assert torch.equal(stored.run("cpu"), a @ b)
     assert column_major_call(Call(_sig("neg"), (("self", torch.ones(3)),)), frozenset()) is None
+
+
+@pytest.mark.parametrize("overload", ["mul.Tensor", "where.self", "sum.dim_IntList"])
+def test_laid_out_calls_have_no_size_0_side(overload):
+    """The check's calls are forward's without an empty side (a view of an empty tensor holds
+    nothing to misread; most layouts fit only sides past 1): every drawn call, not a seed's."""
+    from hypothesis import HealthCheck, given, settings
+
+    import opdb
+    from conformance.checks.noncontiguous import laid_out_calls
+    from conformance.core.signature import OpSignature
+    from opdb.opdata import load_hints
+
+    sig = OpSignature.of(opdb.load()[overload])
+
+    @settings(max_examples=40, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(laid_out_calls(sig, load_hints().for_op(overload)))
+    def drawn(call):
+        shapes = [tuple(v.shape) for _, v in call.values if isinstance(v, torch.Tensor)]
+        assert all(0 not in s for s in shapes), call.describe()
+
+    drawn()

@@ -37,6 +37,37 @@ def _run_float32(backend, overload: str, max_examples: int = 30):
                      repro_fn=lambda call: snippet(call, backend))
 
 
+def _run_forms(backend, overload: str, forms, **values):
+    """The out check on ``overload`` with the given inputs (``values``: its arguments, the out
+    among them) in each of ``forms`` (:class:`OutForm`), not drawn: a test about a form must
+    not depend on Hypothesis drawing a call whose rotation (out_forms.forms_for) reaches it
+    among the examples (a shift of the draw stream, such as a large size's extra choice,
+    changed which forms a fixed seed's calls met)."""
+    import dataclasses
+
+    from hypothesis import strategies as st
+
+    import opdb
+    from conformance.checks.registry import CHECKS
+    from conformance.core.call import Call
+    from conformance.core.signature import OpSignature
+    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.inputs.out_forms import with_form
+    from conformance.repro.snippet import snippet
+    from opdb.opdata import load_hints, load_tolerances
+
+    sig = OpSignature.of(opdb.load()[overload])
+    call = Call(sig=sig, values=tuple((a.name, values[a.name]) for a in sig.args
+                                      if a.name in values))
+    calls = [with_form(call, f) for f in forms]
+    check = dataclasses.replace(CHECKS["out"], draw=lambda _sig, _hints: st.sampled_from(calls),
+                                examples_factor=1)
+    return run_check(Item(sig, check), backend,
+                     settings=EngineSettings(max_examples=4 * len(calls), seed=0, database=None),
+                     hints=load_hints().for_op(overload), tolerance_fn=load_tolerances(),
+                     repro_fn=lambda c: snippet(c, backend))
+
+
 def _categories(v):
     return {f.category for f in v.failures} or {v.category}
 
@@ -85,6 +116,7 @@ def test_a_copy_returned_instead_of_out_is_out_identity(monkeypatch):
 def test_a_silent_resize_breaks_the_warning_and_strided_views(reference):
     """resize_(0) first (a common shortcut): CPU's resize warning is never given, and a
     strided-view out is re-laid out instead of written through to its base."""
+    from conformance.inputs.out_forms import OutForm
     from kernels.registry import kernel
     from opdb.outcomes import OUT_RESIZE, OUT_VIEW
 
@@ -94,7 +126,10 @@ def test_a_silent_resize_breaks_the_warning_and_strided_views(reference):
         out.resize_(0)
         return ref(self, other, alpha=alpha, out=out)
 
-    v = _run_float32(_mlu_with({"add.out": add_out}), "add.out")
+    forms = [OutForm("resize", grow=True), OutForm("resize", grow=False), OutForm("view")]
+    v = _run_forms(_mlu_with({"add.out": add_out}), "add.out", forms,
+                   self=torch.arange(6.0).reshape(2, 3), other=torch.ones(3),
+                   out=torch.empty(0))
     assert v.verdict == "fail", v.message
     assert {OUT_RESIZE, OUT_VIEW} <= _categories(v), [f.key for f in v.failures]
 
@@ -212,18 +247,26 @@ def test_refusal_types_are_owed_only_where_the_engine_owes_them(reference):
     kernel ('"nansum_cpu" not implemented for 'Long''), another exception type from the backend
     is no failure (as :func:`opdb.outcomes.error_type_owed` rules for every check); where CPU
     refuses for a reason (add.out's cast rule, a RuntimeError), a TypeError still fails."""
+    from conformance.inputs.out_forms import OutForm
     from kernels.registry import kernel
     from opdb.outcomes import OUT_DTYPE
 
     nansum = kernel("nansum.out")
 
     def nansum_out(self, dim=None, keepdim=False, *, dtype=None, out):
+        # refuses where CPU does: an empty input runs no kernel, and CPU fills any out then
         if self.dtype.is_floating_point and dtype is None and not (
-                out.dtype.is_floating_point):
+                out.dtype.is_floating_point) and self.numel():
             raise RuntimeError(f"result type Float can't be cast to {out.dtype}")
         return nansum(self, dim, keepdim, dtype=dtype, out=out)
 
-    v = _run_float32(_mlu_with({"nansum.out": nansum_out}), "nansum.out")
+    into_ints = [OutForm("dtype", dtype=d) for d in ("int8", "int64", "bool")]
+    planted = _mlu_with({"nansum.out": nansum_out})
+    for self_ in (torch.arange(6.0).reshape(2, 3), torch.empty(0, 1)):
+        v = _run_forms(planted, "nansum.out", into_ints, self=self_, keepdim=True,
+                       out=torch.empty(0))
+        assert v.verdict == "pass" and v.examples > 0, v.message
+    v = _run_float32(planted, "nansum.out")
     assert v.verdict == "pass", v.message
 
     add = kernel("add.out")
@@ -234,7 +277,8 @@ def test_refusal_types_are_owed_only_where_the_engine_owes_them(reference):
             raise TypeError("cannot cast")
         return add(self, other, alpha=alpha, out=out)
 
-    v = _run_float32(_mlu_with({"add.out": add_out}), "add.out")
+    v = _run_forms(_mlu_with({"add.out": add_out}), "add.out", [OutForm("dtype", dtype="int64")],
+                   self=torch.arange(3.0), other=torch.ones(3), out=torch.empty(0))
     assert v.verdict == "fail" and OUT_DTYPE in _categories(v), v.message
 
 
