@@ -34,6 +34,7 @@ from opdb.dtypes import (
 from opdb.opdata import OpHints
 from opdb.outcomes import (
     ATEN_COMPOSITE,
+    BACKEND_PROPERTY,
     DEVICE_LOST,
     ERROR_ACCEPTS,
     ERROR_RAISES,
@@ -149,6 +150,7 @@ class Context:
             self.reject_if_vacuous(marker or call)
             if marker is None:
                 self.reject_if_composite_disagrees(call, exc, composite_raises=True)
+                self.reject_if_refused_under_property(call, exc)
             raise CheckFailure(ERROR_RAISES, f"raised {error_line(exc)}, but CPU returned a "
                                                  f"result [{call.describe()}]") from None
         self.mark_ok(backend_ok=True)
@@ -188,6 +190,22 @@ class Context:
         found = run if run is not None and run.routed else None
         self.scratch["aten_composite"] = (call, found)
         return found
+
+    def reject_if_refused_under_property(self, call: Call, exc: BaseException) -> None:
+        """Raise :class:`CpuRejected` (example not counted, ``backend_property`` noted) where
+        the backend raised ``exc``, CPU answered, and CPU refuses the call as the backend did
+        under a property the backend declares (:func:`~conformance.compare.properties.
+        refusal_under`)."""
+        from conformance.compare.properties import refusal_under
+
+        prop = refusal_under(self, call, exc)
+        if prop is None:
+            return
+        self.note_info(BACKEND_PROPERTY, f"raised {error_line(exc)}, as CPU does under the "
+                                         f"backend's declared {prop!r} "
+                                         f"(opdb/data/backend_properties.yaml) "
+                                         f"[{call.describe()}]")
+        raise CpuRejected(exc)
 
     def reject_if_composite_disagrees(self, call: Call, exc: BaseException, *,
                                       composite_raises: bool) -> None:

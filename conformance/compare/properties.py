@@ -177,3 +177,30 @@ def alternates(ctx: Context, call: Call, expected: torch.Tensor,
             floating = answer.is_floating_point() or answer.is_complex()
             found.append(Alternate(prop.name, after(answer) if after and floating else answer))
     return found
+
+
+def refusal_under(ctx: Context, call: Call, exc: BaseException) -> str | None:
+    """The declared property (its name) under which CPU refuses ``call`` as the backend did
+    (an exception of ``exc``'s type): a matrix whose subnormal entries a flushing device reads
+    as zeros is singular there (``linalg_solve`` raises). ``None`` where no declared property
+    makes CPU refuse. Asked only where the backend raised and CPU answered."""
+    if not ctx.backend.assumes:
+        return None
+    known = properties()
+    dtypes = {name for name in call.tensor_dtypes}
+    for name in sorted(ctx.backend.assumes):
+        prop = known.get(name)
+        if prop is None or prop.honoured not in _INPUTS \
+                or not any(prop.concerns(call.sig.base, d) for d in dtypes):
+            continue
+        changed = transformed(call, _INPUTS[prop.honoured])
+        if changed is None:
+            continue
+        ctx.inflight.call(changed, ctx.repro_fn, side="cpu")
+        try:
+            changed.run("cpu")
+        except Exception as refusal:  # noqa: BLE001 - the refusal is the answer asked for
+            if type(refusal) is type(exc):
+                return prop.name
+    return None
+

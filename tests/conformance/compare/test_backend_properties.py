@@ -25,7 +25,7 @@ from conformance.core.call import Call
 from conformance.core.inflight import Inflight
 from conformance.core.probes import PROBES, probe
 from conformance.core.signature import OpSignature
-from conformance.core.verdicts import CheckFailure
+from conformance.core.verdicts import CheckFailure, CpuRejected
 from opdb.errors import InputError
 from opdb.opdata import load_hints, load_tolerances
 from opdb.outcomes import BACKEND_PROPERTY, INFO_CATEGORIES
@@ -132,6 +132,31 @@ def test_ftz_reaches_integral_results_of_floating_inputs() -> None:
         _judge(call, flushed)
     ctx = _judge(call, flushed, frozenset({"ftz"}))
     assert {c for c, _ in ctx.infos} == {BACKEND_PROPERTY}
+
+
+def test_ftz_reaches_a_refusal_of_flushed_inputs() -> None:
+    # a matrix whose only nonzero entries are subnormal is singular on a flushing device
+    a = torch.tensor([[SUB, 0.0], [0.0, SUB]])
+    call = _call("linalg_solve", A=a, B=torch.ones(2, 1))
+    call.run("cpu")  # CPU answers: the matrix is regular to it
+    from torch.linalg import LinAlgError
+
+    refusal = LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
+                          "singular.")
+    plain = _judge_ctx(call, frozenset())
+    plain.reject_if_refused_under_property(call, refusal)  # undeclared: nothing to say
+    declared = _judge_ctx(call, frozenset({"ftz"}))
+    with pytest.raises(CpuRejected):
+        declared.reject_if_refused_under_property(call, refusal)
+    assert {c for c, _ in declared.infos} == {BACKEND_PROPERTY}
+    declared.reject_if_refused_under_property(call, ValueError("another refusal"))
+
+
+def _judge_ctx(call: Call, assumes: frozenset[str]) -> Context:
+    backend = dataclasses.replace(resolve("cpu"), assumes=assumes)
+    return Context(backend=backend, sig=call.sig, hints=load_hints().for_op(call.sig.name),
+                   tolerance_fn=load_tolerances(), inflight=Inflight(None),
+                   repro_fn=lambda c: "")
 
 
 def _tf32_answer(call: Call) -> torch.Tensor:
