@@ -68,10 +68,18 @@ def precise_call(call: Call) -> Call | None:
     """``call`` with every floating/complex tensor argument (out= tensors and list elements
     included) widened to float64/complex128 (:data:`PRECISE`); Python numbers and ``ScalarType``
     arguments as they are (a ``dtype=float16`` argument is part of the question, and keeps the
-    answer float16). ``None`` where nothing widens, or a tensor that should is not strided."""
+    answer float16: ``sum(x, dtype=float16)`` casts ``x`` first) — but a factory's (a schema
+    with a ``device`` argument: ``logspace``, ``fft_rfftfreq``), where ``dtype`` is only the
+    result's, widens too. ``None`` where nothing widens, or a tensor that should is not
+    strided."""
     values = []
     widened = False
+    factory = any(a.name == "device" for a in call.sig.args)
     for name, value in call.values:
+        if factory and name == "dtype" and isinstance(value, torch.dtype) and value in PRECISE:
+            values.append((name, PRECISE[value]))
+            widened = True
+            continue
         value, changed, refused = _widen(value)
         if refused:
             return None

@@ -335,3 +335,13 @@ def test_a_float_result_of_integral_inputs_is_arbitrated_in_the_float64_default_
     with pytest.raises(CheckFailure):  # a finite answer far from the distance still fails
         _judge(call, torch.tensor([2e13]))
     assert torch.get_default_dtype() == torch.float32
+
+
+def test_a_factorys_dtype_argument_widens():
+    """fft_rfftfreq(1, d=9.6e-155, dtype=float16) is [0]: CPU's float16 1 / (n * d) overflows
+    and 0 * inf is NaN. A factory's dtype is only its result's: computed in float64 and rounded
+    the answer is 0, which a backend giving 0 is held to."""
+    call = _call("fft_rfftfreq", n=1, d=9.567649535606985e-155, dtype=torch.float16)
+    assert bool(call.run("cpu").isnan().all())
+    ctx = _judge(call, torch.zeros(1, dtype=torch.float16))
+    assert {c for c, _ in ctx.infos} == {CPU_IMPRECISE}
