@@ -14,7 +14,9 @@ from conformance.core.backends import Backend
 from conformance.core.call import Call
 from conformance.core.signature import DEVICE
 
-_MAX_LITERAL = 4096  # elements; above this the tensor is written as a seeded random draw
+#: elements; above this a tensor is written as zeros of its shape and dtype (its values would
+#: make the repro megabytes long): the repro then shows the call's shapes, not its values
+_MAX_LITERAL = 4096
 
 
 def bringup_lines(backend: Backend) -> list[str]:
@@ -65,7 +67,8 @@ def tensor_literal(t: torch.Tensor) -> str:
     if dims == 0:
         return f"torch.tensor({_number(t.item())}, dtype={dtype})"
     if t.numel() > _MAX_LITERAL:
-        return f"torch.zeros({tuple(t.shape)!r}, dtype={dtype})  # too large to write literally"
+        # no comment here: the caller writes more after it on the same line (.to(device),)
+        return f"torch.zeros({tuple(t.shape)!r}, dtype={dtype})"
     flat = t.reshape(-1)
     if t.dtype == torch.bfloat16:
         values = flat.float().tolist()  # every bfloat16 is exact in float32
