@@ -49,6 +49,12 @@ PRECISE: Mapping[torch.dtype, torch.dtype] = MappingProxyType({
     torch.complex32: torch.complex128, torch.complex64: torch.complex128})
 
 
+#: Where CPU's own element misses the float64 reference beyond the comparison's tolerance: how
+#: many times CPU's distance from it the backend's may be (the autograd check's
+#: ``grad_error_factor`` for gradients is the same idea, 4 there too).
+LOST_FACTOR = 4.0
+
+
 def _widen(value: Any) -> tuple[Any, bool, bool]:
     """``(value widened, whether anything widened, whether something refused to)``."""
     if isinstance(value, torch.Tensor):
@@ -253,8 +259,17 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
         # from it than CPU: a NaN where the reference has a number is infinitely far, so a
         # backend keeping CPU's NaN is never excused by it, nor one dropping a NaN it keeps
         near = agreement(ctx, call, actual, reference, position=position)
-        closer = distance(actual, reference) <= distance(expected, reference)
-        imprecise = rest & near & closer
+        cpu_error = distance(expected, reference)
+        closer = distance(actual, reference) <= cpu_error
+        # where CPU itself misses the reference by more than the comparison allows (a float32
+        # GEMM over K = 1025 terms: both sides' sums carry ~1e-4 of rounding), that rounding is
+        # the evaluation order's, and a backend within LOST_FACTOR times CPU's own error of the
+        # reference is as right as CPU; a wrong kernel (a term dropped, a narrow accumulator)
+        # misses by far more, and an element CPU gets within tolerance is not loosened at all
+        lost = ~agreement(ctx, call, expected, reference, position=position) \
+            & cpu_error.isfinite() \
+            & (distance(actual, reference) <= LOST_FACTOR * cpu_error)
+        imprecise = rest & ((near & closer) | lost)
     return Settlement(unspecified=unspecified, imprecise=imprecise,
                       remaining=rest & ~imprecise, assumed=assumed, assumed_by=assumed_by,
                       left_open=left_open, torn=torn)

@@ -345,3 +345,30 @@ def test_a_factorys_dtype_argument_widens():
     assert bool(call.run("cpu").isnan().all())
     ctx = _judge(call, torch.zeros(1, dtype=torch.float16))
     assert {c for c, _ in ctx.infos} == {CPU_IMPRECISE}
+
+
+def _long_gemm() -> Call:
+    g = torch.Generator().manual_seed(1)
+    return _call("mm", self=torch.rand(4, 1025, generator=g) * 16 - 8,
+                 mat2=torch.rand(1025, 3, generator=g) * 16 - 8)
+
+
+def test_where_cpu_itself_misses_float64_a_backend_within_a_few_times_its_error_passes():
+    """A float32 GEMM over K = 1025: CPU's own sum misses the float64 answer by up to 8e-4,
+    beyond the comparison's tolerance, at two elements. Another evaluation order misses it by as
+    much again; a kernel that drops a term misses by the term."""
+    call = _long_gemm()
+    cpu = call.run("cpu")
+    exact = (dict(call.values)["self"].double() @ dict(call.values)["mat2"].double())
+    error = (cpu.double() - exact).abs()
+    assert bool((error > 1e-5 + 1.3e-6 * exact.abs()).any())
+    lost = error > 1e-5 + 1.3e-6 * exact.abs()
+    assert bool(lost.any())
+    # where CPU misses: twice CPU's error, on the other side; elsewhere CPU's own value
+    other_order = torch.where(lost, (exact - 2 * (cpu.double() - exact)).float(), cpu)
+    ctx = _judge(call, other_order)
+    assert {c for c, _ in ctx.infos} == {CPU_IMPRECISE}
+    dropped = cpu.clone()
+    dropped[0, 0] -= 1.0  # a term of size 1 lost
+    with pytest.raises(CheckFailure):
+        _judge(call, dropped)
