@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from conformance.core.call import Call
-from opdb.dtypes import dtype_name
+from opdb.dtypes import COMPLEX, FLOATING, dtype_name
 from opdb.properties import BackendProperty, properties
 
 if TYPE_CHECKING:
@@ -103,15 +103,12 @@ def _concerned(ctx: Context, call: Call, expected: torch.Tensor) -> Iterator[Bac
     known = properties()
     dtypes = {dtype_name(expected.dtype)}
     if not (expected.is_floating_point() or expected.is_complex()):
-        dtypes |= {name for name in call.tensor_dtypes if name in _FLOATING_NAMES}
+        dtypes |= {name for name in call.tensor_dtypes if name in FLOATING + COMPLEX}
     for name in sorted(ctx.backend.assumes):
         prop = known.get(name)
         if prop is not None and any(prop.concerns(call.sig.base, d) for d in dtypes):
             yield prop
 
-
-_FLOATING_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "complex32",
-                             "complex64", "complex128"})
 
 
 def _cpu_answer(ctx: Context, call: Call, pick: Callable[[Any], Any],
@@ -187,11 +184,10 @@ def refusal_under(ctx: Context, call: Call, exc: BaseException) -> str | None:
     if not ctx.backend.assumes:
         return None
     known = properties()
-    dtypes = {name for name in call.tensor_dtypes}
     for name in sorted(ctx.backend.assumes):
         prop = known.get(name)
         if prop is None or prop.honoured not in _INPUTS \
-                or not any(prop.concerns(call.sig.base, d) for d in dtypes):
+                or not any(prop.concerns(call.sig.base, d) for d in call.tensor_dtypes):
             continue
         changed = transformed(call, _INPUTS[prop.honoured])
         if changed is None:

@@ -27,17 +27,18 @@ from conformance.core.call import Call
 
 #: The composite keys, in the order an overload with several is sent to them. The last is
 #: a structured op's functional/in-place form over its ``.out`` kernel: what a backend that
-#: registers only ``.out`` kernels runs (CPU's functional kernel may promote otherwise:
-#: ``special_chebyshev_polynomial_t(-1, uint8 10)`` is 1 functional, 5.95e26 through ``.out``
-#: into a float32 result).
+#: registers only ``.out`` kernels runs. The trace recorder expands composites by the same
+#: order (:mod:`conformance.trace.recorder`).
 COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd",
                   "CompositeExplicitAutogradNonFunctional")
 
 
 @functools.cache
 def composite_key(qualified: str) -> str | None:
-    """The composite key of an overload (``aten::native_group_norm``), CompositeImplicitAutograd
-    first; ``None`` where it has none."""
+    """The composite key of an overload (``aten::native_group_norm``, or without the
+    namespace: ``aten``'s), CompositeImplicitAutograd first; ``None`` where it has none."""
+    if "::" not in qualified:
+        qualified = f"aten::{qualified}"
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     return next((key for key in COMPOSITE_KEYS if has(qualified, key)), None)
 

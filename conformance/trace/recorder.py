@@ -393,18 +393,6 @@ class Recorder:
         return name
 
 
-def _composite_key(name: str) -> str | None:
-    """The composite dispatch key an overload has a kernel for, CompositeImplicitAutograd first."""
-    import torch
-
-    qualified = name if "::" in name else f"aten::{name}"
-    for key in ("CompositeImplicitAutograd", "CompositeExplicitAutograd",
-                "CompositeExplicitAutogradNonFunctional"):
-        if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
-            return key
-    return None
-
-
 _MODE_CLASSES: dict[str, type] = {}
 
 
@@ -416,6 +404,8 @@ def _backend_mode_class() -> type:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    from conformance.core.composites import composite_key  # torch: on first use
+
     class BackendLevel(TorchDispatchMode):
         def __init__(self, recorder: Recorder) -> None:
             super().__init__()
@@ -426,7 +416,7 @@ def _backend_mode_class() -> type:
             kwargs = kwargs or {}
             rec = self.recorder
             name = rec.note_call(BACKEND, func, args, kwargs)
-            key = _composite_key(name)
+            key = composite_key(name)
             if key != "CompositeImplicitAutograd" and not (
                 key is not None and rec.expand is not None and rec.expand(name)
             ):
