@@ -17,7 +17,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from opdb.errors import InputError
-from opdb.opdata import LINE, expand_names, read_yaml, take
+from opdb.opdata import LINE, database, entry_list, expand_names, take
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -59,16 +59,8 @@ def load_host_composites(path: DataPath | None = None, *, db: OpDB | None = None
     lacks is an :class:`InputError` naming file and line; the packaged file, written for the
     newest torch, skips such names under an older one."""
     strict = strict if strict is not None else path is not None
-    src = path if path is not None else HOST_COMPOSITES_FILE
-    file = str(src)
-    data = read_yaml(src) or []
-    if not isinstance(data, list):
-        raise InputError("expected a list of entries", file=file, line=1)
-    if db is None and data:
-        from opdb.db import load
-
-        db = load()
-    known = [o.name for o in db.overloads] if db is not None else []
+    file, data = entry_list(path, HOST_COMPOSITES_FILE)
+    known = [o.name for o in database(db).overloads] if data else []
     entries: dict[str, HostComposite] = {}
     for entry in data:
         if not isinstance(entry, Mapping):

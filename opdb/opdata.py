@@ -299,12 +299,25 @@ def _names(entry: Mapping[str, Any], file: str) -> list[str]:
     return names
 
 
-def _database(db: OpDB | None) -> OpDB:
+def database(db: OpDB | None) -> OpDB:
+    """``db``, else the op database (:func:`opdb.load`): what a data file's names are
+    validated against."""
     if db is not None:
         return db
     from opdb.db import load
 
     return load()
+
+
+def entry_list(path: DataPath | None, default: DataPath) -> tuple[str, list[Any]]:
+    """The file a data file's errors name (``path``, else the packaged ``default``) and its
+    entries; anything but a YAML list is an :class:`InputError` naming the file."""
+    src = path if path is not None else default
+    file = str(src)
+    data = read_yaml(src) or []
+    if not isinstance(data, list):
+        raise InputError("expected a list of entries", file=file, line=1)
+    return file, data
 
 
 # --------------------------------------------------------------------------- hints
@@ -407,8 +420,8 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
     if not isinstance(data, Mapping):
         raise InputError("expected a mapping with 'arguments' and 'ops'", file=file, line=1)
     take(data, {"arguments", "ops"}, file, "hints file")
-    database = _database(db)
-    arg_names = {name for ov in database.overloads for name in _argument_names(ov)}
+    known = database(db)
+    arg_names = {name for ov in known.overloads for name in _argument_names(ov)}
     raw_arguments = data.get("arguments") or {}
     if not isinstance(raw_arguments, Mapping):
         raise InputError("'arguments' must be a mapping of argument name -> hint", file=file,
@@ -443,7 +456,7 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
         max_side = entry.get("max_side")
         if max_side is not None and (not isinstance(max_side, int) or max_side < 1):
             raise InputError("'max_side' must be a positive integer", file=file, line=line)
-        names = expand_names(_names(entry, file), (o.name for o in database.overloads),
+        names = expand_names(_names(entry, file), (o.name for o in known.overloads),
                              file=file, line=line, strict=strict)
         if not names:
             continue
@@ -451,7 +464,7 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
         if not isinstance(raw_args, Mapping):
             raise InputError("'args' must be a mapping of argument name -> hint", file=file,
                              line=line)
-        have = {a for n in names for a in _argument_names(database[n])}
+        have = {a for n in names for a in _argument_names(known[n])}
         args: dict[str, ArgHint] = {}
         for k, v in raw_args.items():
             if k == LINE:
@@ -466,7 +479,7 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
             args[k] = _arg_hint(v, file, aline)
         frozen_args = MappingProxyType(args)
         for name in names:
-            ties = _tie_hint(entry["ties"], database[name], file, line) if "ties" in entry \
+            ties = _tie_hint(entry["ties"], known[name], file, line) if "ties" in entry \
                 else None
             hint = OpHints(args=frozen_args, max_side=max_side,
                            values=entry.get("values", "compared") == "compared",
@@ -509,12 +522,8 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
     validated against ``db`` (default: :func:`opdb.load`); ``strict`` as for
     :func:`load_hints`."""
     strict = strict if strict is not None else path is not None
-    src = path if path is not None else TOLERANCES_FILE
-    file = str(src)
-    data = read_yaml(src) or []
-    if not isinstance(data, list):
-        raise InputError("expected a list of entries", file=file, line=1)
-    database = _database(db) if data else None
+    file, data = entry_list(path, TOLERANCES_FILE)
+    known = database(db) if data else None
     entries = []
     for entry in data:
         if not isinstance(entry, Mapping):
@@ -559,8 +568,8 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
                 if d not in DTYPE_NAMES:
                     raise InputError(f"unknown dtype {d!r} (known: {', '.join(DTYPE_NAMES)})",
                                      file=file, line=line)
-        assert database is not None
-        names = expand_names(_names(entry, file), (o.name for o in database.overloads),
+        assert known is not None
+        names = expand_names(_names(entry, file), (o.name for o in known.overloads),
                              file=file, line=line, strict=strict)
         if not names:
             continue
