@@ -153,9 +153,13 @@ class Tolerance:
     #: at most this many times as far from the same gradient computed in float64/complex128 as
     #: CPU's own gradient is (largest element distance); ``None``: the entry does not say
     grad_error_factor: float | None = None
-    #: ``scale: all_inputs``: every input element counts at every result element (a transform:
-    #: each result element sums all inputs), even an input of the result's own shape
-    scale_everywhere: bool = False
+    #: what ``scale_ulps`` counts ulps at (``scale:``): ``inputs`` (the default: the inputs
+    #: feeding each result element), ``all_inputs`` (every input element at every result
+    #: element: a transform, each result element sums all inputs, even an input of the
+    #: result's own shape) or ``terms`` (the sum of the magnitudes of the terms each result
+    #: element sums: the same call on the inputs' absolute values, in float64; a GEMM's
+    #: ``|A| @ |B|``, the quantity the standard error bound of a sum of products scales with)
+    scale: str = "inputs"
     #: ``arbitrate: false``: a disagreement is not arbitrated against the same call computed in
     #: float64 (the result dtype's own behaviour is the contract: nextafter, casts, nan_to_num)
     no_arbitration: bool = False
@@ -188,13 +192,13 @@ class Tolerances:
                 return t.scale_ulps
         return 0
 
-    def scale_everywhere(self, overload: str, dtype: torch.dtype | str) -> bool:
-        """Whether the entry giving ``scale_ulps`` says ``scale: all_inputs``."""
+    def scale_kind(self, overload: str, dtype: torch.dtype | str) -> str:
+        """The ``scale`` of the entry giving ``scale_ulps`` (:attr:`Tolerance.scale`)."""
         dname = dtype_name(dtype)
         for t in self.entries:
             if t.scale_ulps is not None and t.covers(overload, dname):
-                return t.scale_everywhere
-        return False
+                return t.scale
+        return "inputs"
 
     def grad_error_factor(self, overload: str, dtype: torch.dtype | str) -> float:
         """How many times CPU's own distance from a float64 computation of a ``dtype``
@@ -511,6 +515,9 @@ def _argument_names(ov: Any) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- tolerances
 
+#: the values of a tolerance entry's ``scale`` (:attr:`Tolerance.scale`)
+SCALE_KINDS = ("inputs", "all_inputs", "terms")
+
 _TOL_KEYS = {"names", "dtypes", "rtol", "atol", "scale_ulps", "scale", "nonfinite",
              "nonfinite_inputs",
              "grad_error_factor", "arbitrate", "reason"}
@@ -540,9 +547,9 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
         if entry.get("arbitrate", False) is not False:
             raise InputError("'arbitrate' must be false (arbitration is the default)", file=file,
                              line=line)
-        if "scale" in entry and (entry["scale"] != "all_inputs" or "scale_ulps" not in entry):
-            raise InputError("'scale' must be 'all_inputs', beside 'scale_ulps'", file=file,
-                             line=line)
+        if "scale" in entry and (entry["scale"] not in SCALE_KINDS or "scale_ulps" not in entry):
+            raise InputError(f"'scale' must be one of {', '.join(SCALE_KINDS)}, beside "
+                             f"'scale_ulps'", file=file, line=line)
         for key in ("nonfinite", "nonfinite_inputs"):
             if entry.get(key, "unspecified") != "unspecified":
                 raise InputError(f"'{key}' must be 'unspecified'", file=file, line=line)
@@ -582,7 +589,7 @@ def load_tolerances(path: DataPath | None = None, *, db: OpDB | None = None,
                                  nonfinite_unspecified="nonfinite" in entry,
                                  nonfinite_inputs_unspecified="nonfinite_inputs" in entry,
                                  grad_error_factor=None if factor is None else float(factor),
-                                 scale_everywhere="scale" in entry,
+                                 scale=entry.get("scale", "inputs"),
                                  no_arbitration="arbitrate" in entry))
     return Tolerances(tuple(entries))
 

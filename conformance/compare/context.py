@@ -401,10 +401,10 @@ class Context:
         fn = getattr(self.tolerance_fn, "scale_ulps", None)
         return int(fn(overload, dtype)) if fn is not None else 0
 
-    def scale_everywhere(self, overload: str, dtype: torch.dtype) -> bool:
-        """The tolerance data's ``scale: all_inputs`` (False for a plain function)."""
-        fn = getattr(self.tolerance_fn, "scale_everywhere", None)
-        return bool(fn(overload, dtype)) if fn is not None else False
+    def scale_kind(self, overload: str, dtype: torch.dtype) -> str:
+        """The tolerance data's ``scale`` (``inputs`` for a plain function)."""
+        fn = getattr(self.tolerance_fn, "scale_kind", None)
+        return str(fn(overload, dtype)) if fn is not None else "inputs"
 
     def grad_error_factor(self, overload: str, dtype: torch.dtype) -> float:
         """The tolerance data's ``grad_error_factor`` (0 for a plain ``(rtol, atol)`` function)."""

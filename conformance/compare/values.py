@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from conformance.compare.terms import terms_magnitude
 from conformance.core import readback
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
@@ -336,29 +337,47 @@ def _within_scale_ulps(ctx: Context, call: Call, actual: torch.Tensor, expected:
     (:func:`_input_scale`), or of the expected element where that is larger. Non-finite values
     must match."""
     ulps = ctx.scale_ulps(call.sig.name, expected.dtype)
-    if not ulps:
+    scale = _scale_of(ctx, call, expected, position) if ulps else None
+    if scale is None:
         return False
     return within_scale_ulps(*inputs_of(call, position), actual, expected, rtol, atol, ulps,
-                             everywhere=ctx.scale_everywhere(call.sig.name, expected.dtype))
+                             **scale)
+
+
+def _scale_of(ctx: Context, call: Call, expected: torch.Tensor,
+              position: tuple[int, int] | None) -> dict[str, Any] | None:
+    """:func:`scale_ulps_mask`'s keywords for the overload's ``scale`` (tolerance data);
+    ``None`` for ``scale: terms`` where the call on absolute values gives no answer of
+    ``expected``'s shape: the inputs' magnitude is no bound for a sum of products (an
+    overflowing operand's would excuse anything), so no ulps are allowed there."""
+    kind = ctx.scale_kind(call.sig.name, expected.dtype)
+    if kind != "terms":
+        return {"everywhere": kind == "all_inputs"}
+    terms = terms_magnitude(call, expected.shape, position)
+    return None if terms is None else {"terms": terms}
 
 
 def within_scale_ulps(tensors: list[torch.Tensor], numbers: list[Any], actual: torch.Tensor,
                       expected: torch.Tensor, rtol: float, atol: float, ulps: int, *,
-                      everywhere: bool = False) -> bool:
+                      everywhere: bool = False, terms: torch.Tensor | None = None) -> bool:
     """:func:`_within_scale_ulps` on explicit inputs (a complex result part by part, at the
     magnitude of its inputs)."""
     if not (expected.is_floating_point() or expected.is_complex()):
         return False
     return bool(scale_ulps_mask(tensors, numbers, actual, expected, rtol, atol, ulps,
-                                everywhere=everywhere).all())
+                                everywhere=everywhere, terms=terms).all())
 
 
 def scale_ulps_mask(tensors: list[torch.Tensor], numbers: list[Any], actual: torch.Tensor,
                     expected: torch.Tensor, rtol: float, atol: float, ulps: int, *,
-                    everywhere: bool = False) -> torch.Tensor:
+                    everywhere: bool = False, terms: torch.Tensor | None = None
+                    ) -> torch.Tensor:
     """Per element of the floating/complex ``expected``: whether ``actual`` is within
-    :func:`within_scale_ulps`' allowance there (a complex element: both parts)."""
-    scale = _input_scale(tensors, numbers, expected.shape, everywhere)
+    :func:`within_scale_ulps`' allowance there (a complex element: both parts); ``terms``
+    (``scale: terms``, :func:`~conformance.compare.terms.terms_magnitude`) replaces the
+    inputs' magnitude as the scale where given."""
+    scale = terms if terms is not None \
+        else _input_scale(tensors, numbers, expected.shape, everywhere)
     pairs = expected.is_complex()
     if pairs:
         actual, expected = torch.view_as_real(actual), torch.view_as_real(expected)
@@ -390,9 +409,10 @@ def agreement(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Te
         actual = _nonfinite_agree(actual, expected)
     ok = torch.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
     ulps = ctx.scale_ulps(call.sig.name, expected.dtype)
-    if ulps:
+    scale = _scale_of(ctx, call, expected, position) if ulps else None
+    if scale is not None:
         ok = ok | scale_ulps_mask(*inputs_of(call, position), actual, expected, rtol, atol, ulps,
-                                  everywhere=ctx.scale_everywhere(call.sig.name, expected.dtype))
+                                  **scale)
     return ok
 
 

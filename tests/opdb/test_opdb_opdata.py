@@ -144,9 +144,9 @@ def test_globs_name_families(tmp_path, db):
     ("- names: [add.Tensor]\n  grad_error_factor: 0.5\n  reason: r\n",
      r"'grad_error_factor' must be", 1),
     ("- names: [add.Tensor]\n  rtol: 1.0\n  atol: 1.0\n  scale: all_inputs\n  reason: r\n",
-     r"'scale' must be 'all_inputs', beside 'scale_ulps'", 1),
+     r"'scale' must be one of inputs, all_inputs, terms, beside 'scale_ulps'", 1),
     ("- names: [add.Tensor]\n  scale_ulps: 2\n  scale: per_element\n  reason: r\n",
-     r"'scale' must be 'all_inputs'", 1),
+     r"'scale' must be one of inputs, all_inputs, terms", 1),
 ])
 def test_tolerance_errors_name_file_and_line(tmp_path, db, text, message, line):
     path = _write(tmp_path, text)

@@ -347,6 +347,13 @@ def test_a_factorys_dtype_argument_widens():
     assert {c for c, _ in ctx.infos} == {CPU_IMPRECISE}
 
 
+class PlainTolerances:
+    """torch.testing's defaults and nothing else: no entry of the packaged tolerances."""
+
+    def __call__(self, overload: str, dtype: torch.dtype) -> tuple[None, None]:
+        return None, None
+
+
 def _long_gemm() -> Call:
     g = torch.Generator().manual_seed(1)
     return _call("mm", self=torch.rand(4, 1025, generator=g) * 16 - 8,
@@ -356,8 +363,11 @@ def _long_gemm() -> Call:
 def test_where_cpu_itself_misses_float64_a_backend_within_a_few_times_its_error_passes():
     """A float32 GEMM over K = 1025: CPU's own sum misses the float64 answer by up to 8e-4,
     beyond the comparison's tolerance, at two elements. Another evaluation order misses it by as
-    much again; a kernel that drops a term misses by the term."""
+    much again; a kernel that drops a term misses by the term. (The packaged tolerances allow a
+    GEMM ulps of its terms' magnitude, ``scale: terms``, which settles this before arbitration:
+    judged here without them, as an op with no such entry is.)"""
     call = _long_gemm()
+    plain = PlainTolerances()
     cpu = call.run("cpu")
     exact = (dict(call.values)["self"].double() @ dict(call.values)["mat2"].double())
     error = (cpu.double() - exact).abs()
@@ -366,9 +376,11 @@ def test_where_cpu_itself_misses_float64_a_backend_within_a_few_times_its_error_
     assert bool(lost.any())
     # where CPU misses: twice CPU's error, on the other side; elsewhere CPU's own value
     other_order = torch.where(lost, (exact - 2 * (cpu.double() - exact)).float(), cpu)
-    ctx = _judge(call, other_order)
+    ctx = _judge(call, other_order, plain)
     assert {c for c, _ in ctx.infos} == {CPU_IMPRECISE}
+    assert not _judge(call, other_order).infos  # the packaged terms scale: a plain pass
     dropped = cpu.clone()
     dropped[0, 0] -= 1.0  # a term of size 1 lost
-    with pytest.raises(CheckFailure):
-        _judge(call, dropped)
+    for tolerances in (plain, None):
+        with pytest.raises(CheckFailure):
+            _judge(call, dropped, tolerances)

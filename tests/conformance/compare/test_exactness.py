@@ -28,7 +28,7 @@ def call(name: str, **values) -> Call:
 CTX = SimpleNamespace(tolerance=lambda name, dtype: (None, None),
                       scale_ulps=load_tolerances().scale_ulps,
                       nonfinite_unspecified=load_tolerances().nonfinite_unspecified,
-                      scale_everywhere=load_tolerances().scale_everywhere)
+                      scale_kind=load_tolerances().scale_kind)
 
 
 def _hinted(name: str) -> SimpleNamespace:

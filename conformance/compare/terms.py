@@ -1,0 +1,65 @@
+"""The magnitude of the terms each result element sums (``scale: terms`` in
+``opdb/data/tolerances.yaml``).
+
+A sum of products — a GEMM's element ``sum_k a_ik * b_kj``, a dot, a batched matmul — rounds
+each partial sum, so two correct implementations that sum in different orders (MKL's blocked
+FMA kernel, OpenBLAS', a device's tiles) differ by a few units in the last place of the terms'
+total magnitude ``sum_k |a_ik| * |b_kj|``, not of the result: where the terms cancel, the
+result is far smaller than the terms and any other order is "wrong" by many of its own ulps.
+The standard error bound of such a sum (Higham, *Accuracy and Stability of Numerical
+Algorithms*, 3.1) is ``gamma_K * sum |terms|``. That total is the same call made on the
+inputs' absolute values, in float64: ``|A| @ |B|`` for ``mm``, ``|beta| |C| + |alpha| |A| @ |B|``
+for ``addmm``. It holds for any op that is linear in each of its floating inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from conformance.core.call import Call
+
+
+def _magnitude(value: Any, is_out: bool) -> Any:
+    """``value``'s absolute value, floating/complex tensors widened to float64 (an out=
+    tensor: an empty float64 one, which the call resizes); everything else as it is."""
+    if isinstance(value, list | tuple):
+        return type(value)(_magnitude(v, is_out) for v in value)
+    if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+        if is_out:
+            return torch.empty(0, dtype=torch.float64)
+        return value.detach().abs().to(torch.float64)
+    if isinstance(value, float | complex) or (isinstance(value, int)
+                                              and not isinstance(value, bool)):
+        return abs(value)
+    return value
+
+
+def terms_magnitude(call: Call, shape: torch.Size, position: tuple[int, int] | None = None
+                    ) -> torch.Tensor | None:
+    """Per element of a result of ``shape`` (result ``position[0]`` of ``position[1]`` for a
+    ``_foreach_*`` call), the total magnitude of the terms it sums: ``call`` run on CPU with
+    every floating/complex input replaced by its absolute value in float64 (Python numbers by
+    theirs), under float64 as the default dtype. ``None`` where that call raises or answers in
+    another shape (the comparison then scales by the inputs' magnitude)."""
+    outs = {a.name for a in call.sig.args if a.is_out}
+    values = tuple((name, _magnitude(v, name in outs)) for name, v in call.values)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        answer = replace(call, values=values).run("cpu")
+    except Exception:  # noqa: BLE001 - any refusal only means no terms scale for this call
+        return None
+    finally:
+        torch.set_default_dtype(before)
+    if isinstance(answer, list | tuple):
+        if position is not None and position[1] >= 2 and len(answer) == position[1]:
+            answer = answer[position[0]]
+        else:
+            answer = next((a for a in answer if isinstance(a, torch.Tensor)
+                           and a.shape == shape), None)
+    if not isinstance(answer, torch.Tensor) or answer.shape != shape:
+        return None
+    return answer.detach().abs().to(torch.float64)
