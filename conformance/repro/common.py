@@ -4,7 +4,9 @@ literals, argument values, the op call.
 
 from __future__ import annotations
 
+import base64
 import math
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +16,14 @@ from conformance.core.backends import Backend
 from conformance.core.call import Call
 from conformance.core.signature import DEVICE
 
-#: elements; above this a tensor is written as zeros of its shape and dtype (its values would
-#: make the repro megabytes long): the repro then shows the call's shapes, not its values
+#: elements; above this a tensor is written as its bytes, compressed (:func:`_bytes_literal`):
+#: a literal of every value would make the repro megabytes long
 _MAX_LITERAL = 4096
+
+#: bytes; above this (more than a vector of 2**16 + 1 complex128 values, the largest size the
+#: strategies draw) a tensor is written as zeros of its shape and dtype: the repro then shows
+#: the call's shapes, not its values
+_MAX_BYTES = 2**20 + 2**10
 
 
 def bringup_lines(backend: Backend) -> list[str]:
@@ -67,8 +74,7 @@ def tensor_literal(t: torch.Tensor) -> str:
     if dims == 0:
         return f"torch.tensor({_number(t.item())}, dtype={dtype})"
     if t.numel() > _MAX_LITERAL:
-        # no comment here: the caller writes more after it on the same line (.to(device),)
-        return f"torch.zeros({tuple(t.shape)!r}, dtype={dtype})"
+        return _bytes_literal(t, dtype)
     flat = t.reshape(-1)
     if t.dtype == torch.bfloat16:
         values = flat.float().tolist()  # every bfloat16 is exact in float32
@@ -82,6 +88,21 @@ def tensor_literal(t: torch.Tensor) -> str:
     if dims == 1:
         return text
     return f"{text}.reshape({', '.join(map(str, t.shape))})"
+
+
+def _bytes_literal(t: torch.Tensor, dtype: str) -> str:
+    """A large tensor, exactly: its bytes zlib-compressed and base64-encoded, decoded by an
+    expression that imports what it needs (the snippet's header stays ``import torch``)."""
+    shape = ", ".join(map(str, t.shape))
+    nbytes = t.numel() * t.element_size()
+    if nbytes > _MAX_BYTES:
+        # no comment here: the caller writes more after it on the same line (.to(device),)
+        return f"torch.zeros(({shape},), dtype={dtype})"
+    raw = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    text = base64.b64encode(zlib.compress(raw, 1)).decode("ascii")
+    data = (f'bytearray(__import__("zlib").decompress(__import__("base64").b64decode('
+            f'"{text}")))')
+    return f"torch.frombuffer({data}, dtype={dtype}).reshape({shape})"
 
 
 def value_text(v: Any, on_device: bool) -> str:
