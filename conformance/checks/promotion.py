@@ -15,7 +15,7 @@ from conformance.core.call import Call
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
 from conformance.inputs.strategies import promotion_calls
-from opdb.dtypes import torch_dtypes
+from opdb.dtypes import DTYPE_NAMES, category, dtype_name, torch_dtypes
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -45,7 +45,7 @@ def verify_promotion(ctx: Context, call: Call) -> None:
     except in the TensorIterator ops that opt out, so accepting one is not a promotion rule."""
     __tracebackhide__ = True
     _verify_promotion_one(ctx, call)
-    for partner in zero_dim_partners(call):
+    for partner in (*zero_dim_partners(call), *python_partners(call)):
         try:
             _verify_promotion_one(ctx, partner)
         except CheckFailure as exc:
@@ -81,6 +81,43 @@ def zero_dim_partners(call: Call) -> list[Call]:
         retyped = (z.real if z.is_complex() and not dtype.is_complex else z).to(dtype)
         out.append(replace(call, values=tuple((n, retyped if n == name else v)
                                                for n, v in call.values)))
+    return out
+
+
+#: A Python number of each kind, by category, for :func:`python_partners`: not 0 or 1 (a
+#: kernel's identity fast path returns ``self`` in its own dtype whatever the rule says).
+PYTHON_OF_CATEGORY: dict[str, bool | int | float | complex] = {
+    "bool": True, "integral": 3, "floating": 0.5, "complex": complex(0.5, 0.25)}
+
+
+def python_partners(call: Call) -> list[Call]:
+    """``call`` again with its first Python-number operand replaced by a number of each kind
+    of a higher category than the first tensor operand's dtype (:data:`PYTHON_OF_CATEGORY`):
+    a wrapped number of a higher category gives the result its category (an int64 tensor
+    times 0.5 is float32, the default dtype), one of the same or a lower category never
+    changes it. Drawn at random, the pair (an integral tensor, a Python float) comes in about
+    one promotion call in thirty; every drawn call with a Python operand now tries its rule's
+    pairs (at most three small calls, dtypes only). Empty without a Python operand."""
+    given = dict(call.values)
+    names = [a.name for a in call.sig.operands]
+    lead = next((given[n] for n in names if isinstance(given.get(n), torch.Tensor)), None)
+    number = next((n for n in names if isinstance(given.get(n), bool | int | float | complex)),
+                  None)
+    if lead is None or number is None:
+        return []
+    order = tuple(PYTHON_OF_CATEGORY)
+    lowest = order.index(category(dtype_name(lead.dtype))) + 1 \
+        if dtype_name(lead.dtype) in DTYPE_NAMES else len(order)
+    drawn = f"{number}=python {type(given[number]).__name__}"
+    out = []
+    for kind in order[lowest:]:
+        value = PYTHON_OF_CATEGORY[kind]
+        if type(value) is type(given[number]):
+            continue
+        notes = tuple(f"{number}=python {type(value).__name__}" if note == drawn else note
+                      for note in call.notes)
+        out.append(replace(call, notes=notes, values=tuple(
+            (n, value if n == number else v) for n, v in call.values)))
     return out
 
 

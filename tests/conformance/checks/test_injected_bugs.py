@@ -162,7 +162,7 @@ def _documented(category: str, message: str) -> str | None:
 
 
 def _run_overridden(overload: str, check: str, fn, *, hints=None, max_examples: int = 30,
-                    expected=None):
+                    expected=None, seed: int = 0):
     """``overload::check`` on the reference backend with ``fn`` as its kernel (restored after)."""
     import kernels
     import opdb
@@ -177,7 +177,7 @@ def _run_overridden(overload: str, check: str, fn, *, hints=None, max_examples: 
     kernels.install(overrides={overload: fn})
     try:
         return run_check(Item(OpSignature.of(opdb.load()[overload]), CHECKS[check]), backend,
-                         settings=EngineSettings(max_examples=max_examples, seed=0,
+                         settings=EngineSettings(max_examples=max_examples, seed=seed,
                                                  database=None),
                          hints=hints or load_hints().for_op(overload),
                          tolerance_fn=load_tolerances(),
@@ -587,3 +587,27 @@ def test_zero_dim_operand_that_promotes_is_caught_at_default_depth(reference):
     # float16 with a complex operand reaches mlu's documented complex32 gap early (a failure of
     # its own): the search goes on past it and finds the promotion bug too
     assert "dtype" in {f.category for f in v.failures}, [f.message for f in v.failures]
+
+
+def test_a_python_number_of_a_higher_category_is_tried_with_every_drawn_python_operand(reference):
+    """An integral tensor times a Python float must be the default dtype (float32); a kernel
+    that gives float64 is caught wherever a drawn call has a Python operand next to a bool or
+    integral tensor (:func:`~conformance.checks.promotion.python_partners`), not only where the
+    draw pairs an integral tensor with a float: at 10 examples, at every seed tried."""
+    import torch
+
+    from kernels.registry import kernel
+
+    ref = kernel("mul.Tensor")
+
+    def float64_for_python_floats(self, other):
+        out = ref(self, other)
+        if isinstance(other, float) and not self.is_floating_point() and not self.is_complex():
+            return out.to(torch.float64)
+        return out
+
+    for seed in range(3):
+        v = _run_overridden("mul.Tensor", "promotion", float64_for_python_floats,
+                            max_examples=10, expected=_documented, seed=seed)
+        assert v.verdict == "fail", (seed, v.message)
+        assert "dtype" in {f.category for f in v.failures}, [f.message for f in v.failures]
