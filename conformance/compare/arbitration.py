@@ -159,11 +159,14 @@ class Settlement:
     #: elements where PyTorch's two implementations (CPU's kernel, ATen's composite) disagree
     #: and neither agrees with the float64 reference: PyTorch gives no answer to hold to there
     torn: torch.Tensor | None = None
+    #: elements not finite on both sides where the float64 reference, rounded, is a number: an
+    #: intermediate overflowed, and NaN or an infinity is the evaluation order's choice
+    overflowed: torch.Tensor | None = None
 
     @property
     def settled(self) -> torch.Tensor:
         found = self.unspecified | self.imprecise
-        for extra in (self.assumed, self.left_open, self.torn):
+        for extra in (self.assumed, self.left_open, self.torn, self.overflowed):
             if extra is not None:
                 found = found | extra
         return found
@@ -237,10 +240,19 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
     for again in reorderings:
         if bool(loose.any()) and again.shape == expected.shape and again.dtype == expected.dtype:
             unspecified |= loose & agreement(ctx, call, actual, again, position=position)
+    overflowed = torch.zeros_like(bad)
+    if reference is not None and bool(loose.any()):
+        # both sides not finite where the float64 answer, rounded, is a number: an intermediate
+        # overflowed in the result dtype, and whether that gives NaN (inf - inf) or an infinity
+        # is the evaluation order's (_euclidean_dist of bfloat16 -2.5e38: CPU's GEMM step
+        # meets inf - inf, NaN; a backend summing the products wider keeps inf; the answer is
+        # 2.5e38); a finite answer of the backend's is judged below, against the reference
+        overflowed = loose & ~unspecified & _not_finite(actual) & _not_finite(expected) \
+            & ~_not_finite(reference)
     left_open = torch.zeros_like(bad)
     if ctx.nonfinite_inputs_unspecified(call.sig.name, expected.dtype):
         left_open = bad & ~unspecified & fed_by_nonfinite(call, expected.shape, position)
-    rest = bad & ~unspecified & ~left_open
+    rest = bad & ~unspecified & ~left_open & ~overflowed
     assumed, assumed_by = _assumed(ctx, call, actual, rest, alternates, position)
     rest = rest & ~assumed
     torn = torch.zeros_like(bad)
@@ -272,7 +284,7 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
         imprecise = rest & ((near & closer) | lost)
     return Settlement(unspecified=unspecified, imprecise=imprecise,
                       remaining=rest & ~imprecise, assumed=assumed, assumed_by=assumed_by,
-                      left_open=left_open, torn=torn)
+                      left_open=left_open, torn=torn, overflowed=overflowed)
 
 
 def _first(mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[tuple[int, ...], list[Any]]:
@@ -322,6 +334,15 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
         ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) fed by an inf or "
                       f"NaN input, whose value this op's contract leaves open (first at index "
                       f"{index}: {a!r}, CPU {e!r}) [{where}]", n)
+    if found.overflowed is not None and bool(found.overflowed.any()):
+        assert reference is not None  # overflowed elements are judged against it
+        n = int(found.overflowed.sum())
+        index, (a, e, r) = _first(found.overflowed, actual, expected, reference)
+        ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) not finite on "
+                      f"both sides where the call computed in float64 gives a number: an "
+                      f"intermediate overflowed, and NaN or an infinity is the evaluation "
+                      f"order's (first at index {index}: {a!r}, CPU {e!r}, float64 {r!r}) "
+                      f"[{where}]", n)
     if found.torn is not None and bool(found.torn.any()):
         assert composite is not None  # torn elements are judged against it
         n = int(found.torn.sum())

@@ -384,3 +384,26 @@ def test_where_cpu_itself_misses_float64_a_backend_within_a_few_times_its_error_
     for tolerances in (plain, None):
         with pytest.raises(CheckFailure):
             _judge(call, dropped, tolerances)
+
+
+def test_nan_or_inf_where_an_intermediate_overflowed_and_float64_is_finite_is_unspecified():
+    """_euclidean_dist of bfloat16 with -2.47e38: CPU's GEMM step meets inf - inf (NaN) where
+    the answer, computed in float64 and rounded, is 2.47e38. A backend that sums wider and
+    keeps an infinity is no worse: unspecified (counted). A finite wrong answer still fails,
+    and so does an infinity where CPU gives a number."""
+    x1 = torch.tensor([[-3.484375, -5.4375], [-5.03125, 2.125]], dtype=torch.bfloat16)
+    x2 = torch.tensor([[-2.4723640721599435e38, -5.2e-07], [0.0119, 1.2820487131228138e21],
+                       [1.0, 2.0]], dtype=torch.bfloat16)
+    call = _call("_euclidean_dist", x1=x1, x2=x2)
+    cpu = call.run("cpu")
+    assert bool(cpu[:, 0].isnan().all()) and bool(cpu[:, 2].isfinite().all())
+    wider = torch.where(cpu.isnan(), INF, cpu)
+    ctx = _judge(call, wider)
+    assert {c for c, _ in ctx.infos} == {VALUE_UNSPECIFIED}
+    assert ctx.info_elements[VALUE_UNSPECIFIED] == 2
+    finite_wrong = torch.where(cpu.isnan(), 0.0, cpu)
+    inf_where_cpu_is_finite = wider.clone()
+    inf_where_cpu_is_finite[0, 2] = INF
+    for wrong in (finite_wrong, inf_where_cpu_is_finite):
+        with pytest.raises(CheckFailure):
+            _judge(call, wrong)
