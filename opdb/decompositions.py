@@ -41,8 +41,9 @@ TABLES: Mapping[str, str] = {
 TABLE = "table"
 COMPOSITE_IMPLICIT = "composite_implicit"
 
-#: Bumped when what a cached entry means changes (how calls are traced or drawn).
-CACHE_FORMAT = 2
+#: Bumped when what a cached entry means changes (how calls are traced or drawn; 3: on the
+#: backend's device).
+CACHE_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -51,13 +52,15 @@ class Decomposition:
     CompositeImplicitAutograd kernel (``source``); ``calls``: the ATen overloads (and other
     namespaces' ops, ``prims.``-prefixed) the traced graph calls, or None where no drawn call
     traced (``reason`` says why); ``example``: the call traced (a decomposition branches on
-    dtypes and arguments: what it calls is said of that call)."""
+    dtypes and arguments: what it calls is said of that call); ``device``: the device its fake
+    tensors were on (the backend's; ``cpu`` where no call traced there: CPU's branch)."""
 
     overload: str
     source: str
     calls: tuple[str, ...] | None
     reason: str | None = None
     example: str | None = None
+    device: str = "cpu"
 
     @property
     def traced(self) -> bool:
@@ -73,14 +76,14 @@ class Decomposition:
     def as_json(self) -> dict[str, Any]:
         return {"overload": self.overload, "source": self.source,
                 "calls": list(self.calls) if self.calls is not None else None,
-                "reason": self.reason, "example": self.example}
+                "reason": self.reason, "example": self.example, "device": self.device}
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Decomposition:
         calls = obj["calls"]
         return cls(str(obj["overload"]), str(obj["source"]),
                    tuple(calls) if calls is not None else None, obj.get("reason"),
-                   obj.get("example"))
+                   obj.get("example"), str(obj.get("device", "cpu")))
 
 
 def table_name(compile_backend: str) -> str:
@@ -140,12 +143,27 @@ def decomposed(names: Iterable[str], table: Mapping[Any, Any]) -> dict[str, str]
     return out
 
 
-def trace(packet: Any, args: list[Any], kwargs: Mapping[str, Any],
-          table: Mapping[Any, Any]) -> tuple[str, ...]:
-    """The ops one call of ``packet`` (an ``OpOverload``) reaches in a compiled graph, sorted:
-    traced by ``make_fx`` on fake tensors with ``table`` applied, functionalized as AOTAutograd
-    does (mutations removed, views kept). Raises what the trace raises."""
+def _faked(mode: Any, value: Any, device: str) -> Any:
+    """``value`` with every tensor (lists included) a fake tensor of ``mode`` on ``device``:
+    made from CPU's tensor and moved under the mode, so the device does no work."""
     import torch
+
+    if isinstance(value, torch.Tensor):
+        return mode.from_tensor(value).to(device)
+    if isinstance(value, list | tuple):
+        return type(value)(_faked(mode, v, device) for v in value)
+    return value
+
+
+def trace(packet: Any, args: list[Any], kwargs: Mapping[str, Any],
+          table: Mapping[Any, Any], device: str = "cpu") -> tuple[str, ...]:
+    """The ops one call of ``packet`` (an ``OpOverload``) reaches in a compiled graph, sorted:
+    traced by ``make_fx`` on fake tensors of ``device`` (``args``/``kwargs`` hold CPU tensors)
+    with ``table`` applied, functionalized as AOTAutograd does (mutations removed, views kept).
+    The device matters: a composite branches on it (``lstm.input`` takes the mkldnn path for
+    CPU tensors only). Raises what the trace raises."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
     # keyword arguments go in as inputs too: an out= tensor captured by the function would
@@ -163,8 +181,11 @@ def trace(packet: Any, args: list[Any], kwargs: Mapping[str, Any],
         return packet(*args, **kwargs) if got is NotImplemented else got
 
     functional = torch.func.functionalize(fn, remove="mutations")
-    graph = make_fx(functional, decomposition_table=dict(table),
-                    tracing_mode="fake")(*args, *kwargs.values())
+    mode = FakeTensorMode()
+    with mode:
+        inputs = [_faked(mode, v, device) for v in (*args, *kwargs.values())]
+        graph = make_fx(functional, decomposition_table=dict(table),
+                        tracing_mode="real")(*inputs)
     found = {overload_key(n.target) for n in graph.graph.nodes if n.op == "call_function"}
     return tuple(sorted(k for k in found if k is not None))
 
@@ -188,8 +209,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, int]:
             "needs_missing": sum(1 for r in traced if r["missing"])}
 
 
-def cache_key(table: str, torch_version: str) -> str:
-    return f"{table}-torch{torch_version}-v{CACHE_FORMAT}"
+def cache_key(table: str, torch_version: str, device: str = "cpu") -> str:
+    return f"{table}-{device}-torch{torch_version}-v{CACHE_FORMAT}"
 
 
 def read_cache(path: str | os.PathLike[str], key: str) -> dict[str, Decomposition] | None:

@@ -121,8 +121,11 @@ def decompositions_for(args: argparse.Namespace, db: Any, backend: Any
     compile_backend = args.decompositions or backend.compile_backend
     table = table_name(compile_backend)
     cache = args.decompositions_cache or CACHE_DIR
+    # on the backend's device: a composite branches on it (lstm.input's mkldnn path is CPU's)
+    device = "cpu" if backend.is_cpu else backend.device
     decomps = traced(db, table, cache_dir=None if cache == "none" else cache,
-                     log=lambda m: print(f"conformance coverage: {m}", file=sys.stderr))
+                     log=lambda m: print(f"conformance coverage: {m}", file=sys.stderr),
+                     device=device)
     return decomps, compile_backend, table
 
 

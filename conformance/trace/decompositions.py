@@ -16,6 +16,7 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from opdb.decompositions import (
@@ -55,11 +56,10 @@ def _strategy(sig: Any, hints: Any) -> Any:
 
 
 def trace_one(name: str, source: str, *, db: Any, hints: Any, table: Mapping[Any, Any],
-              tries: int = TRIES) -> Decomposition:
-    """``name``'s decomposition traced on the first of ``tries`` drawn calls that traces."""
-    from hypothesis import HealthCheck, Phase, find, settings
-    from hypothesis.errors import NoSuchExample, Unsatisfiable
-
+              tries: int = TRIES, device: str = "cpu") -> Decomposition:
+    """``name``'s decomposition traced on the first of ``tries`` drawn calls that traces on
+    fake tensors of ``device`` (the backend's: a composite branches on the device); where none
+    traces there (a device whose fake/meta support the op lacks), on CPU's, saying so."""
     from conformance.core.signature import OpSignature
 
     sig = OpSignature.of(db[name])
@@ -67,13 +67,29 @@ def trace_one(name: str, source: str, *, db: Any, hints: Any, table: Mapping[Any
     strategy = None if problem else _strategy(sig, hints.for_op(name))
     if strategy is None:
         return Decomposition(name, source, None, problem or "no strategy draws its arguments")
+    found = _first_traced(sig, strategy, table, tries, device)
+    if found.calls is None and device != "cpu":
+        on_cpu = _first_traced(sig, strategy, table, tries, "cpu")
+        if on_cpu.calls is not None:
+            return replace(on_cpu, reason=f"traced on cpu's branch: on {device}, {found.reason}")
+    return replace(found, overload=name, source=source)
+
+
+def _first_traced(sig: Any, strategy: Any, table: Mapping[Any, Any], tries: int,
+                  device: str) -> Decomposition:
+    """The decomposition of the first of ``tries`` drawn calls that traces on ``device``
+    (``overload`` and ``source`` filled by the caller)."""
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+    name = sig.name
     got: list[tuple[tuple[str, ...], str]] = []
     last: list[str] = []
 
     def traces(call: Any) -> bool:
         args, kwargs = call.split("cpu")
         try:
-            got.append((trace(sig.packet, args, kwargs, table), call.describe()))
+            got.append((trace(sig.packet, args, kwargs, table, device), call.describe()))
         except Exception as exc:  # noqa: BLE001 - an input the op refuses: draw another
             last[:] = [f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"]
             return False
@@ -90,24 +106,24 @@ def trace_one(name: str, source: str, *, db: Any, hints: Any, table: Mapping[Any
     except Exception as exc:  # noqa: BLE001 - a strategy that cannot draw here
         last[:] = [f"drawing: {type(exc).__name__}: {exc}"]
     if got:
-        return Decomposition(name, source, got[0][0], example=got[0][1][:200])
+        return Decomposition(name, "", got[0][0], example=got[0][1][:200], device=device)
     reason = last[0] if last else f"no call drawn in {tries} tries"
-    return Decomposition(name, source, None, f"not traced: {reason}"[:300])
+    return Decomposition(name, "", None, f"not traced: {reason}"[:300], device=device)
 
 
 def trace_all(db: Any, table_name: str, *, names: Iterable[str] | None = None,
               hints: Any = None, tries: int = TRIES,
-              progress: Callable[[int, int, str], None] | None = None
+              progress: Callable[[int, int, str], None] | None = None, device: str = "cpu"
               ) -> dict[str, Decomposition]:
     """Every decomposed overload of ``db`` (or of ``names``) under the table ``table_name``,
-    traced (:func:`trace_one`) in forked workers (:func:`run_isolated`)."""
+    traced (:func:`trace_one`) on ``device`` in forked workers (:func:`run_isolated`)."""
     from opdb.opdata import load_hints
 
     hints = hints if hints is not None else load_hints(db=db)
     table = load_table(table_name)
     todo = decomposed(names if names is not None else (ov.name for ov in db.overloads), table)
     return run_isolated(todo, progress, lambda name, source: trace_one(
-        name, source, db=db, hints=hints, table=table, tries=tries))
+        name, source, db=db, hints=hints, table=table, tries=tries, device=device))
 
 
 def run_isolated(todo: Mapping[str, str], progress: Callable[[int, int, str], None] | None,
@@ -164,14 +180,15 @@ def _work(send: Any, items: list[tuple[str, str]],
 
 
 def traced(db: Any, table_name: str, *, cache_dir: str | None = CACHE_DIR,
-           log: Callable[[str], None] | None = None) -> dict[str, Decomposition]:
-    """:func:`trace_all` over the whole op database, read from the cache when it holds this
-    torch's and table's (``cache_dir`` None: no cache)."""
+           log: Callable[[str], None] | None = None, device: str = "cpu"
+           ) -> dict[str, Decomposition]:
+    """:func:`trace_all` over the whole op database on ``device``, read from the cache when it
+    holds this torch's, table's and device's (``cache_dir`` None: no cache)."""
     import os
 
     import torch
 
-    key = cache_key(table_name, torch.__version__)
+    key = cache_key(table_name, torch.__version__, device)
     path = os.path.join(cache_dir, f"{key}.json") if cache_dir else None
     if path is not None:
         cached = read_cache(path, key)
@@ -184,7 +201,7 @@ def traced(db: Any, table_name: str, *, cache_dir: str | None = CACHE_DIR,
             log(f"tracing decompositions ({table_name}): {i}/{n} ({name}), "
                 f"{time.monotonic() - start:.0f} s")
 
-    out = trace_all(db, table_name, progress=progress)
+    out = trace_all(db, table_name, progress=progress, device=device)
     if log is not None:
         log(f"traced {len(out)} decompositions ({table_name}) in "
             f"{time.monotonic() - start:.0f} s" + (f"; cached in {path}" if path else ""))

@@ -20,15 +20,16 @@ def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str,
     return rc, captured.out, captured.err
 
 
-def _cache(tmp_path: Path, table: str, names: list[str]) -> Path:
-    """The decomposition cache for ``table`` holding ``names`` only (the whole table takes
-    minutes to trace: the command reads what the cache holds)."""
+def _cache(tmp_path: Path, table: str, names: list[str], device: str = "mlu") -> Path:
+    """The decomposition cache for ``table`` on ``device`` holding ``names`` only (the whole
+    table takes minutes to trace: the command reads what the cache holds)."""
     import opdb
     from conformance.trace.decompositions import trace_all
     from opdb.decompositions import cache_key, write_cache
 
-    key = cache_key(table, torch.__version__)
-    write_cache(tmp_path / f"{key}.json", key, trace_all(opdb.load(), table, names=names))
+    key = cache_key(table, torch.__version__, device)
+    write_cache(tmp_path / f"{key}.json", key,
+                trace_all(opdb.load(), table, names=names, device=device))
     return tmp_path
 
 
