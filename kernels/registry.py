@@ -15,10 +15,12 @@ left out, as it would for a real backend lacking it.)
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import keyword
 import pkgutil
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -233,6 +235,30 @@ def _with_out_rule(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
+#: NumPy's refusals of an argument (shapes that do not broadcast, a negative size), which reach
+#: a kernel's caller as ``ValueError``: ATen's own checks (``TORCH_CHECK``) raise
+#: ``RuntimeError`` for the same inputs, and a caller catching that must catch these too.
+_NUMPY_REFUSALS = re.compile(r"shape mismatch: objects cannot be broadcast|operands could not "
+                             r"be broadcast together|negative dimensions are not allowed|cannot "
+                             r"reshape array of size")
+
+
+def _torch_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` raising NumPy's argument refusals (:data:`_NUMPY_REFUSALS`) as ``RuntimeError``,
+    as a C++ backend's checks would; every other exception as it is."""
+
+    @functools.wraps(fn)
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as exc:
+            if _NUMPY_REFUSALS.search(str(exc)) is None:
+                raise
+            raise RuntimeError(str(exc)) from exc
+
+    return kernel
+
+
 def implemented() -> frozenset[str]:
     """Overload names currently registered for PrivateUse1 by :func:`install`."""
     return _installed
@@ -273,7 +299,7 @@ def install(without: Iterable[str] = (), overrides: Mapping[str, Callable[..., A
         for name in sorted(table):
             if name in without_set:
                 continue
-            lib.impl(name, _with_out_rule(name, table[name]))
+            lib.impl(name, _with_out_rule(name, _torch_errors(table[name])))
         _lib = lib
         _state = state
         _installed = frozenset(n for n in table if n not in without_set)
