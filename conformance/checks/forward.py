@@ -14,6 +14,7 @@ from conformance.compare.outputs import compare_outputs
 from conformance.core.call import Call, written
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
+from conformance.inputs.dims import twin_dims
 from conformance.inputs.layouts import LayoutCall
 from conformance.inputs.strategies import forward_calls
 
@@ -40,10 +41,19 @@ VIEW_REFILL = 6
 SIZED_OUT_REFILL = 4
 
 
+#: The forward refill whose dimension arguments come in their other spelling (``d - rank`` for
+#: ``d >= 0``, ``d + rank`` for a negative one: :func:`conformance.inputs.dims.twin_dims`):
+#: ATen wraps both to one dimension, and a kernel that wraps only one way (a negative dim taken
+#: as dim 0) shows in the default run, at no extra call, whichever sign the draw chose.
+TWIN_DIM_REFILL = 2
+
+
 _SIZED_OUT = "out= pre-sized"
 
 
 def forward_refill(call: Call, i: int) -> Call:
+    if i == TWIN_DIM_REFILL:
+        return twin_dims(call)
     if i == SIZED_OUT_REFILL and call.sig.kind == "out" and any(
             a.is_out for a in call.sig.args) and not any(a.is_out and a.is_list
                                                           for a in call.sig.args):

@@ -38,6 +38,7 @@ from hypothesis.extra import numpy as hnp
 from conformance.core.call import AutogradCall, Call
 from conformance.core.fills import Fill
 from conformance.core.signature import DEFAULTED, DEVICE, ArgSpec, NoStrategy, OpSignature
+from conformance.inputs.dims import is_dim_name
 from conformance.inputs.shape_menus import ZERO_ONE_IN, is_fixed, menu
 from conformance.inputs.values import (
     cached_integers,
@@ -364,7 +365,7 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature
     if base in ("int", "SymInt"):
         if spec.is_list:
             return _int_list(draw, spec, hint, plan, sig)
-        if spec.name == "dim" or spec.name.endswith("_dim") or spec.name in ("dim0", "dim1"):
+        if is_dim_name(spec.name):
             r = max(_rank(plan, sig), 1)
             return draw(cached_integers(-r, r - 1), label=spec.name)
         lo = int(hint.min) if hint.min is not None else 0

@@ -611,3 +611,44 @@ def test_a_python_number_of_a_higher_category_is_tried_with_every_drawn_python_o
                             max_examples=10, expected=_documented, seed=seed)
         assert v.verdict == "fail", (seed, v.message)
         assert "dtype" in {f.category for f in v.failures}, [f.message for f in v.failures]
+
+
+def test_a_dim_wrapped_one_way_only_is_caught_whichever_sign_was_drawn(reference):
+    """A kernel that takes a negative dim as dim 0 passes every call drawn with dim >= 0; the
+    forward check's twin-dim refill (:data:`~conformance.checks.forward.TWIN_DIM_REFILL`)
+    runs such a call with dim - rank too, and that refill fails it."""
+    import torch
+
+    import kernels
+    import opdb
+    from conformance.checks.forward import TWIN_DIM_REFILL, forward_refill, verify_forward
+    from conformance.compare.context import Context
+    from conformance.core.backends import resolve
+    from conformance.core.call import Call
+    from conformance.core.inflight import Inflight
+    from conformance.core.signature import OpSignature
+    from conformance.core.verdicts import CheckFailure
+    from kernels.registry import kernel
+    from opdb.opdata import load_hints, load_tolerances
+
+    ref = kernel("cumprod")
+
+    def negative_dim_as_zero(self, dim, *args, **kwargs):
+        return ref(self, 0 if dim < 0 else dim, *args, **kwargs)
+
+    sig = OpSignature.of(opdb.load()["cumprod"])
+    drawn = Call(sig=sig, values=(("self", torch.arange(1.0, 7.0).reshape(2, 3)), ("dim", 1),
+                                  ("dtype", None)))
+    twin = forward_refill(drawn, TWIN_DIM_REFILL)
+    assert dict(twin.values)["dim"] == -1
+    backend = resolve("mlu", without=())
+    ctx = Context(backend=backend, sig=sig, hints=load_hints().for_op("cumprod"),
+                  tolerance_fn=load_tolerances(), inflight=Inflight(None),
+                  repro_fn=lambda c: "")
+    kernels.install(overrides={"cumprod": negative_dim_as_zero})
+    try:
+        verify_forward(ctx, drawn)  # the drawn spelling passes
+        with pytest.raises(CheckFailure):
+            verify_forward(ctx, twin)
+    finally:
+        kernels.install()
