@@ -1317,15 +1317,25 @@ def narrow_copy_out(self: torch.Tensor, dim: int, start: int, length: int, *,
 
 
 
+def _check_unique_dim_sizes(shape: tuple[int, ...], d: int) -> None:
+    """ATen's _unique_dim_cpu_template: a size-0 dim must be the selected one, and the only one
+    (unique over a dim of size-0 rows has no rows to compare)."""
+    zeros = sum(1 for n in shape if n == 0)
+    if shape[d] == 0 and zeros > 1:
+        raise RuntimeError(
+            "Number of zero sized dimensions is more than one, so unique cannot be applied "
+        )
+    if shape[d] != 0 and zeros:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
+
+
 def _unique_consecutive_dim(self: torch.Tensor, return_inverse: bool, return_counts: bool,
                             dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     check_dtype("unique_dim", self.dtype, refused=COMPLEX)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
-    if sum(1 for n in x.shape if n == 0) > 1:
-        raise RuntimeError(
-            "Number of zero sized dimensions is more than one, so unique cannot be applied "
-        )
+    _check_unique_dim_sizes(x.shape, d)
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]
     flat = xm.reshape(n, int(np.prod(xm.shape[1:])))
@@ -1373,10 +1383,7 @@ def _unique_along(self: torch.Tensor, dim: int, sorted: bool = True, return_inve
     check_dtype("unique_dim", self.dtype, refused=COMPLEX)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
-    if sum(1 for n in x.shape if n == 0) > 1:
-        raise RuntimeError(
-            "Number of zero sized dimensions is more than one, so unique cannot be applied "
-        )
+    _check_unique_dim_sizes(x.shape, d)
     return_inverse = return_counts = True  # ATen's unique_dim always fills both
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]

@@ -927,8 +927,10 @@ def _cum_extreme(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor
             raise RuntimeError(f"expected scalar type {scalar_type_name(want)} but found "
                                f"{scalar_type_name(t.dtype)}")
     x = to_numpy(self)
-    d = wrap_dim(dim, x.ndim)
-    if x.ndim == 0 or x.size == 0:
+    # then tensor_dim_apply3 reads self.stride(dim): a 0-dim self has no dim to name (cummax
+    # itself copies a 0-dim self without calling the helper)
+    d = wrap_dim(dim, x.ndim, wrap_scalar=False)
+    if x.size == 0:
         np.copyto(to_numpy(values), x)
         to_numpy(indices)[...] = 0
         return
