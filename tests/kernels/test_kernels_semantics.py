@@ -758,3 +758,29 @@ def test_chebyshev_non_finite_degree_returns(op):
     n = torch.tensor([-7.25, float("-inf"), float("nan"), 1.59, 5.0])
     fn = getattr(torch.ops.aten, op).x_scalar
     torch.testing.assert_close(fn(3, n.to("mlu")).cpu(), fn(3, n))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int64, torch.float16,
+                                   torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_many_contributions_per_element_reduce_as_cpu(dtype: torch.dtype,
+                                                      include_self: bool) -> None:
+    """Over 256 source elements per target (issue 26: index_reduce of uint8, 'mean', 1025
+    indices): index_reduce and scatter_reduce count in self's dtype (a uint8 count of 520 is
+    8); index_reduce adds in self's dtype (a bfloat16 sum stops growing), scatter_reduce adds
+    16-bit floats in float32 and rounds once. Exact agreement with CPU."""
+    g = torch.Generator().manual_seed(3)
+    idx = torch.randint(0, 2, (1025,), generator=g)
+    src = (torch.rand(1025, generator=g) * 4).to(dtype) if dtype.is_floating_point else \
+        torch.randint(0, 100, (1025,), generator=g).to(dtype)
+    for name, fn in {
+        "index_reduce": lambda s, i, v, r: s.index_reduce(0, i, v, r, include_self=include_self),
+        "scatter_reduce": lambda s, i, v, r: s.scatter_reduce(0, i, v, r,
+                                                              include_self=include_self),
+    }.items():
+        for reduce in ("mean", "amax") if name == "index_reduce" else ("mean", "sum"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # index_reduce is in beta
+                want = fn(src[:2].clone(), idx, src, reduce)
+                got = fn(src[:2].to("mlu"), idx.to("mlu"), src.to("mlu"), reduce).cpu()
+            assert torch.equal(got, want), f"{name}({reduce}, {dtype}): {got} != CPU's {want}"
