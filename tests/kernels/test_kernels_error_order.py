@@ -246,6 +246,14 @@ CASES: dict[str, Callable[[str], Any]] = {
                                                                          output_size=2),
     # histc: a range +-1 cannot widen puts the values in the middle bin
     "histc narrow range": lambda d: A.histc(t(4.9e31, 4.9e31)(d), 5, 0, 0),
+    # ... and a range of two doubles that meet in the dtype puts them in bin 0
+    "histc.out float16 range rounding to [0, 0]": lambda d: A.histc(
+        t(-1.0, float("nan"), -3.0, -0.0, dtype=torch.float16)(d), 3, -1.7457927963184557e-93,
+        0, out=z(0, dtype=torch.float16)(d)),
+    "histc float32 range meeting in the dtype": lambda d: A.histc(t(1e30)(d), 5, 1e30 - 1e14,
+                                                                  1e30),
+    "histc bfloat16 data widened by 1 only as doubles": lambda d: A.histc(
+        t(512.0, dtype=torch.bfloat16)(d), 3, 0, 0),
     "_cdist_forward compute_mode": lambda d: A._cdist_forward(z(0, 0)(d), z(0, 0)(d), 0.0, 3),
     "index_fill value before bounds": lambda d: A.index_fill(
         z(1, dtype=torch.uint8)(d), 0, t(4, dtype=L)(d), 300),
