@@ -784,3 +784,25 @@ def test_many_contributions_per_element_reduce_as_cpu(dtype: torch.dtype,
                 want = fn(src[:2].clone(), idx, src, reduce)
                 got = fn(src[:2].to("mlu"), idx.to("mlu"), src.to("mlu"), reduce).cpu()
             assert torch.equal(got, want), f"{name}({reduce}, {dtype}): {got} != CPU's {want}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_cross_fuses_its_first_product_as_cpu(dtype: torch.dtype) -> None:
+    """CPU's cross kernel is fma(x, y, -(z * w)) for float and double (issue 26: float32
+    a_z * b_x = -2.8e40 and a_x * b_z = -1.2e41 both overflow; CPU's fused difference is inf,
+    a rounded one inf - inf = NaN). NaN where CPU has NaN; float32 bitwise."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(2000, 3, generator=g, dtype=torch.float64) * 10.0 ** torch.randint(
+        -20, 20, (2000, 3), generator=g)
+    b = torch.randn(2000, 3, generator=g, dtype=torch.float64) * 10.0 ** torch.randint(
+        -20, 20, (2000, 3), generator=g)
+    scale = {torch.float32: 1e18, torch.float64: 1e290, torch.float16: 1.0}[dtype]
+    a = torch.where(torch.rand(2000, 3, generator=g) < 0.3, a * scale, a)
+    if dtype == torch.float16:
+        a, b = a.clamp(-6e4, 6e4), b.clamp(-6e4, 6e4)
+    a, b = a.to(dtype), b.to(dtype)
+    want = torch.linalg.cross(a, b)
+    got = torch.linalg.cross(a.to("mlu"), b.to("mlu")).cpu()
+    assert torch.equal(got.isnan(), want.isnan())
+    exact = dict(rtol=0, atol=0) if dtype != torch.float64 else {}
+    torch.testing.assert_close(got, want, equal_nan=True, **exact)
