@@ -325,13 +325,24 @@ def logspace_out(start: Any, end: Any, steps: int, base: float = 10.0, *, out: t
         raise RuntimeError("number of steps must be non-negative")
     dtype = out.dtype
     npd = NP_DTYPE[dtype]
+    # c10's checked Scalar conversions of the bounds CPU's kernel reads: one step reads start
+    # as a double (complex double), more read both bounds in the output dtype
+    if steps == 1:
+        checked_scalar(start, torch.complex128 if dtype.is_complex else torch.float64)
+    if steps > 1:  # inside its dtype dispatch (bool is none of complex, integral, floating)
+        check_dtype("logspace_cpu", dtype, refused=BOOL)
+    for bound in (start, end)[:2 * (steps > 1)]:
+        checked_scalar(bound, dtype)
     idx = np.arange(steps)
     with np.errstate(all="ignore"):
         if steps <= 1:
             first = np.asarray([start][:steps])
             if dtype.is_complex:
                 return _store(out, np.exp(first.astype(np.complex128) * np.log(complex(base))))
-            return _store(out, np.power(float(base), np.real(first).astype(np.float64)))
+            value = np.power(float(base), np.real(first).astype(np.float64))
+            for v in value.tolist():  # fill_ reads the power as a Scalar of out's dtype
+                checked_scalar(v, dtype)
+            return _store(out, value)
         lo, hi = _bound(start, npd), _bound(end, npd)
         half = steps // 2
         if dtype.is_complex:

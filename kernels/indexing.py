@@ -399,6 +399,16 @@ def _scatter_shape_check(self: torch.Tensor, d: int, index: torch.Tensor,
 def scatter_reduce_two_out(self: torch.Tensor, dim: int, index: torch.Tensor,
                            src: torch.Tensor, reduce: str, *, include_self: bool = True,
                            out: torch.Tensor) -> torch.Tensor:
+    """A float16/bfloat16 sum (and mean's sum and count) accumulates in float32 and rounds
+    once, as CPU's scatter kernels do."""
+    return _scatter_reduce(self, dim, index, src, reduce, include_self, out, wide=True)
+
+
+def _scatter_reduce(self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor,
+                    reduce: str, include_self: bool, out: torch.Tensor, *, wide: bool
+                    ) -> torch.Tensor:
+    """scatter_reduce; ``wide``: a 16-bit float sum and count accumulate in float32 (else in
+    self's dtype, rounding at every step)."""
     d = wrap_dim(dim, self.dim())
     # scatter_meta_impl's order: dtypes, shapes, out= (set_output), then the reduction's name
     if index.numel() and index.dtype not in (torch.int64, torch.int32):
@@ -437,15 +447,20 @@ def scatter_reduce_two_out(self: torch.Tensor, dim: int, index: torch.Tensor,
                 target[touched] = info.min if reduce == "amax" else info.max
             elif target.dtype.kind == "b":
                 target[touched] = reduce == "amin"
-    ufunc = _REDUCE_UFUNC["add" if reduce == "mean" else reduce]
+    def accumulate(into: np.ndarray, values: Any, how: str) -> None:
+        if wide:
+            _reduce_at(into, grid, values, how)
+        else:
+            _REDUCE_UFUNC[how].at(into, grid, values)
+
     with quiet():
-        ufunc.at(target, grid, vals)
+        accumulate(target, vals, "add" if reduce == "mean" else reduce)
         if reduce == "mean":
-            counts = np.zeros(target.shape, np.int64)
-            np.add.at(counts, grid, 1)
-            if include_self:
-                counts = counts + 1
-            counts = np.where(counts == 0, 1, counts)
+            # ATen counts in self's dtype (ones_like/zeros_like(self), then adds 1 per source
+            # element): an integral count wraps (a uint8 count of 256 is 0, then 1)
+            counts = np.full(target.shape, 1 if include_self else 0, target.dtype)
+            accumulate(counts, np.ones(vals.shape, target.dtype), "add")
+            counts[counts == 0] = 1
             if target.dtype.kind in "iub":
                 target[...] = np.floor_divide(target, counts).astype(target.dtype)
             else:
@@ -1252,8 +1267,10 @@ def index_reduce_out(self: torch.Tensor, dim: int, index: torch.Tensor, source: 
     shape[d] = idx.size
     src_shape = tuple(source.shape) if source.dim() else (1,)
     full = np.broadcast_to(idx.reshape(shape), src_shape).copy()
-    return scatter_reduce_two_out(self, dim, from_numpy(full, torch.int64), source, reduce,
-                                  include_self=include_self, out=out)
+    # CPU's index_reduce adds in self's dtype, element by element (a 16-bit float sum rounds
+    # at every step and stops growing; scatter_reduce's sums in float32)
+    return _scatter_reduce(self, dim, from_numpy(full, torch.int64), source, reduce,
+                           include_self, out, wide=False)
 
 
 @register("nonzero_static.out")
@@ -1317,15 +1334,25 @@ def narrow_copy_out(self: torch.Tensor, dim: int, start: int, length: int, *,
 
 
 
+def _check_unique_dim_sizes(shape: tuple[int, ...], d: int) -> None:
+    """ATen's _unique_dim_cpu_template: a size-0 dim must be the selected one, and the only one
+    (unique over a dim of size-0 rows has no rows to compare)."""
+    zeros = sum(1 for n in shape if n == 0)
+    if shape[d] == 0 and zeros > 1:
+        raise RuntimeError(
+            "Number of zero sized dimensions is more than one, so unique cannot be applied "
+        )
+    if shape[d] != 0 and zeros:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
+
+
 def _unique_consecutive_dim(self: torch.Tensor, return_inverse: bool, return_counts: bool,
                             dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     check_dtype("unique_dim", self.dtype, refused=COMPLEX)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
-    if sum(1 for n in x.shape if n == 0) > 1:
-        raise RuntimeError(
-            "Number of zero sized dimensions is more than one, so unique cannot be applied "
-        )
+    _check_unique_dim_sizes(x.shape, d)
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]
     flat = xm.reshape(n, int(np.prod(xm.shape[1:])))
@@ -1373,10 +1400,7 @@ def _unique_along(self: torch.Tensor, dim: int, sorted: bool = True, return_inve
     check_dtype("unique_dim", self.dtype, refused=COMPLEX)
     x = to_numpy(self)
     d = wrap_dim(dim, x.ndim, wrap_scalar=False)
-    if sum(1 for n in x.shape if n == 0) > 1:
-        raise RuntimeError(
-            "Number of zero sized dimensions is more than one, so unique cannot be applied "
-        )
+    _check_unique_dim_sizes(x.shape, d)
     return_inverse = return_counts = True  # ATen's unique_dim always fills both
     xm = np.moveaxis(x, d, 0)
     n = xm.shape[0]

@@ -478,11 +478,20 @@ def batch_norm_backward(
     output_mask: Sequence[bool],
 ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """``native_batch_norm_backward``: gradients w.r.t. input, weight, bias."""
-    dtype = x.dtype
-    if grad_out.dtype != dtype:  # ATen's first check (its dtype dispatch on input)
-        from kernels._semantics import scalar_type_name
-        from kernels._tensor import TORCH_DTYPE
+    from kernels._semantics import FLOATING, scalar_type_name
+    from kernels._tensor import TORCH_DTYPE
 
+    dtype = x.dtype
+    if TORCH_DTYPE[dtype] not in FLOATING:  # its dtype dispatch on input comes first: NumPy's
+        raise TypeError(f"no batch norm of {dtype}")  # TypeError is the wrapper's refusal
+    if x.ndim < 2:
+        # ATen sizes grad_weight/grad_bias by input.size(1), then its kernel reads input.size(0)
+        # and input.size(1), before it reads grad_out as input's type: torch's IndexError
+        dim = 0 if x.ndim == 0 and not (output_mask[1] or output_mask[2]) else 1
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions"
+                         if x.ndim == 0 else
+                         "Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if grad_out.dtype != dtype:  # then its dtype check (data_ptr of grad_out as input's type)
         raise RuntimeError(f"expected scalar type {scalar_type_name(TORCH_DTYPE[dtype])} but "
                            f"found {scalar_type_name(TORCH_DTYPE[grad_out.dtype])}")
     go, xf = opmath(grad_out), opmath(x)

@@ -276,7 +276,8 @@ NN_ROWS: dict[tuple[str, str], tuple[dict[str, Any], Callable[..., Any]]] = {
         (dict(dtypes=FLOATING, kernel_name="batch_norm", outs_unchecked=_bn_eval_of_nothing,
               out_first=_bn_out_first, outs_untouched=_bn_saves_in_eval), nn.batch_norm),
     ("native_batch_norm_backward", "native_batch_norm_backward.out"):
-        (dict(dtypes=FLOATING, kernel_name="batch_norm_backward_cpu", autogen_out=True),
+        (dict(dtypes=FLOATING, kernel_name="batch_norm_backward_cpu", autogen_out=True,
+              dtype_args=(1,)),  # CPU dispatches on input's dtype
          nn.batch_norm_backward),
     ("native_layer_norm", "native_layer_norm.out"):
         (dict(dtypes=FLOATING, kernel_name="LayerNormKernelImpl", autogen_out=True),

@@ -223,7 +223,9 @@ def _make_pad(mode: str, torch_name: str, dims: int) -> None:
     name = f"{torch_name}{dims}d"
 
     def forward(self: torch.Tensor, padding: list[int]) -> np.ndarray:
-        if self.dim() not in (dims + 1, dims + 2) or 0 in self.shape[1:]:
+        # ATen's check_valid_input: only a batch dim (present in the dims + 2 form) may be 0
+        batched = self.dim() == dims + 2
+        if self.dim() not in (dims + 1, dims + 2) or 0 in self.shape[int(batched):]:
             raise RuntimeError(
                 f"Expected {dims + 1}D or {dims + 2}D (batch mode) tensor with possibly 0 batch "
                 f"size and other non-zero dimensions for input, but got: {list(self.shape)}"

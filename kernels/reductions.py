@@ -927,8 +927,10 @@ def _cum_extreme(self: torch.Tensor, values: torch.Tensor, indices: torch.Tensor
             raise RuntimeError(f"expected scalar type {scalar_type_name(want)} but found "
                                f"{scalar_type_name(t.dtype)}")
     x = to_numpy(self)
-    d = wrap_dim(dim, x.ndim)
-    if x.ndim == 0 or x.size == 0:
+    # then tensor_dim_apply3 reads self.stride(dim): a 0-dim self has no dim to name (cummax
+    # itself copies a 0-dim self without calling the helper)
+    d = wrap_dim(dim, x.ndim, wrap_scalar=False)
+    if x.size == 0:
         np.copyto(to_numpy(values), x)
         to_numpy(indices)[...] = 0
         return
@@ -1017,11 +1019,16 @@ def _histc(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0,
     check_dtype("histogram_cpu", self.dtype, allowed=FLOATING)
     # the kernel's bin edges are linspace(lo, hi) in the input's dtype: a range end the dtype
     # cannot hold is rounded first (float32 min=3.6e-121 is 0.0, so -0.0 is inside)
+    distinct = lo != hi
     lo, hi = (torch.tensor(v, dtype=self.dtype).item() for v in (lo, hi))
     x = to_numpy(self).reshape(-1).astype(np.float64)
     inside = (x >= lo) & (x <= hi)
-    if hi == lo:  # a range too narrow for +-1 to widen (float32/float64): CPU's kernel puts
-        pos = np.full(int(inside.sum()), bins // 2, np.int64)  # its values in the middle bin
+    if hi == lo:
+        # a range too narrow for +-1 to widen (float32/float64): CPU's kernel puts its values
+        # in the middle bin; two doubles that meet only in the dtype give a 0/0 bin index,
+        # which CPU's kernel turns into INT64_MIN, an offset that wraps to bin 0 (measured
+        # for the four floating dtypes and 1-7 bins; issue 26, float16 min=-1.7e-93, max=0)
+        pos = np.full(int(inside.sum()), 0 if distinct else bins // 2, np.int64)
     else:
         pos = np.floor((x[inside] - lo) * bins / (hi - lo)).astype(np.int64)
     pos = np.minimum(pos, bins - 1)

@@ -246,6 +246,14 @@ CASES: dict[str, Callable[[str], Any]] = {
                                                                          output_size=2),
     # histc: a range +-1 cannot widen puts the values in the middle bin
     "histc narrow range": lambda d: A.histc(t(4.9e31, 4.9e31)(d), 5, 0, 0),
+    # ... and a range of two doubles that meet in the dtype puts them in bin 0
+    "histc.out float16 range rounding to [0, 0]": lambda d: A.histc(
+        t(-1.0, float("nan"), -3.0, -0.0, dtype=torch.float16)(d), 3, -1.7457927963184557e-93,
+        0, out=z(0, dtype=torch.float16)(d)),
+    "histc float32 range meeting in the dtype": lambda d: A.histc(t(1e30)(d), 5, 1e30 - 1e14,
+                                                                  1e30),
+    "histc bfloat16 data widened by 1 only as doubles": lambda d: A.histc(
+        t(512.0, dtype=torch.bfloat16)(d), 3, 0, 0),
     "_cdist_forward compute_mode": lambda d: A._cdist_forward(z(0, 0)(d), z(0, 0)(d), 0.0, 3),
     "index_fill value before bounds": lambda d: A.index_fill(
         z(1, dtype=torch.uint8)(d), 0, t(4, dtype=L)(d), 300),
@@ -448,6 +456,41 @@ CASES: dict[str, Callable[[str], Any]] = {
         A.conv_transpose3d(z(1, 2, 2, 2, 2)(d), z(2, 2, 2, 2, 1)(d), padding=[0, 0, 1]),
     "conv_transpose2d of int64, output size -1": lambda d:
         A.conv_transpose2d(z(1, 2, 1, 1, dtype=L)(d), z(2, 1, 1, 1, dtype=L)(d), padding=[1, 1]),
+    # default-run findings of 2026-12-02 (issue 26): CPU's checks of empty and 0-dim inputs
+    "reflection_pad1d.out of a 2-d input with no channels": lambda d: A.reflection_pad1d(
+        z(0, 2)(d), [0, 0], out=z(0)(d)),
+    "reflection_pad2d of a 3-d input with no channels": lambda d: A.reflection_pad2d(
+        z(0, 2, 2, dtype=I32)(d), [0, 0, 0, 0]),
+    "replication_pad1d of a batch of no rows": lambda d: A.replication_pad1d(
+        z(0, 2, 2)(d), [1, 1]),
+    "unique_consecutive.out over a full dim of [2, 0]": lambda d: A.unique_consecutive(
+        z(2, 0, dtype=L)(d), False, False, 0, out0=z(0, dtype=L)(d), out1=z(0, dtype=L)(d),
+        out2=z(0, dtype=L)(d)),
+    "unique_dim_consecutive over the empty dim of [2, 0]": lambda d: A.unique_dim_consecutive(
+        z(2, 0, dtype=L)(d), 1),
+    "unique_dim over a full dim of [2, 0]": lambda d: A.unique_dim(z(2, 0, dtype=L)(d), 0),
+    "_cummax_helper of a 0-dim self": lambda d: A._cummax_helper(
+        t(1.5, dtype=torch.float16, shape=())(d), t(1.5, dtype=torch.float16, shape=())(d),
+        t(4, dtype=L, shape=())(d), 0),
+    "native_batch_norm_backward of a 0-dim input, mixed dtypes": lambda d:
+        A.native_batch_norm_backward(t(1.0, shape=())(d), t(1.5, dtype=torch.float16, shape=())(d),
+                                     None, None, None, None, None, False, 0.0625, [False] * 3),
+    "native_batch_norm_backward of a 0-dim input, grad_weight": lambda d:
+        A.native_batch_norm_backward(t(1.0, shape=())(d), t(1.5, shape=())(d), None, None, None,
+                                     None, None, False, 0.0625, [False, True, False]),
+    "native_batch_norm_backward of a 1-d input": lambda d: A.native_batch_norm_backward(
+        z(2)(d), z(2, dtype=torch.float16)(d), None, None, None, None, None, False, 0.1,
+        [True] * 3),
+    "native_batch_norm_backward of an int64 0-dim input": lambda d: A.native_batch_norm_backward(
+        z(dtype=L)(d), z(dtype=L)(d), None, None, None, None, None, True, 0.1, [False] * 3),
+    "logspace.Tensor_Scalar_out complex end into float64": lambda d: A.logspace.Tensor_Scalar_out(
+        t(1.37, dtype=torch.float64, shape=())(d), complex(1.5, 0.5), 2, 0.0,
+        out=z(0, dtype=torch.float64)(d)),
+    "logspace.out one step of a complex start": lambda d: A.logspace.out(
+        complex(1.5, 0.5), 1.0, 1, 2.0, out=z(0)(d)),
+    "logspace.out one step past int8": lambda d: A.logspace.out(
+        1e40, 1.0, 1, 2.0, out=z(0, dtype=torch.int8)(d)),
+    "logspace.out bool": lambda d: A.logspace.out(1.0, 2.0, 2, 2.0, out=z(0, dtype=torch.bool)(d)),
 }
 
 

@@ -758,3 +758,51 @@ def test_chebyshev_non_finite_degree_returns(op):
     n = torch.tensor([-7.25, float("-inf"), float("nan"), 1.59, 5.0])
     fn = getattr(torch.ops.aten, op).x_scalar
     torch.testing.assert_close(fn(3, n.to("mlu")).cpu(), fn(3, n))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int64, torch.float16,
+                                   torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_many_contributions_per_element_reduce_as_cpu(dtype: torch.dtype,
+                                                      include_self: bool) -> None:
+    """Over 256 source elements per target (issue 26: index_reduce of uint8, 'mean', 1025
+    indices): index_reduce and scatter_reduce count in self's dtype (a uint8 count of 520 is
+    8); index_reduce adds in self's dtype (a bfloat16 sum stops growing), scatter_reduce adds
+    16-bit floats in float32 and rounds once. Exact agreement with CPU."""
+    g = torch.Generator().manual_seed(3)
+    idx = torch.randint(0, 2, (1025,), generator=g)
+    src = (torch.rand(1025, generator=g) * 4).to(dtype) if dtype.is_floating_point else \
+        torch.randint(0, 100, (1025,), generator=g).to(dtype)
+    for name, fn in {
+        "index_reduce": lambda s, i, v, r: s.index_reduce(0, i, v, r, include_self=include_self),
+        "scatter_reduce": lambda s, i, v, r: s.scatter_reduce(0, i, v, r,
+                                                              include_self=include_self),
+    }.items():
+        for reduce in ("mean", "amax") if name == "index_reduce" else ("mean", "sum"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # index_reduce is in beta
+                want = fn(src[:2].clone(), idx, src, reduce)
+                got = fn(src[:2].to("mlu"), idx.to("mlu"), src.to("mlu"), reduce).cpu()
+            assert torch.equal(got, want), f"{name}({reduce}, {dtype}): {got} != CPU's {want}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_cross_fuses_its_first_product_as_cpu(dtype: torch.dtype) -> None:
+    """CPU's cross kernel is fma(x, y, -(z * w)) for float and double (issue 26: float32
+    a_z * b_x = -2.8e40 and a_x * b_z = -1.2e41 both overflow; CPU's fused difference is inf,
+    a rounded one inf - inf = NaN). NaN where CPU has NaN; float32 bitwise."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(2000, 3, generator=g, dtype=torch.float64) * 10.0 ** torch.randint(
+        -20, 20, (2000, 3), generator=g)
+    b = torch.randn(2000, 3, generator=g, dtype=torch.float64) * 10.0 ** torch.randint(
+        -20, 20, (2000, 3), generator=g)
+    scale = {torch.float32: 1e18, torch.float64: 1e290, torch.float16: 1.0}[dtype]
+    a = torch.where(torch.rand(2000, 3, generator=g) < 0.3, a * scale, a)
+    if dtype == torch.float16:
+        a, b = a.clamp(-6e4, 6e4), b.clamp(-6e4, 6e4)
+    a, b = a.to(dtype), b.to(dtype)
+    want = torch.linalg.cross(a, b)
+    got = torch.linalg.cross(a.to("mlu"), b.to("mlu")).cpu()
+    assert torch.equal(got.isnan(), want.isnan())
+    exact = dict(rtol=0, atol=0) if dtype != torch.float64 else {}
+    torch.testing.assert_close(got, want, equal_nan=True, **exact)
