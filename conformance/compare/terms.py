@@ -22,32 +22,33 @@ import torch
 from conformance.core.call import Call
 
 
-def _magnitude(value: Any, is_out: bool) -> Any:
-    """``value``'s absolute value, floating/complex tensors widened to float64 (an out=
-    tensor: an empty float64 one, which the call resizes); everything else as it is."""
+def _magnitude(value: Any, is_out: bool, widen: bool) -> Any:
+    """``value``'s absolute value, floating/complex tensors widened to float64 (``widen``) or
+    kept in their dtype's kind (a complex one's magnitude is real: its real dtype); an out=
+    tensor: an empty one of that dtype, which the call resizes; everything else as it is."""
     if isinstance(value, list | tuple):
-        return type(value)(_magnitude(v, is_out) for v in value)
+        return type(value)(_magnitude(v, is_out, widen) for v in value)
     if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+        dtype = torch.float64 if widen else value.real.dtype if value.is_complex() \
+            else value.dtype
         if is_out:
-            return torch.empty(0, dtype=torch.float64)
-        return value.detach().abs().to(torch.float64)
+            return torch.empty(0, dtype=dtype)
+        return value.detach().abs().to(dtype)
     if isinstance(value, float | complex) or (isinstance(value, int)
                                               and not isinstance(value, bool)):
         return abs(value)
     return value
 
 
-def terms_magnitude(call: Call, shape: torch.Size, position: tuple[int, int] | None = None
-                    ) -> torch.Tensor | None:
-    """Per element of a result of ``shape`` (result ``position[0]`` of ``position[1]`` for a
-    ``_foreach_*`` call), the total magnitude of the terms it sums: ``call`` run on CPU with
-    every floating/complex input replaced by its absolute value in float64 (Python numbers by
-    theirs), under float64 as the default dtype. ``None`` where that call raises or answers in
-    another shape (the comparison then scales by the inputs' magnitude)."""
+def _magnitude_run(call: Call, shape: torch.Size, position: tuple[int, int] | None,
+                   widen: bool) -> torch.Tensor | None:
+    """The call on absolute values (:func:`terms_magnitude`), widened or in its own dtypes;
+    ``None`` where it raises or answers in another shape."""
     outs = {a.name for a in call.sig.args if a.is_out}
-    values = tuple((name, _magnitude(v, name in outs)) for name, v in call.values)
+    values = tuple((name, _magnitude(v, name in outs, widen)) for name, v in call.values)
     before = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
+    if widen:
+        torch.set_default_dtype(torch.float64)
     try:
         answer = replace(call, values=values).run("cpu")
     except Exception:  # noqa: BLE001 - any refusal only means no terms scale for this call
@@ -62,4 +63,31 @@ def terms_magnitude(call: Call, shape: torch.Size, position: tuple[int, int] | N
                            and a.shape == shape), None)
     if not isinstance(answer, torch.Tensor) or answer.shape != shape:
         return None
-    return answer.detach().abs().to(torch.float64)
+    return answer.detach().abs()
+
+
+def terms_overflow(call: Call, shape: torch.Size, position: tuple[int, int] | None = None
+                   ) -> torch.Tensor | None:
+    """Per element of a result of ``shape``, whether the terms' total overflows in the call's
+    own dtypes but not in float64 (the call on absolute values is not finite there, and is
+    when widened): some partial sum may then overflow in any order, although every term is
+    finite (a float32 mean over 771 values of 1e36). An infinite input is no such evidence:
+    its total is infinite either way. ``None`` as for :func:`terms_magnitude`."""
+    total = _magnitude_run(call, shape, position, widen=False)
+    if total is None or not (total.is_floating_point() or total.is_complex()):
+        return None
+    wide = terms_magnitude(call, shape, position)
+    if wide is None:
+        return None
+    return ~total.isfinite() & wide.isfinite()
+
+
+def terms_magnitude(call: Call, shape: torch.Size, position: tuple[int, int] | None = None
+                    ) -> torch.Tensor | None:
+    """Per element of a result of ``shape`` (result ``position[0]`` of ``position[1]`` for a
+    ``_foreach_*`` call), the total magnitude of the terms it sums: ``call`` run on CPU with
+    every floating/complex input replaced by its absolute value in float64 (Python numbers by
+    theirs), under float64 as the default dtype. ``None`` where that call raises or answers in
+    another shape (no ulps are then allowed)."""
+    total = _magnitude_run(call, shape, position, widen=True)
+    return None if total is None else total.to(torch.float64)

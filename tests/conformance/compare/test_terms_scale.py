@@ -23,6 +23,7 @@ from conformance.core.inflight import Inflight
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
 from opdb.opdata import load_hints, load_tolerances
+from opdb.outcomes import VALUE_UNSPECIFIED
 
 K = 1025
 
@@ -96,3 +97,32 @@ def test_bad_scale_is_a_located_error(tmp_path):
     f.write_text("- names: [mm]\n  scale_ulps: 4\n  scale: products\n  reason: x\n")
     with pytest.raises(InputError, match="'scale' must be one of inputs, all_inputs, terms"):
         load_tolerances(f)
+
+
+def test_a_sum_whose_order_loses_small_values_under_huge_ones_agrees():
+    """nanmean of float64 holding +-1.8e308 and small values: another summation order loses
+    the small values (0 where the exact mean is 2.5): no order is a contract there."""
+    x = torch.tensor([[1.7e308, 4.0, -1.7e308], [6.0, 0.0, 0.0]], dtype=torch.float64)
+    call = _call("nanmean", self=x, dim=None, keepdim=False, dtype=None)
+    cpu = call.run("cpu")
+    compare_outputs(_ctx(call), call, cpu, torch.zeros_like(cpu), values=True)
+
+
+def test_an_overflowing_partial_sum_may_be_infinite_and_a_lost_element_still_fails():
+    """A float32 mean over values near +-3e38 may overflow in a partial sum in any order (an
+    infinity agrees); with tame values a dropped element fails."""
+    g = torch.Generator().manual_seed(0)
+    signs = torch.tensor([1.0, -1.0]).repeat(386)[:771]
+    huge = (signs * 1e36).reshape(1, 1, 3, 257)  # sum |x| = 7.7e38, past float32's 3.4e38
+    call = _call("adaptive_avg_pool2d", self=huge, output_size=[1, 1])
+    cpu = call.run("cpu")
+    assert bool(cpu.isfinite().all())
+    ctx = _ctx(call)
+    compare_outputs(ctx, call, cpu, torch.full_like(cpu, float("inf")), values=True)
+    assert ctx.info_elements[VALUE_UNSPECIFIED] == 1  # counted, not silently passed
+    tame = torch.rand(1, 1, 3, 257, generator=g) * 16 - 8
+    call = _call("adaptive_avg_pool2d", self=tame, output_size=[1, 1])
+    dropped = tame.reshape(-1)[:-1].sum() / tame.numel()
+    with pytest.raises(CheckFailure):
+        compare_outputs(_ctx(call), call, call.run("cpu"), dropped.reshape(1, 1, 1, 1),
+                        values=True)
