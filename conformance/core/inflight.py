@@ -165,16 +165,17 @@ class Inflight:
         self._size = max(self._size, len(data))
 
     @staticmethod
-    def read(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    def read(path: str | os.PathLike[str], *, render: bool = True) -> dict[str, Any] | None:
         """The marker at ``path``, its ``repro`` rendered from the side file where the marker
-        names a kept call (``repro_seq``); ``None`` where there is no readable marker."""
+        names a kept call (``repro_seq``; ``render=False``: not, for a reader of its timing
+        only); ``None`` where there is no readable marker."""
         try:
             with open(path, encoding="utf-8") as fh:
                 marker = json.load(fh)
         except (OSError, ValueError):  # missing, half-written or not text
             return None
         seq = marker.get("repro_seq") if isinstance(marker, dict) else None
-        if seq is not None and marker.get("repro") is None:
+        if render and seq is not None and marker.get("repro") is None:
             marker["repro"] = _kept_repro(Path(path).with_suffix(".call"), int(seq))
         return marker  # type: ignore[no-any-return]
 
