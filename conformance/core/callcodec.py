@@ -109,20 +109,21 @@ class CallCodec:
     def __init__(self) -> None:
         self._key: tuple[int, int] | None = None
         self._shared: tuple[Any, ...] = ()
-        self._head = b""
+        self._head: bytes | None = b""
 
     def head(self, repro: Callable[[Any], str], call: Any) -> bytes | None:
         """The bytes of ``call``'s repro function and signature; ``None`` where they cannot be
         pickled (a lambda)."""
-        key = (id(repro), id(call.sig))
+        key = (id(repro), id(call.sig))  # ids of live objects: self._shared holds them
         if key != self._key:
-            self._key, self._shared = None, (repro, call.sig)
+            self._key, self._shared = key, (repro, call.sig)
             buf = io.BytesIO()
             try:
                 _Pickler(buf).dump(self._shared)
-            except Exception:  # noqa: BLE001 - rendered at once instead
-                return None
-            self._key, self._head = key, buf.getvalue()
+            except Exception:  # noqa: BLE001 - rendered at once instead (asked once per item)
+                self._head = None
+            else:
+                self._head = buf.getvalue()
         return self._head
 
     def dump(self, repro: Callable[[Any], str], call: Any) -> bytes | None:
