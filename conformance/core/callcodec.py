@@ -114,9 +114,10 @@ class CallCodec:
     def head(self, repro: Callable[[Any], str], call: Any) -> bytes | None:
         """The bytes of ``call``'s repro function and signature; ``None`` where they cannot be
         pickled (a lambda)."""
-        key = (id(repro), id(call.sig))  # ids of live objects: self._shared holds them
+        sig = getattr(call, "sig", None)
+        key = (id(repro), id(sig))  # ids of live objects: self._shared holds them
         if key != self._key:
-            self._key, self._shared = key, (repro, call.sig)
+            self._key, self._shared = key, (repro, sig)
             buf = io.BytesIO()
             try:
                 _Pickler(buf).dump(self._shared)
