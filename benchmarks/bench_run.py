@@ -5,10 +5,11 @@ twelve, every ``sample_inputs`` sample: run on CPU and on the backend, compare w
 ``torch.testing.assert_close`` (the same comparison the engine's ``forward`` check makes).
 Both sides run in this process, on the same ops, alternating for ``--rounds`` rounds (best
 round of each side kept: on a shared machine a side measured during a burst of other load would
-otherwise decide the ratio); the ratio is printed. Fixed start-up is left out on both sides: the
-anchor's ``op_db`` import, the engine's imports, plugin set-up and collection (from the first
-item's set-up to the end of the last item's report is counted, not pytest's shutdown), so the
-ratio compares checking, not process start or exit.
+otherwise decide the ratio); the ratio is printed. Both sides run torch on one intra-op thread
+(the engine's setting: its parallelism is its worker processes). Fixed start-up is left out on
+both sides: the anchor's ``op_db`` import, the engine's imports, plugin set-up and collection
+(from the first item's set-up to the end of the last item's report is counted, not pytest's
+shutdown), so the ratio compares checking, not process start or exit.
 
     python benchmarks/bench_run.py [--backend mlu] [--ops REGEX] [--max-examples K] [--rounds R]
 """
@@ -135,6 +136,12 @@ def _measure_one(side: str, args: argparse.Namespace) -> dict[str, Any]:
     _warm(backend.device)
     if side == "conformance":
         return conformance_side(args.backend, args.ops, args.max_examples)
+    import torch
+
+    # the anchor on the engine's intra-op thread count (one: the plugin sets it, its
+    # parallelism is its worker processes), so neither side's ratio counts pool threads'
+    # spin-waits on a loaded machine (docs/decisions.md#engine-speed)
+    torch.set_num_threads(1)
     t0 = time.perf_counter()
     import torch.testing._internal.common_methods_invocations  # noqa: F401
 

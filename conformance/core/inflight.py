@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # torch-free at run time: the CLI's help reads ITEM_CEILING
 #: The in-flight marker's fields that change with every call (:meth:`Inflight.call`);
 #: ``call_started`` (``time.time()``) is when the call began: a timeout is a call that runs too
 #: long, not an item (the watchdog, the controller, fork isolation read it).
-_CALL_FIELDS = ("call", "side", "source", "repro", "call_started")
+_CALL_FIELDS = ("call", "side", "source", "repro", "repro_seq", "call_started")
 
 
 #: The timeout (``--conformance-timeout``) is per call: a call on CPU or on the backend (its
@@ -31,9 +31,11 @@ ITEM_CEILING = 10
 
 
 def _json_text(value: str | float | None) -> bytes:
-    """``json.dumps`` of a string, a float or ``None``, without its per-call overhead."""
+    """``json.dumps`` of a string, a number or ``None``, without its per-call overhead."""
     if value is None:
         return b"null"
+    if isinstance(value, int):
+        return b"%d" % value
     if isinstance(value, float):
         return repr(value).encode()
     return encode_basestring_ascii(value).encode()
@@ -52,6 +54,12 @@ class Inflight:
         self._size = 0  # bytes the marker file holds (a shorter marker is padded over them)
         self._repro_of: Call | None = None
         self._repro: str | None = None
+        #: the backend calls kept in the side file (:attr:`call_path`), numbered: the marker's
+        #: ``repro_seq`` names the one its ``call`` is (None: the repro is in ``repro``)
+        self._seq = 0
+        self._repro_seq: int | None = None
+        self._call_fd: int | None = None
+        self._codec: Any = None  # a conformance.core.callcodec.CallCodec, made on first use
         self._head = b"{}"  # the item's JSON as of the last start/mark (call fields apart)
         #: called before every call is recorded (the watchdog's progress: its deadline is the
         #: call's); set by whoever watches the item, None otherwise
@@ -76,9 +84,39 @@ class Inflight:
         self.item["source"] = call.source  # a schema draw or a recorded call (corpus)
         # the repro is what a crash verdict carries; an oracle crash is a skip and needs none
         if side != "cpu" and self._repro_of is not call:  # one repro per call (CPU reruns)
-            self._repro_of, self._repro = call, repro(call)
+            self._repro_of = call
+            self._keep(call, repro)
         self.item["repro"] = self._repro if side != "cpu" else None
+        self.item["repro_seq"] = self._repro_seq if side != "cpu" else None
         self._write_call()
+
+    @property
+    def call_path(self) -> Path | None:
+        """The side file holding the backend's call in flight as bytes
+        (:mod:`conformance.core.callcodec`), beside the marker."""
+        return self.path.with_suffix(".call") if self.path else None
+
+    def _keep(self, call: Call, repro: Callable[[Call], str]) -> None:
+        """Keep ``call`` for its repro: as bytes in the side file, rendered only where the
+        marker is read (:meth:`read`: after a death), or, where it cannot be kept so, rendered
+        now. The side file is written before the marker names it (``repro_seq``): a process
+        that dies between the two leaves a marker naming the call before, whose number no
+        longer matches, so no repro (never the wrong one)."""
+        if self._codec is None:
+            from conformance.core.callcodec import CallCodec
+
+            self._codec = CallCodec()
+        data = self._codec.dump(repro, call)
+        if data is None:
+            self._repro, self._repro_seq = repro(call), None
+            return
+        self._seq += 1
+        if self._call_fd is None:
+            assert self.call_path is not None
+            self._call_fd = os.open(self.call_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        head = b"%d\n" % self._seq
+        os.pwrite(self._call_fd, head + data, 0)  # no truncation: unpickling stops at its end
+        self._repro, self._repro_seq = None, self._seq
 
     def mark(self, state: str) -> None:
         self.item["state"] = state
@@ -94,6 +132,9 @@ class Inflight:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self._call_fd is not None:
+            os.close(self._call_fd)
+            self._call_fd = None
 
     def _write_call(self) -> None:
         """:meth:`_write` for :meth:`call`, which runs before every example on each side: only
@@ -124,9 +165,33 @@ class Inflight:
         self._size = max(self._size, len(data))
 
     @staticmethod
-    def read(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    def read(path: str | os.PathLike[str], *, render: bool = True) -> dict[str, Any] | None:
+        """The marker at ``path``, its ``repro`` rendered from the side file where the marker
+        names a kept call (``repro_seq``; ``render=False``: not, for a reader of its timing
+        only); ``None`` where there is no readable marker."""
         try:
             with open(path, encoding="utf-8") as fh:
-                return json.load(fh)
-        except (OSError, json.JSONDecodeError):
+                marker = json.load(fh)
+        except (OSError, ValueError):  # missing, half-written or not text
             return None
+        seq = marker.get("repro_seq") if isinstance(marker, dict) else None
+        if render and seq is not None and marker.get("repro") is None:
+            marker["repro"] = _kept_repro(Path(path).with_suffix(".call"), int(seq))
+        return marker  # type: ignore[no-any-return]
+
+
+def _kept_repro(path: Path, seq: int) -> str | None:
+    """The repro of call number ``seq`` kept in the side file at ``path``, if it is that one."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head, _, body = data.partition(b"\n")
+    if head != b"%d" % seq:
+        return None
+    from conformance.core.callcodec import render_call
+
+    try:
+        return render_call(body)
+    except Exception:  # noqa: BLE001 - a marker a reader cannot render has no repro
+        return None

@@ -224,10 +224,9 @@ def settle_orphan(marker_path: Path, results: Path, *, cwd: str | os.PathLike[st
     dies on it too, append its verdict to ``results`` (else ``--resume`` reruns it). Its
     ``expected`` is the reason of the entry of ``expectations`` that explains the verdict's
     message (a crash has no category: the message, with the replay's ``crashed (SIGABRT)``)."""
-    try:
-        marker = json.loads(marker_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    from conformance.core.inflight import Inflight
+
+    marker = Inflight.read(marker_path)  # the repro rendered from its kept call, if any
     if not isinstance(marker, dict) or marker.get("state") not in ("running", "timeout"):
         return None
     item = f"{marker.get('overload')}::{marker.get('check')}"

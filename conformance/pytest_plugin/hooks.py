@@ -24,11 +24,29 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("--backend", default=None):
         return
     state = State(config)
+    state.torch_threads_before = one_intra_op_thread()
     attach(config, state)
     config.pluginmanager.register(state, _STATE)
     config.pluginmanager.register(NotApplicable(state), NAME)
     state.open_results()
     _on_sigterm(state)
+
+
+def one_intra_op_thread() -> int | None:
+    """Run the session's torch calls on one intra-op thread (returns the count before, for
+    :func:`pytest_unconfigure`; ``None`` where it was one already). The run's parallelism is its
+    worker processes (``-n``, up to the CPU count), so a worker's pool threads only oversubscribe
+    the cores: on a loaded 2-core machine CPU's ``isclose`` of a 100,000-element float32 tensor
+    cost 90 ms of CPU time on two threads (their spin-waits), 0.6 ms on one, and such calls were
+    12% of a forward run (docs/decisions.md#engine-speed). Forked items ran on one thread
+    already (:mod:`conformance.pytest_plugin.isolation`)."""
+    import torch
+
+    before = torch.get_num_threads()
+    if before == 1:
+        return None
+    torch.set_num_threads(1)
+    return before
 
 
 def _on_sigterm(state: State) -> None:
@@ -64,6 +82,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.writer.close()
     Watchdog.stop()
     state.cleanup()
+    if state.torch_threads_before is not None:
+        import torch
+
+        torch.set_num_threads(state.torch_threads_before)
     if state.sigterm_before is not None:
         import signal
 

@@ -86,7 +86,7 @@ def _due(state: State, nodeid: str, start: float) -> tuple[float, str] | None:
         return None
     from conformance.core.inflight import Inflight
 
-    marker = Inflight.read(state.inflight.path) if state.inflight.path else None
+    marker = Inflight.read(state.inflight.path, render=False) if state.inflight.path else None
     last = marker.get("call_started") if marker and marker.get("nodeid") == nodeid else None
     call_due = float(last or start) + state.timeout
     ceiling = start + state.timeout * ITEM_CEILING

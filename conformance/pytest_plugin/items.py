@@ -7,6 +7,7 @@ to kill the process, and reports its verdict record on the report.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import warnings
@@ -57,7 +58,9 @@ class ConformanceItem(pytest.Item):
         def run(settings: EngineSettings = state.settings) -> Verdict:
             return run_check(self.item, backend, settings=settings, hints=hints,
                              tolerance_fn=state.tolerances,
-                             repro_fn=lambda call: snippet(call, backend),
+                             # picklable: the marker keeps the call and renders its repro
+                             # only after a death (conformance.core.callcodec)
+                             repro_fn=functools.partial(snippet, backend=backend),
                              inflight=state.inflight, expected=expected)
 
         def recorded() -> Verdict:  # the item on its recorded calls alone (a retry)

@@ -59,6 +59,8 @@ class State:
         self.xpassed: list[str] = []
         self.exit_status: dict[str, int | None] = {}  # xdist worker id -> how its process ended
         self.sigterm_before: Any = None  # the SIGTERM handler to put back (see hooks._on_sigterm)
+        #: torch's intra-op thread count to put back at unconfigure (see hooks.one_intra_op_thread)
+        self.torch_threads_before: int | None = None
 
     # -- set-up, in this order (the first InputError is the one the user sees) -------------------
     def _select(self, config: pytest.Config) -> None:

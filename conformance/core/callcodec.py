@@ -1,0 +1,155 @@
+"""A call and its repro function as bytes (:func:`dump_call`), rendered into the repro text only
+where it is read (:func:`render_call`): the about-to-run marker (:mod:`conformance.core.inflight`)
+keeps the call this way, and the repro is written only after a death
+(docs/decisions.md#engine-speed).
+
+Rendering the repro before every backend call cost 12% of a forward run: every tensor written as
+a literal, those above 4096 elements zlib-compressed and base64-encoded, then JSON-escaped into the
+marker. Here a CPU tensor's bytes are copied as they are (its dtype, shape, strides, offset and
+``requires_grad`` with them: the rendered repro is the one the call would have had), the
+signature as its fields (not its cached ``torch.ops`` packet), and the ``Device?`` placeholder
+as itself. Anything else that pickle cannot write (a tensor on a device, sparse or quantized) makes
+:func:`dump_call` return ``None``: the caller renders the repro at once, as before.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+import torch
+
+from conformance.core.signature import DEVICE, OpSignature
+
+_SIG_FIELDS = tuple(f.name for f in fields(OpSignature))
+
+
+def _device() -> Any:
+    return DEVICE
+
+
+def _signature(*values: Any) -> OpSignature:
+    return OpSignature(**dict(zip(_SIG_FIELDS, values, strict=True)))
+
+
+def _tensor(data: bytes, dtype: torch.dtype, shape: tuple[int, ...], stride: tuple[int, ...],
+            offset: int, numel: int, requires_grad: bool) -> torch.Tensor:
+    flat = torch.frombuffer(bytearray(data), dtype=dtype) if data else \
+        torch.empty(numel, dtype=dtype)
+    t = flat.as_strided(shape, stride, offset)
+    return t.requires_grad_() if requires_grad else t
+
+
+class _Unsupported(Exception):
+    """A value the marker cannot keep as bytes: the repro is rendered at once instead."""
+
+
+def _shared(i: int) -> Any:  # pragma: no cover - never called: _Unpickler.find_class
+    """Stands for the ``i``-th object written once per item (:class:`CallCodec`)."""
+    raise RuntimeError("a kept call is read by render_call")
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles tensors as bytes, the signature as its fields; ``shared``: objects written
+    once per item (the signature), referred to by number."""
+
+    def __init__(self, file: io.BytesIO, shared: tuple[Any, ...] = ()) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.shared = {id(obj): i for i, obj in enumerate(shared)}
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            return _reduce_tensor(obj)
+        if isinstance(obj, OpSignature):
+            i = self.shared.get(id(obj))
+            if i is not None:
+                return _shared, (i,)
+            return _signature, tuple(getattr(obj, name) for name in _SIG_FIELDS)
+        if obj is DEVICE:
+            return _device, ()
+        return NotImplemented
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, shared: tuple[Any, ...]) -> None:
+        super().__init__(file)
+        self.shared = shared
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == "_shared":
+            return self.shared.__getitem__
+        return super().find_class(module, name)
+
+
+def _reduce_tensor(t: torch.Tensor) -> tuple[Any, ...]:
+    if t.device.type != "cpu" or t.layout != torch.strided or t.is_quantized \
+            or t.is_conj() or t.is_neg() or type(t) is not torch.Tensor:
+        raise _Unsupported(f"{t.device.type} {t.layout} tensor")
+    size = t.element_size()
+    numel = t.untyped_storage().nbytes() // size if size else 0
+    if numel and numel == t.numel() and t.is_contiguous() and t.storage_offset() == 0:
+        data = t.detach().reshape(-1).view(torch.uint8).numpy().tobytes()  # the common case
+    elif numel:  # the whole storage, so a view keeps its strides and offset (a layout's base)
+        base = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (numel,), (1,))
+        data = base.view(torch.uint8).numpy().tobytes()
+    else:
+        data = b""
+    return _tensor, (data, t.dtype, tuple(t.shape), tuple(t.stride()), t.storage_offset(),
+                     numel, t.requires_grad)
+
+
+class CallCodec:
+    """Writes calls of one item as bytes: the repro function and the signature, the same for
+    every call of an item, are pickled once (:meth:`head`, the signature referred to from each
+    call's bytes by number), each call at :meth:`dump`."""
+
+    def __init__(self) -> None:
+        self._key: tuple[int, int] | None = None
+        self._shared: tuple[Any, ...] = ()
+        self._head: bytes | None = b""
+
+    def head(self, repro: Callable[[Any], str], call: Any) -> bytes | None:
+        """The bytes of ``call``'s repro function and signature; ``None`` where they cannot be
+        pickled (a lambda)."""
+        sig = getattr(call, "sig", None)
+        key = (id(repro), id(sig))  # ids of live objects: self._shared holds them
+        if key != self._key:
+            self._key, self._shared = key, (repro, sig)
+            buf = io.BytesIO()
+            try:
+                _Pickler(buf).dump(self._shared)
+            except Exception:  # noqa: BLE001 - rendered at once instead (asked once per item)
+                self._head = None
+            else:
+                self._head = buf.getvalue()
+        return self._head
+
+    def dump(self, repro: Callable[[Any], str], call: Any) -> bytes | None:
+        """``(repro, call)`` as bytes for :func:`render_call`; ``None`` where some part of them
+        cannot be kept so (then render the repro now)."""
+        head = self.head(repro, call)
+        if head is None:
+            return None
+        buf = io.BytesIO()
+        try:
+            _Pickler(buf, self._shared[1:]).dump(call)
+        except Exception:  # noqa: BLE001 - a device tensor, a sparse one: rendered at once
+            return None
+        return b"%d\n" % len(head) + head + buf.getvalue()
+
+
+def dump_call(repro: Callable[[Any], str], call: Any) -> bytes | None:
+    """:meth:`CallCodec.dump` of a codec of its own (nothing shared with earlier calls)."""
+    return CallCodec().dump(repro, call)
+
+
+def render_call(data: bytes) -> str:
+    """The repro of a call kept by :meth:`CallCodec.dump`."""
+    size, _, rest = data.partition(b"\n")
+    n = int(size)
+    shared = pickle.loads(rest[:n])  # noqa: S301 - our own marker, written by this process
+    call = _Unpickler(io.BytesIO(rest[n:]), shared[1:]).load()
+    return str(shared[0](call))
