@@ -407,3 +407,14 @@ def test_nan_or_inf_where_an_intermediate_overflowed_and_float64_is_finite_is_un
     for wrong in (finite_wrong, inf_where_cpu_is_finite):
         with pytest.raises(CheckFailure):
             _judge(call, wrong)
+
+
+def test_linspace_with_a_non_finite_endpoint_is_left_open():
+    """linspace(NaN, -5e-324, 2) in float32: CPU [nan, nan]; torch_xla returns the documented
+    last element, end (-0.): both are left open (nonfinite_inputs), counted."""
+    call = _call("linspace.Tensor_Scalar_out", start=torch.tensor(NAN, dtype=torch.float64),
+                 end=-5e-324, steps=2, out=torch.empty(0))
+    cpu = call.run("cpu")
+    assert bool(cpu.isnan().all())
+    ctx = _judge(call, torch.tensor([NAN, -0.0]))
+    assert {c for c, _ in ctx.infos} == {VALUE_UNSPECIFIED}
