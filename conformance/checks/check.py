@@ -35,8 +35,9 @@ class Check:
     #: Hypothesis' generation repeats and mutates earlier draws, so with this set the engine
     #: skips a call identical to one already checked and draws another in its place.
     identity: Callable[[Call], str] | None = None
-    #: Refill ``i`` of a drawn call as this check runs it (forward: one refill as views).
-    prepare: Callable[[Call, int], Call] | None = None
+    #: Refill ``i`` of a drawn call as this check runs it, given the op's hints (forward: one
+    #: refill as views, one with dims in their other spelling, one tiled large).
+    prepare: Callable[[Call, int, OpHints], Call] | None = None
     #: Whether an item may run in a forked child (``cpu_crashes`` hints). Not one that
     #: backpropagates: torch's autograd engine refuses in a child forked after the parent ran
     #: any backward ("Unable to handle autograd's threading in combination with fork-based

@@ -15,11 +15,13 @@ from conformance.core.call import Call, written
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
 from conformance.inputs.dims import twin_dims
+from conformance.inputs.large import tiled_large
 from conformance.inputs.layouts import LayoutCall
 from conformance.inputs.strategies import forward_calls
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
+    from opdb.opdata import OpHints
 
 
 def forward_applies(sig: OpSignature) -> str | None:
@@ -48,12 +50,21 @@ SIZED_OUT_REFILL = 4
 TWIN_DIM_REFILL = 2
 
 
+#: The forward refill whose input tensors are tiled along their common last dimension past 256
+#: elements (2**16 + 1 for a pointwise op on vectors: :func:`conformance.inputs.large.
+#: tiled_large`), for one drawn call in two: an item runs past the sizes where kernels change
+#: path whatever size was drawn, at the cost of that refill's larger tensors.
+LARGE_REFILL = 8
+
+
 _SIZED_OUT = "out= pre-sized"
 
 
-def forward_refill(call: Call, i: int) -> Call:
+def forward_refill(call: Call, i: int, hints: OpHints) -> Call:
     if i == TWIN_DIM_REFILL:
         return twin_dims(call)
+    if i == LARGE_REFILL:
+        return tiled_large(call, hints.max_side)
     if i == SIZED_OUT_REFILL and call.sig.kind == "out" and any(
             a.is_out for a in call.sig.args) and not any(a.is_out and a.is_list
                                                           for a in call.sig.args):

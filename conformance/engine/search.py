@@ -326,7 +326,7 @@ class Search:
             # a scheduled move keeps its forced specials by category (values.MOVED_HEADLINE)
             call = drawn.refill(i, dtype=None if move == scheduled else move) if i else drawn
             if i and check.prepare is not None:
-                call = check.prepare(call, i)
+                call = check.prepare(call, i, ctx.hints)
             try:
                 check.verify(ctx, call)
             except CpuRejected as refusal:

@@ -639,7 +639,7 @@ def test_a_dim_wrapped_one_way_only_is_caught_whichever_sign_was_drawn(reference
     sig = OpSignature.of(opdb.load()["cumprod"])
     drawn = Call(sig=sig, values=(("self", torch.arange(1.0, 7.0).reshape(2, 3)), ("dim", 1),
                                   ("dtype", None)))
-    twin = forward_refill(drawn, TWIN_DIM_REFILL)
+    twin = forward_refill(drawn, TWIN_DIM_REFILL, load_hints().for_op("cumprod"))
     assert dict(twin.values)["dim"] == -1
     backend = resolve("mlu", without=())
     ctx = Context(backend=backend, sig=sig, hints=load_hints().for_op("cumprod"),
