@@ -448,6 +448,9 @@ CASES: dict[str, Callable[[str], Any]] = {
         A.conv_transpose3d(z(1, 2, 2, 2, 2)(d), z(2, 2, 2, 2, 1)(d), padding=[0, 0, 1]),
     "conv_transpose2d of int64, output size -1": lambda d:
         A.conv_transpose2d(z(1, 2, 1, 1, dtype=L)(d), z(2, 1, 1, 1, dtype=L)(d), padding=[1, 1]),
+    # all-checks run of 2026-12-02: dims out of range, negative sizes, refused as CPU refuses
+    "cross.out dim one past the rank": lambda d: A.cross.out(
+        ar(3, 2, 2)(d), ar(3, 2, 2)(d), 3, out=z(0)(d)),
 }
 
 
