@@ -1114,6 +1114,10 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
             f"adaptive_avg_pool{nd}d(): Expected input to have non-zero size for non-batch "
             f"dimensions, but input has sizes {list(x.shape)} with dimension {empty} being empty"
         )
+    shape = [*x.shape[:-nd], *(int(o) for o in output_size)]
+    if min(shape) < 0:  # CPU's output.resize_ refuses it before the dtype dispatch
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
+                           f"{shape}")
     dtype = x.dtype
     if 0 in (*x.shape[:-nd], *output_size):  # an empty result: CPU computes nothing
         return np.empty((*x.shape[:-nd], *(int(o) for o in output_size)), dtype)
@@ -1245,8 +1249,8 @@ _REDUCTION_NONE, _REDUCTION_MEAN, _REDUCTION_SUM = 0, 1, 2
 
 def _nll_rows(x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
     """Flatten ``(N, C, *d)`` / ``(C,)`` scores to ``(M, C)`` rows and the target to ``(M,)``."""
-    if x.ndim == 1:
-        return x[None, :], target.reshape(1), ()
+    if x.ndim == 1:  # CPU reads the first target (the backward takes a 1-D target of size C)
+        return x[None, :], target.reshape(-1)[:1], ()
     rows = np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
     return rows, target.reshape(-1), tuple(target.shape)
 
