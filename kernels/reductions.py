@@ -618,6 +618,9 @@ def _vector_norm(self: torch.Tensor, ord: Any, dim: Any, keepdim: bool,
             "linalg.vector_norm: Expected a floating point or complex tensor as input. "
             f"Got {scalar_type_name(self.dtype)}"
         )
+    if isinstance(ord, complex):  # ATen's meta, before the dtype, dims and out= checks
+        raise RuntimeError("linalg.vector_norm: Expected a non-complex scalar as the order of "
+                           "norm.")
     x, in_dtype = _input(self, dtype)
     result = _real_dtype(in_dtype)
     axes = reduce_axes(dim, x.ndim)
@@ -1067,6 +1070,8 @@ def trace(self: torch.Tensor) -> torch.Tensor:
 @register("renorm.out")
 def renorm_out(self: torch.Tensor, p: Any, dim: int, maxnorm: Any, *, out: torch.Tensor
                ) -> torch.Tensor:
+    if isinstance(p, complex):
+        raise RuntimeError("renorm: p must be real-valued")
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:

@@ -497,6 +497,14 @@ CASES: dict[str, Callable[[str], Any]] = {
     "narrow_copy start out of range": lambda d: A.narrow_copy(z(2, 2)(d), 1, 3, 0),
     "narrow_copy negative length": lambda d: A.narrow_copy(z(2, 2)(d), 1, 3, -1),
     "narrow_copy negative start": lambda d: A.narrow_copy(ar(2, 3)(d), 1, -2, 2),
+    # vector norms: a complex order is refused after the input's dtype, before anything else
+    "dist complex p": lambda d: A.dist(ar(2, dtype=torch.float64)(d), ar(2, dtype=torch.uint8)(d),
+                                       0.5 + 0.25j),
+    "linalg_vector_norm complex ord, dim out of range": lambda d: A.linalg_vector_norm(
+        ar(2)(d), 1j, [3]),
+    "linalg_vector_norm int64 input, complex ord": lambda d: A.linalg_vector_norm(
+        ar(2, dtype=L)(d), 1j),
+    "renorm complex p": lambda d: A.renorm(ar(2, 2)(d), 1j, 0, 1.0),
 }
 
 
