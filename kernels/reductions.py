@@ -656,6 +656,8 @@ def powsum(self: torch.Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = Fa
     |real part| ** ord (and an integral one is refused as for a real input). ATen's
     CompositeExplicitAutograd fallback (what a backend without this kernel gets) converts a
     complex input to the real dtype first: it loses the imaginary part everywhere."""
+    if isinstance(ord, complex):  # powsum_cpu reads ord.toDouble() before anything else
+        raise RuntimeError("value cannot be converted to type double without overflow")
     x = to_numpy(self)
     axes = reduce_axes(dim, x.ndim)
     shape = np.sum(np.zeros(x.shape, np.int8), axis=axes).shape

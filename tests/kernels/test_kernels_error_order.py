@@ -505,6 +505,9 @@ CASES: dict[str, Callable[[str], Any]] = {
     "linalg_vector_norm int64 input, complex ord": lambda d: A.linalg_vector_norm(
         ar(2, dtype=L)(d), 1j),
     "renorm complex p": lambda d: A.renorm(ar(2, 2)(d), 1j, 0, 1.0),
+    "linalg__powsum complex ord of int64": lambda d: A.linalg__powsum(ar(2, dtype=L)(d), 1j),
+    "linalg_vector_norm empty, complex ord": lambda d: A.linalg_vector_norm(z(0, 2)(d), 1j),
+    "norm.Scalar complex p": lambda d: A.norm.Scalar(t(1.0, shape=())(d), 0.5 + 0.25j),
 }
 
 
