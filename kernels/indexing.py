@@ -344,15 +344,21 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None,
     """``scatter`` out= overloads: ``src`` (a tensor) or ``value`` (a Scalar) by overload."""
     if src is None:
         src = value
+    # scatter_meta_impl's order: dim, index and src dtypes, shapes, out= (set_output), then
+    # the reduction's name; the bounds are the kernel's
+    d = wrap_dim(dim, self.dim())
+    if index.numel() and index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     if isinstance(src, torch.Tensor) and src.dtype != self.dtype:
         raise RuntimeError(
             f"{op}(): Expected self.dtype to be equal to src.dtype"
         )
+    _scatter_shape_check(self, d, index, src if isinstance(src, torch.Tensor) else None)
+    check_out_exact(out, self.dtype)
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError(
             "reduce argument must be either add or multiply."
         )
-    check_out_exact(out, self.dtype)  # the structured kernel's out= check comes first
     base = np.array(to_numpy(self), copy=True)
     # a Scalar value is read in self's dtype as c10 converts it (-2 into uint8 is 254), by the
     # kernel: ATen's scatter returns before it when the index is empty (-1.5 into uint8 passes)
@@ -375,9 +381,9 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None,
 
 
 def _scatter_shape_check(self: torch.Tensor, d: int, index: torch.Tensor,
-                         src: torch.Tensor) -> None:
-    """ATen's scatter_shape_check with a src tensor (nothing for an empty index): index has
-    self's rank, and is no larger than self apart from ``d`` and no larger than src."""
+                         src: torch.Tensor | None) -> None:
+    """ATen's scatter_shape_check (nothing for an empty index): index has self's rank, and
+    is no larger than self apart from ``d`` and (a src tensor) no larger than src."""
     if index.numel() == 0:
         return
     if max(self.dim(), 1) != max(index.dim(), 1):
@@ -387,12 +393,12 @@ def _scatter_shape_check(self: torch.Tensor, d: int, index: torch.Tensor,
         return int(t.shape[k]) if k < t.dim() else 1
 
     n = max(self.dim(), 1)
-    wrong = any(k != d and size(index, k) > size(self, k) for k in range(n)) or any(
-        size(index, k) > size(src, k) for k in range(n))
+    wrong = any(k != d and size(index, k) > size(self, k) for k in range(n)) or (
+        src is not None and any(size(index, k) > size(src, k) for k in range(n)))
     if wrong:
+        tail = "" if src is None else f" and to be no larger size than src {list(src.shape)}"
         raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
-                           f"{list(self.shape)} apart from dimension {d} and to be no larger "
-                           f"size than src {list(src.shape)}")
+                           f"{list(self.shape)} apart from dimension {d}{tail}")
 
 
 @register("scatter_reduce.two_out")

@@ -508,6 +508,23 @@ CASES: dict[str, Callable[[str], Any]] = {
     "linalg__powsum complex ord of int64": lambda d: A.linalg__powsum(ar(2, dtype=L)(d), 1j),
     "linalg_vector_norm empty, complex ord": lambda d: A.linalg_vector_norm(z(0, 2)(d), 1j),
     "norm.Scalar complex p": lambda d: A.norm.Scalar(t(1.0, shape=())(d), 0.5 + 0.25j),
+    # scatter out= overloads: scatter_meta_impl's dim, dtypes, shapes, out=, then reduce
+    "scatter.reduce_out empty src": lambda d: A.scatter.reduce_out(
+        z(2, 2, dtype=L)(d), 0, t(0, 1, 1, 0, dtype=L, shape=(2, 2))(d), z(0, 2, dtype=L)(d),
+        reduce="add", out=z(0, dtype=L)(d)),
+    "scatter_add.out empty src": lambda d: A.scatter_add.out(
+        z(2, 2)(d), 0, t(0, 1, 1, 0, dtype=L, shape=(2, 2))(d), z(0, 2)(d), out=z(0)(d)),
+    "scatter.value_reduce_out dim past the rank, empty": lambda d: A.scatter.value_reduce_out(
+        z(2, 0, dtype=torch.complex128)(d), 2, z(2, 0, dtype=L)(d), 0, reduce="add",
+        out=z(0, dtype=torch.complex128)(d)),
+    "scatter.src_out dim past the rank, src dtype": lambda d: A.scatter.src_out(
+        z(2, 2)(d), 2, t(0, dtype=L, shape=(1, 1))(d), z(2, 2, dtype=L)(d), out=z(0)(d)),
+    "scatter.value_out index rank of a 0-dim self": lambda d: A.scatter.value_out(
+        z()(d), 0, t(0, 0, dtype=L, shape=(1, 2))(d), 1.0, out=z(0)(d)),
+    "scatter.value_out index too large, int out": lambda d: A.scatter.value_out(
+        z(2, 2)(d), 0, z(2, 3, dtype=L)(d), 1.0, out=z(0, dtype=L)(d)),
+    "scatter.reduce_out bad reduce, int out": lambda d: A.scatter.reduce_out(
+        z(2, 2)(d), 0, z(1, 2, dtype=L)(d), z(2, 2)(d), reduce="max", out=z(0, dtype=L)(d)),
 }
 
 
