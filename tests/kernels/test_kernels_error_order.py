@@ -418,6 +418,12 @@ CASES: dict[str, Callable[[str], Any]] = {
         A.set_.source_Tensor_storage_offset(z(2)(d), z(2)(d), 1, [2], []),
     "set_ a new size grows the storage": lambda d:
         torch.tensor(A.set_.source_Tensor_storage_offset(z(2)(d), z(2)(d), 0, [4], []).stride()),
+    "set_ unchanged size, no stride keeps a strided self's strides": lambda d:
+        torch.tensor(A.set_.source_Tensor_storage_offset(z(3, 6)(d)[:, ::2], z(30)(d), 1, [3, 3],
+                                                         []).stride()),
+    "set_ unchanged size, no stride keeps a transposed self's strides": lambda d:
+        torch.tensor(A.set_.source_Tensor_storage_offset(z(3, 4)(d).t(), z(30)(d), 0, [4, 3],
+                                                         []).stride()),
     "set_ unchanged size, other stride grows the storage": lambda d:
         torch.tensor(A.set_.source_Tensor_storage_offset(z(4)(d), z(2)(d), 0, [4], [2]).stride()),
     # _transformer_encoder_layer_fwd: an empty src is copied before any check; then
