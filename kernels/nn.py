@@ -564,8 +564,12 @@ def layer_norm(
         stats = np.empty((*lead,) + (1,) * len(normalized_shape), dtype=dtype)
         return x.copy(), stats, stats.copy()
     xf = opmath(x).reshape(-1, m)
-    # row sums through einsum's SIMD loop (a BLAS gemv would wake BLAS threads for little work)
-    mean = np.einsum("ij->i", xf)[:, None] / max(m, 1)
+    # row sums through einsum's SIMD loop (a BLAS gemv would wake BLAS threads for little work),
+    # in a wider type and rounded once: a row of one value then has that value as its mean
+    # and 0 variance, as CPU's Welford moments give (a running float32 sum of a stride-0,
+    # expanded row rounds; with a small eps the deviations were blown up to O(1))
+    wide = np.float64 if xf.dtype == np.float32 else np.longdouble
+    mean = (np.einsum("ij->i", xf, dtype=wide) / max(m, 1)).astype(xf.dtype)[:, None]
     out = np.subtract(xf, mean)
     var = np.einsum("ij,ij->i", out, out)[:, None] / max(m, 1)
     rstd = 1.0 / np.sqrt(var + eps)
