@@ -1338,6 +1338,8 @@ def embedding_dense_backward(
     scale_grad_by_freq: bool,
 ) -> np.ndarray:
     """Sum the output gradient rows into the embedding rows they were read from."""
+    if num_weights < 0:  # CPU's at::zeros({num_weights, ...}) before anything is counted
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
     dtype = grad_out.dtype
     idx = indices.reshape(-1).astype(np.intp, copy=False)
     width = grad_out.shape[-1] if grad_out.ndim else 1

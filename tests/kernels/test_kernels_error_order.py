@@ -514,6 +514,9 @@ CASES: dict[str, Callable[[str], Any]] = {
     "linalg__powsum complex ord of int64": lambda d: A.linalg__powsum(ar(2, dtype=L)(d), 1j),
     "linalg_vector_norm empty, complex ord": lambda d: A.linalg_vector_norm(z(0, 2)(d), 1j),
     "norm.Scalar complex p": lambda d: A.norm.Scalar(t(1.0, shape=())(d), 0.5 + 0.25j),
+    "embedding_dense_backward.out negative num_weights, scaled by frequency": lambda d:
+        A.embedding_dense_backward(t(1, 1, 1, 1, dtype=torch.int8, shape=(1, 4))(d),
+                                   z(1, dtype=L)(d), -2, -1, True, out=z(0, dtype=torch.int8)(d)),
     # scatter out= overloads: scatter_meta_impl's dim, dtypes, shapes, out=, then reduce
     "scatter.reduce_out empty src": lambda d: A.scatter.reduce_out(
         z(2, 2, dtype=L)(d), 0, t(0, 1, 1, 0, dtype=L, shape=(2, 2))(d), z(0, 2, dtype=L)(d),
