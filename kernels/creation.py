@@ -621,8 +621,9 @@ def randperm_out(n: int, *, generator: Any = None, out: torch.Tensor) -> torch.T
 
 @register("multinomial")
 def multinomial(self: torch.Tensor, num_samples: int, replacement: bool = False, *,
-                generator: Any = None) -> torch.Tensor:
-    # ATen's order: rank, dtype, the number of samples, then (for a non-empty result) values
+                generator: Any = None, out_dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    # ATen's order: rank, dtype, out='s dtype, the number of samples, then (for a non-empty
+    # result) values
     if self.dim() not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not self.dtype.is_floating_point:
@@ -630,6 +631,9 @@ def multinomial(self: torch.Tensor, num_samples: int, replacement: bool = False,
             "multinomial only supports floating-point dtypes for input, got: "
             f"{scalar_type_name(self.dtype)}"
         )
+    if out_dtype != torch.int64:
+        raise RuntimeError(
+            f"multinomial expects Long tensor out, got: {scalar_type_name(out_dtype)}")
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > self.shape[-1]:
@@ -692,8 +696,10 @@ def _tri_indices(row: int, col: int, offset: int = 0, *, dtype: torch.dtype | No
 @register("multinomial.out")
 def multinomial_out(self: torch.Tensor, num_samples: int, replacement: bool = False, *,
                     generator: Any = None, out: torch.Tensor) -> torch.Tensor:
+    if out.device != self.device:  # ATen's multinomial_out checks it first
+        raise RuntimeError("multinomial arguments must have the same device")
     return _store(out, to_numpy(multinomial(self, num_samples, replacement,
-                                            generator=generator)))
+                                            generator=generator, out_dtype=out.dtype)))
 
 
 @register("_lazy_clone")

@@ -1474,14 +1474,16 @@ register("polygamma.out")(_polygamma_kernel("out"))
 def _mvlgamma_vec(x: Any, p: int, dt: Any) -> Any:
     """log Gamma_p(x) = p(p-1)/4 log(pi) + sum_{j<p} lgamma(x - j/2), step by step in x's dtype
     as ATen's composite (``arange + x``, ``lgamma_``, ``sum``, ``add_``): each step rounds, so a
-    float16 lgamma beyond 65504 is inf before the sum."""
+    float16 lgamma beyond 65504 is inf before the sum. The result is contiguous whatever x's
+    layout, as the composite's: its sum(-1) over the [..., p] arguments lays it out in C order."""
     dt = np.dtype(dt)
     opm = np.dtype(np.float32) if dt.itemsize < 4 else dt
     j = (np.arange(p, dtype=np.float64) / 2).astype(opm).reshape((p,) + (1,) * x.ndim)
     args = (x.astype(opm)[None] - j).astype(dt)
     terms = _lgamma(args.astype(opm)).astype(dt)
     total = terms.astype(opm).sum(0).astype(dt)
-    return (total.astype(opm) + opm.type(p * (p - 1) / 4 * np.log(np.pi))).astype(dt)
+    return np.ascontiguousarray(
+        (total.astype(opm) + opm.type(p * (p - 1) / 4 * np.log(np.pi))).astype(dt))
 
 
 def _mvlgamma_check(compute: torch.dtype, result: torch.dtype, x: Any, p: int = 1) -> None:

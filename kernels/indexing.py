@@ -344,15 +344,21 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None,
     """``scatter`` out= overloads: ``src`` (a tensor) or ``value`` (a Scalar) by overload."""
     if src is None:
         src = value
+    # scatter_meta_impl's order: dim, index and src dtypes, shapes, out= (set_output), then
+    # the reduction's name; the bounds are the kernel's
+    d = wrap_dim(dim, self.dim())
+    if index.numel() and index.dtype not in (torch.int64, torch.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     if isinstance(src, torch.Tensor) and src.dtype != self.dtype:
         raise RuntimeError(
             f"{op}(): Expected self.dtype to be equal to src.dtype"
         )
+    _scatter_shape_check(self, d, index, src if isinstance(src, torch.Tensor) else None)
+    check_out_exact(out, self.dtype)
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError(
             "reduce argument must be either add or multiply."
         )
-    check_out_exact(out, self.dtype)  # the structured kernel's out= check comes first
     base = np.array(to_numpy(self), copy=True)
     # a Scalar value is read in self's dtype as c10 converts it (-2 into uint8 is 254), by the
     # kernel: ATen's scatter returns before it when the index is empty (-1.5 into uint8 passes)
@@ -375,9 +381,9 @@ def _scatter(self: torch.Tensor, dim: int, index: torch.Tensor, src: Any = None,
 
 
 def _scatter_shape_check(self: torch.Tensor, d: int, index: torch.Tensor,
-                         src: torch.Tensor) -> None:
-    """ATen's scatter_shape_check with a src tensor (nothing for an empty index): index has
-    self's rank, and is no larger than self apart from ``d`` and no larger than src."""
+                         src: torch.Tensor | None) -> None:
+    """ATen's scatter_shape_check (nothing for an empty index): index has self's rank, and
+    is no larger than self apart from ``d`` and (a src tensor) no larger than src."""
     if index.numel() == 0:
         return
     if max(self.dim(), 1) != max(index.dim(), 1):
@@ -387,12 +393,12 @@ def _scatter_shape_check(self: torch.Tensor, d: int, index: torch.Tensor,
         return int(t.shape[k]) if k < t.dim() else 1
 
     n = max(self.dim(), 1)
-    wrong = any(k != d and size(index, k) > size(self, k) for k in range(n)) or any(
-        size(index, k) > size(src, k) for k in range(n))
+    wrong = any(k != d and size(index, k) > size(self, k) for k in range(n)) or (
+        src is not None and any(size(index, k) > size(src, k) for k in range(n)))
     if wrong:
+        tail = "" if src is None else f" and to be no larger size than src {list(src.shape)}"
         raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
-                           f"{list(self.shape)} apart from dimension {d} and to be no larger "
-                           f"size than src {list(src.shape)}")
+                           f"{list(self.shape)} apart from dimension {d}{tail}")
 
 
 @register("scatter_reduce.two_out")
@@ -1131,15 +1137,25 @@ def _isin_dtype(dtype: torch.dtype) -> Any:
     return NP_DTYPE[torch.float32 if dtype == torch.bfloat16 else dtype]
 
 
+def _scalar_kind(value: Any) -> torch.dtype | None:
+    """The dtype isin's wrapped Scalar has where isin refuses it (bool, complex128)."""
+    return (torch.bool if isinstance(value, bool)
+            else torch.complex128 if isinstance(value, complex) else None)
+
+
+def _check_isin_dtypes(*dtypes: torch.dtype | None) -> None:
+    """ATen's isin meta: elements' dtype, then test_elements'; bool and complex refused."""
+    for dtype in dtypes:
+        if dtype is not None and (dtype == torch.bool or dtype.is_complex):
+            raise RuntimeError(
+                f"Unsupported input type encountered for isin(): {scalar_type_name(dtype)}")
+
+
 @register("isin.Tensor_Tensor_out")
 def isin_tt_out(elements: torch.Tensor, test_elements: torch.Tensor, *,
                 assume_unique: bool = False, invert: bool = False, out: torch.Tensor
                 ) -> torch.Tensor:
-    for t in (elements, test_elements):
-        if t.dtype in (torch.bool,) or t.dtype.is_complex:
-            raise RuntimeError(
-                f"Unsupported input type encountered for isin(): {scalar_type_name(t.dtype)}"
-            )
+    _check_isin_dtypes(elements.dtype, test_elements.dtype)
     common = _isin_dtype(torch.promote_types(elements.dtype, test_elements.dtype))
     r = np.isin(to_numpy(elements).astype(common), to_numpy(test_elements).astype(common),
                 invert=invert)
@@ -1154,12 +1170,7 @@ def isin_ts_out(elements: torch.Tensor, test_element: Any, *, assume_unique: boo
     # An int in [2**63, 2**64) is c10's uint64 Scalar, integral too: it wraps into the
     # integer dtype (2**63 is int64's -2**63) and keeps its value in a floating one, which
     # NumPy's uint64 array below does (torch.tensor(2**63) would overflow int64)
-    kind = (torch.bool if isinstance(test_element, bool)
-            else torch.complex128 if isinstance(test_element, complex) else None)
-    for dtype in (elements.dtype, kind):
-        if dtype is not None and (dtype == torch.bool or dtype.is_complex):
-            raise RuntimeError(
-                f"Unsupported input type encountered for isin(): {scalar_type_name(dtype)}")
+    _check_isin_dtypes(elements.dtype, _scalar_kind(test_element))
     common = _isin_dtype(torch.result_type(elements, test_element))
     with quiet():
         r = np.isin(to_numpy(elements).astype(common), np.asarray([test_element]).astype(common),
@@ -1170,6 +1181,8 @@ def isin_ts_out(elements: torch.Tensor, test_element: Any, *, assume_unique: boo
 @register("isin.Scalar_Tensor_out")
 def isin_st_out(element: Any, test_elements: torch.Tensor, *, assume_unique: bool = False,
                 invert: bool = False, out: torch.Tensor) -> torch.Tensor:
+    # ATen: the Scalar wrapped into a tensor, then isin.Tensor_Tensor_out's checks
+    _check_isin_dtypes(_scalar_kind(element), test_elements.dtype)
     common = _isin_dtype(torch.result_type(element, test_elements))
     r = np.isin(np.asarray(element).astype(common), to_numpy(test_elements).astype(common),
                 invert=invert)
@@ -1323,13 +1336,41 @@ def bucketize_tensor_out(self: torch.Tensor, boundaries: torch.Tensor, *,
     return write_out(out, to_numpy(r), r.dtype)
 
 
+def _narrow_copy(self: torch.Tensor, dim: int, start: int, length: int,
+                 out_dtype: torch.dtype) -> np.ndarray:
+    """narrow_copy_dense_cpu_out's checks, in its order (not narrow's: a dim past the rank is
+    a RuntimeError, a negative one IndexError; then start's range, then the length)."""
+    if self.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if out_dtype != self.dtype:
+        raise RuntimeError("Expected self.dtype() == output.dtype() to be true, but got false.")
+    if dim >= self.dim():
+        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
+                           "but got false.")
+    dim = wrap_dim(dim, self.dim())
+    size = self.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0 or start > size - length:
+        raise RuntimeError(
+            f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return to_numpy(self.narrow(dim, start, length))
+
+
+@register("narrow_copy")
+def narrow_copy(self: torch.Tensor, dim: int, start: int, length: int) -> torch.Tensor:
+    # CPU's own kernel (narrow_copy_dense_cpu), not the composite narrow(...).clone()
+    return from_numpy(np.ascontiguousarray(_narrow_copy(self, dim, start, length, self.dtype)),
+                      self.dtype)
+
+
 @register("narrow_copy.out")
 def narrow_copy_out(self: torch.Tensor, dim: int, start: int, length: int, *,
                     out: torch.Tensor) -> torch.Tensor:
-    if self.dim() > 0 and out.dtype != self.dtype:  # narrow_copy_dense_cpu_out's checks, in order
-        raise RuntimeError("Expected self.dtype() == output.dtype() to be true, but got false.")
     # narrow_copy_dense_cpu_out resizes out with a plain resize_: no resize_output warning
-    return write_out(out, to_numpy(self.narrow(dim, start, length)), self.dtype,
+    return write_out(out, _narrow_copy(self, dim, start, length, out.dtype), self.dtype,
                      silent_resize=True)
 
 

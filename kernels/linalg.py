@@ -25,6 +25,7 @@ from kernels._semantics import (
 )
 from kernels._tensor import NP_DTYPE, from_numpy, np_dtype, to_numpy
 from kernels.elementwise import check_same_device
+from kernels.reductions import wrap_dim
 from kernels.registry import register, register_rows
 
 
@@ -364,7 +365,8 @@ def linalg_cross_out(self: torch.Tensor, other: torch.Tensor, *, dim: int = -1,
         raise RuntimeError(
             "linalg.cross: inputs must have the same number of dimensions."
         )
-    d = dim % max(self.dim(), 1)
+    # ATen's meta reads input.size(dim): a dim out of range is its IndexError, before the length
+    d = wrap_dim(dim, self.dim())
     if self.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(
             f"linalg.cross: inputs dimension {dim} must have length 3. Got "

@@ -30,7 +30,7 @@ __all__: list[str] = []
 
 
 def _check(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
-           spatial: bool) -> None:
+           spatial: bool, forward: bool = True) -> None:
     if spatial:  # ATen's check_inputs_nll_loss2d, in its order
         if target.dim() != 3:
             raise RuntimeError(
@@ -54,10 +54,20 @@ def _check(self: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None
             raise RuntimeError(
                 "0D or 1D target tensor expected, multi-target not supported"
             )
-        if self.dim() == 2 and target.shape[0] != self.shape[0]:
+        # ATen's nll_loss_forward meta: a 1-D input takes one target (ValueError), a batch
+        # one target per row (RuntimeError; a 0-dim target has no size(0): IndexError). The
+        # backward's meta has only the second check, for a 1-D input with a 1-D target too
+        if forward and self.dim() == 1 and target.dim() == 1 and target.shape[0] != 1:
             raise ValueError(
-                f"Expected input batch_size ({self.shape[0]}) to match target batch_size "
-                f"({target.shape[0]})."
+                f"For 1D input, 1D target must have size 1, but got target size: "
+                f"{target.shape[0]}"
+            )
+        batched = self.dim() == 2 or (not forward and target.dim() == 1)
+        if batched and target.dim() == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        if batched and target.shape[0] != self.shape[0]:
+            raise RuntimeError(
+                f"size mismatch (got input: {list(self.shape)}, target: {list(target.shape)})"
             )
     if target.dtype not in (torch.int64, torch.uint8, torch.int32):
         raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
@@ -85,7 +95,7 @@ def _backward(grad_output: torch.Tensor, self: torch.Tensor, target: torch.Tenso
             f"expected total_weight to be a single element tensor, got: {list(total_weight.shape)}"
             f" ({total_weight.numel()} elements)"
         )
-    _check(self, target, weight, spatial)
+    _check(self, target, weight, spatial, forward=False)
     return nn.nll_loss_backward(to_numpy(grad_output), to_numpy(self), to_numpy(target),
                                 None if weight is None else to_numpy(weight), reduction,
                                 ignore_index, to_numpy(total_weight))

@@ -573,8 +573,12 @@ def layer_norm(
         stats = np.empty((*lead,) + (1,) * len(normalized_shape), dtype=dtype)
         return x.copy(), stats, stats.copy()
     xf = opmath(x).reshape(-1, m)
-    # row sums through einsum's SIMD loop (a BLAS gemv would wake BLAS threads for little work)
-    mean = np.einsum("ij->i", xf)[:, None] / max(m, 1)
+    # row sums through einsum's SIMD loop (a BLAS gemv would wake BLAS threads for little work),
+    # in a wider type and rounded once: a row of one value then has that value as its mean
+    # and 0 variance, as CPU's Welford moments give (a running float32 sum of a stride-0,
+    # expanded row rounds; with a small eps the deviations were blown up to O(1))
+    wide = np.float64 if xf.dtype == np.float32 else np.longdouble
+    mean = (np.einsum("ij->i", xf, dtype=wide) / max(m, 1)).astype(xf.dtype)[:, None]
     out = np.subtract(xf, mean)
     var = np.einsum("ij,ij->i", out, out)[:, None] / max(m, 1)
     rstd = 1.0 / np.sqrt(var + eps)
@@ -1123,6 +1127,10 @@ def adaptive_avg_pool(x: np.ndarray, output_size: Ints) -> np.ndarray:
             f"adaptive_avg_pool{nd}d(): Expected input to have non-zero size for non-batch "
             f"dimensions, but input has sizes {list(x.shape)} with dimension {empty} being empty"
         )
+    shape = [*x.shape[:-nd], *(int(o) for o in output_size)]
+    if min(shape) < 0:  # CPU's output.resize_ refuses it before the dtype dispatch
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
+                           f"{shape}")
     dtype = x.dtype
     if 0 in (*x.shape[:-nd], *output_size):  # an empty result: CPU computes nothing
         return np.empty((*x.shape[:-nd], *(int(o) for o in output_size)), dtype)
@@ -1254,8 +1262,8 @@ _REDUCTION_NONE, _REDUCTION_MEAN, _REDUCTION_SUM = 0, 1, 2
 
 def _nll_rows(x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
     """Flatten ``(N, C, *d)`` / ``(C,)`` scores to ``(M, C)`` rows and the target to ``(M,)``."""
-    if x.ndim == 1:
-        return x[None, :], target.reshape(1), ()
+    if x.ndim == 1:  # CPU reads the first target (the backward takes a 1-D target of size C)
+        return x[None, :], target.reshape(-1)[:1], ()
     rows = np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
     return rows, target.reshape(-1), tuple(target.shape)
 
@@ -1339,6 +1347,8 @@ def embedding_dense_backward(
     scale_grad_by_freq: bool,
 ) -> np.ndarray:
     """Sum the output gradient rows into the embedding rows they were read from."""
+    if num_weights < 0:  # CPU's at::zeros({num_weights, ...}) before anything is counted
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
     dtype = grad_out.dtype
     idx = indices.reshape(-1).astype(np.intp, copy=False)
     width = grad_out.shape[-1] if grad_out.ndim else 1

@@ -35,6 +35,7 @@ from kernels._semantics import (
     write_inplace,
 )
 from kernels._tensor import NP_DTYPE, np_dtype, to_numpy
+from kernels.reductions import wrap_dim
 from kernels.registry import register, resolve_overload
 
 __all__ = ["ACTIVATIONS", "Activation"]
@@ -345,7 +346,8 @@ def log_sigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor, buffer: 
 def _glu_halves(x: Arr, dim: int) -> tuple[Arr, Arr]:
     if x.ndim == 0:
         raise RuntimeError("glu does not support 0-dimensional tensors")
-    dim = dim % x.ndim
+    # ATen's glu meta and glu_backward_cpu_out wrap dim (IndexError) before the halving check
+    dim = wrap_dim(dim, x.ndim)
     if x.shape[dim] % 2:
         raise RuntimeError(
             f"Halving dimension must be even, but dimension {dim} is size {x.shape[dim]}"
@@ -373,7 +375,7 @@ def glu_backward(grad_output: torch.Tensor, self: torch.Tensor, dim: int) -> Arr
     s = _sigmoid(b)
     ga = g * s
     gb = g * a * s * (1.0 - s)
-    return np.concatenate([ga, gb], axis=dim % x.ndim).astype(x.dtype, copy=False)
+    return np.concatenate([ga, gb], axis=wrap_dim(dim, x.ndim)).astype(x.dtype, copy=False)
 
 
 def _same_dtype(expected: torch.Tensor, *others: torch.Tensor) -> None:

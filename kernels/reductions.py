@@ -618,6 +618,9 @@ def _vector_norm(self: torch.Tensor, ord: Any, dim: Any, keepdim: bool,
             "linalg.vector_norm: Expected a floating point or complex tensor as input. "
             f"Got {scalar_type_name(self.dtype)}"
         )
+    if isinstance(ord, complex):  # ATen's meta, before the dtype, dims and out= checks
+        raise RuntimeError("linalg.vector_norm: Expected a non-complex scalar as the order of "
+                           "norm.")
     x, in_dtype = _input(self, dtype)
     result = _real_dtype(in_dtype)
     axes = reduce_axes(dim, x.ndim)
@@ -653,6 +656,8 @@ def powsum(self: torch.Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = Fa
     |real part| ** ord (and an integral one is refused as for a real input). ATen's
     CompositeExplicitAutograd fallback (what a backend without this kernel gets) converts a
     complex input to the real dtype first: it loses the imaginary part everywhere."""
+    if isinstance(ord, complex):  # powsum_cpu reads ord.toDouble() before anything else
+        raise RuntimeError("value cannot be converted to type double without overflow")
     x = to_numpy(self)
     axes = reduce_axes(dim, x.ndim)
     shape = np.sum(np.zeros(x.shape, np.int8), axis=axes).shape
@@ -1074,6 +1079,8 @@ def trace(self: torch.Tensor) -> torch.Tensor:
 @register("renorm.out")
 def renorm_out(self: torch.Tensor, p: Any, dim: int, maxnorm: Any, *, out: torch.Tensor
                ) -> torch.Tensor:
+    if isinstance(p, complex):
+        raise RuntimeError("renorm: p must be real-valued")
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:

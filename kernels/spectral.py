@@ -52,7 +52,14 @@ def _scale(value: np.ndarray, sizes: Sequence[int], normalization: int) -> np.nd
 
 
 def _axes(self: torch.Tensor, dim: Sequence[int]) -> list[int]:
-    return [d % max(self.dim(), 1) for d in dim]
+    """The transformed axes. CPU's primitives take dims its callers have wrapped and index
+    the sizes with them unchecked: one past the rank is an internal assert (RuntimeError) or
+    an out-of-bounds read, so a dim out of range is refused here, as a RuntimeError."""
+    n = max(self.dim(), 1)
+    bad = [d for d in dim if not -n <= d < n]
+    if bad:
+        raise RuntimeError(f"FFT dims {bad} out of range for a tensor of rank {self.dim()}")
+    return [d % n for d in dim]
 
 
 def _r2c(self: torch.Tensor, dim: Sequence[int], normalization: int, onesided: bool
@@ -71,6 +78,12 @@ def _c2r(self: torch.Tensor, dim: Sequence[int], normalization: int, last_dim_si
     _check(self, "_fft_c2r", True)
     x = to_numpy(self)
     axes = _axes(self, dim)
+    # CPU's result allocation refuses a negative size, its plan's assert a size of 0; both
+    # RuntimeError (NumPy's refusal is a ValueError)
+    if last_dim_size < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {last_dim_size}")
+    if last_dim_size == 0:
+        raise RuntimeError("_fft_c2r: cannot plan a transform to 0 points")
     s = [x.shape[a] for a in axes[:-1]] + [int(last_dim_size)]
     v = np.fft.irfftn(x, s=s, axes=axes, norm="forward")  # unnormalized inverse
     return _scale(v, s, normalization), _REAL[self.dtype]

@@ -122,6 +122,10 @@ def _set_storage(self: torch.Tensor, storage: Any, offset: int, size: list[int],
         # ATen's checkSetStorage: an unchanged geometry is not resized (the storage does not
         # grow), so it must fit the new storage as it is
         _check_in_bounds_for_storage(size, stride, offset, self.element_size(), storage.nbytes())
+        # resize_impl_cpu_ returns early for unchanged sizes and no stride: self keeps its
+        # strides (checked above as contiguous; a strided self can then span past the storage,
+        # which CPU leaves unreadable and mlu's buffer grows to hold)
+        stride = list(self.stride()) if stride is None else stride
     return set_geometry(self, storage, offset, size, stride)
 
 

@@ -335,6 +335,16 @@ def test_elementwise_output_layout_follows_input_layout_like_cpu() -> None:
     assert e.stride() == cl.stride()
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32])
+def test_mvlgamma_result_is_contiguous_like_cpus_composite(dtype: torch.dtype) -> None:
+    # CPU's mvlgamma is sum(-1) of lgamma over [..., p] arguments: C order whatever the input's
+    x = (torch.arange(27).reshape(3, 3, 3) + 5).to(dtype).transpose(-2, -1)
+    for p in (1, 2):
+        c, m = torch.mvlgamma(x, p), torch.mvlgamma(x.to("mlu"), p)
+        assert m.stride() == c.stride() == (9, 3, 1)
+        torch.testing.assert_close(m.cpu(), c)
+
+
 def test_autograd_through_mlu_matches_cpu() -> None:
     xc = torch.randn(4, 3, requires_grad=True)
     wc = torch.randn(3, 2, requires_grad=True)

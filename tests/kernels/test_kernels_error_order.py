@@ -426,6 +426,12 @@ CASES: dict[str, Callable[[str], Any]] = {
         A.set_.source_Tensor_storage_offset(z(2)(d), z(2)(d), 1, [2], []),
     "set_ a new size grows the storage": lambda d:
         torch.tensor(A.set_.source_Tensor_storage_offset(z(2)(d), z(2)(d), 0, [4], []).stride()),
+    "set_ unchanged size, no stride keeps a strided self's strides": lambda d:
+        torch.tensor(A.set_.source_Tensor_storage_offset(z(3, 6)(d)[:, ::2], z(30)(d), 1, [3, 3],
+                                                         []).stride()),
+    "set_ unchanged size, no stride keeps a transposed self's strides": lambda d:
+        torch.tensor(A.set_.source_Tensor_storage_offset(z(3, 4)(d).t(), z(30)(d), 0, [4, 3],
+                                                         []).stride()),
     "set_ unchanged size, other stride grows the storage": lambda d:
         torch.tensor(A.set_.source_Tensor_storage_offset(z(4)(d), z(2)(d), 0, [4], [2]).stride()),
     # _transformer_encoder_layer_fwd: an empty src is copied before any check; then
@@ -491,6 +497,86 @@ CASES: dict[str, Callable[[str], Any]] = {
     "logspace.out one step past int8": lambda d: A.logspace.out(
         1e40, 1.0, 1, 2.0, out=z(0, dtype=torch.int8)(d)),
     "logspace.out bool": lambda d: A.logspace.out(1.0, 2.0, 2, 2.0, out=z(0, dtype=torch.bool)(d)),
+    # all-checks run of 2026-12-02: dims out of range, negative sizes, refused as CPU refuses
+    "cross.out dim one past the rank": lambda d: A.cross.out(
+        ar(3, 2, 2)(d), ar(3, 2, 2)(d), 3, out=z(0)(d)),
+    "glu dim below the rank, odd halving dim": lambda d: A.glu(z(2, 1)(d), -3),
+    "glu.out dim past the rank": lambda d: A.glu(z(1, 2)(d), 2, out=z(0)(d)),
+    "glu_backward dim past the rank": lambda d: A.glu_backward(z(0, 2, dtype=torch.float64)(d),
+                                                               z(0, 2, dtype=torch.float64)(d), 2),
+    # nll_loss: the forward's meta checks a 1-D input's target size (ValueError), then the batch
+    "nll_loss empty target of a batch": lambda d: A.nll_loss(z(3, 3)(d), z(0, dtype=L)(d)),
+    "nll_loss_forward 0-dim target of a batch": lambda d: A.nll_loss_forward(
+        z(3, 3)(d), z(dtype=L)(d), None, 1, -100),
+    "nll_loss_forward 1-d input, 3 targets": lambda d: A.nll_loss_forward(
+        z(3)(d), z(3, dtype=L)(d), None, 1, -100),
+    "nll_loss_backward 1-d input, 1 target": lambda d: A.nll_loss_backward(
+        t(1.0, shape=())(d), z(3)(d), z(1, dtype=L)(d), None, 1, -100, t(1.0, shape=())(d)),
+    "nll_loss_backward 1-d input, 3 targets: the first counts": lambda d: A.nll_loss_backward(
+        t(1.0, shape=())(d), z(3)(d), t(2, 0, 1, dtype=L)(d), None, 1, -100,
+        t(1.0, shape=())(d)),
+    # adaptive average pooling: a negative output size is the result's resize_ (RuntimeError)
+    "_adaptive_avg_pool2d negative output size": lambda d: A._adaptive_avg_pool2d(
+        z(2, 2, 2)(d), [-2, 1]),
+    "_adaptive_avg_pool2d.out negative output size, bool": lambda d: A._adaptive_avg_pool2d(
+        z(2, 2, 2, dtype=torch.bool)(d), [-2, 0], out=z(0, dtype=torch.bool)(d)),
+    "_adaptive_avg_pool3d negative output size": lambda d: A._adaptive_avg_pool3d(
+        z(2, 2, 2, 2, 2, dtype=torch.float16)(d), [-2, 1, 1]),
+    # FFT primitives: dims out of range and a result size below 1 are RuntimeError
+    "_fft_c2c dims past the rank": lambda d: A._fft_c2c(z(2, 2, dtype=torch.complex128)(d),
+                                                       [0, 1, 2], 0, False),
+    "_fft_c2c dim below the rank": lambda d: A._fft_c2c(z(2, 2, dtype=torch.complex128)(d),
+                                                       [-3], 0, True),
+    "_fft_c2c dim -1": lambda d: A._fft_c2c(ar(2, 2, dtype=torch.complex128)(d), [-1], 0, True),
+    "_fft_r2c dim past the rank": lambda d: A._fft_r2c(ar(2, 2)(d), [0, 2], 0, True),
+    "_fft_c2r negative last_dim_size": lambda d: A._fft_c2r(
+        z(2, 2, dtype=torch.complex128)(d), [0], 0, -2),
+    "_fft_c2r last_dim_size 0": lambda d: A._fft_c2r(z(2, 2, dtype=torch.complex128)(d), [0], 0, 0),
+    # isin of a Scalar: the wrapped Scalar's dtype (complex128), then test_elements'
+    "isin.Scalar_Tensor_out complex element": lambda d: A.isin.Scalar_Tensor(
+        0.5 + 0.25j, z(0, dtype=torch.float16)(d), out=z(0, dtype=torch.float16)(d)),
+    "isin.Scalar_Tensor bool test_elements": lambda d: A.isin.Scalar_Tensor(
+        1.0, z(2, dtype=torch.bool)(d)),
+    # narrow_copy: CPU's kernel, not narrow's checks (a dim past the rank is RuntimeError)
+    "narrow_copy dim past the rank": lambda d: A.narrow_copy(z(2, 2, dtype=torch.float64)(d),
+                                                             2, 0, 0),
+    "narrow_copy.out dim past the rank": lambda d: A.narrow_copy(z(2, 2)(d), 2, 0, 0,
+                                                                 out=z(0)(d)),
+    "narrow_copy dim below the rank": lambda d: A.narrow_copy(z(2, 2)(d), -3, 0, 0),
+    "narrow_copy start out of range": lambda d: A.narrow_copy(z(2, 2)(d), 1, 3, 0),
+    "narrow_copy negative length": lambda d: A.narrow_copy(z(2, 2)(d), 1, 3, -1),
+    "narrow_copy negative start": lambda d: A.narrow_copy(ar(2, 3)(d), 1, -2, 2),
+    # vector norms: a complex order is refused after the input's dtype, before anything else
+    "dist complex p": lambda d: A.dist(ar(2, dtype=torch.float64)(d), ar(2, dtype=torch.uint8)(d),
+                                       0.5 + 0.25j),
+    "linalg_vector_norm complex ord, dim out of range": lambda d: A.linalg_vector_norm(
+        ar(2)(d), 1j, [3]),
+    "linalg_vector_norm int64 input, complex ord": lambda d: A.linalg_vector_norm(
+        ar(2, dtype=L)(d), 1j),
+    "renorm complex p": lambda d: A.renorm(ar(2, 2)(d), 1j, 0, 1.0),
+    "linalg__powsum complex ord of int64": lambda d: A.linalg__powsum(ar(2, dtype=L)(d), 1j),
+    "linalg_vector_norm empty, complex ord": lambda d: A.linalg_vector_norm(z(0, 2)(d), 1j),
+    "norm.Scalar complex p": lambda d: A.norm.Scalar(t(1.0, shape=())(d), 0.5 + 0.25j),
+    "embedding_dense_backward.out negative num_weights, scaled by frequency": lambda d:
+        A.embedding_dense_backward(t(1, 1, 1, 1, dtype=torch.int8, shape=(1, 4))(d),
+                                   z(1, dtype=L)(d), -2, -1, True, out=z(0, dtype=torch.int8)(d)),
+    # scatter out= overloads: scatter_meta_impl's dim, dtypes, shapes, out=, then reduce
+    "scatter.reduce_out empty src": lambda d: A.scatter.reduce_out(
+        z(2, 2, dtype=L)(d), 0, t(0, 1, 1, 0, dtype=L, shape=(2, 2))(d), z(0, 2, dtype=L)(d),
+        reduce="add", out=z(0, dtype=L)(d)),
+    "scatter_add.out empty src": lambda d: A.scatter_add.out(
+        z(2, 2)(d), 0, t(0, 1, 1, 0, dtype=L, shape=(2, 2))(d), z(0, 2)(d), out=z(0)(d)),
+    "scatter.value_reduce_out dim past the rank, empty": lambda d: A.scatter.value_reduce_out(
+        z(2, 0, dtype=torch.complex128)(d), 2, z(2, 0, dtype=L)(d), 0, reduce="add",
+        out=z(0, dtype=torch.complex128)(d)),
+    "scatter.src_out dim past the rank, src dtype": lambda d: A.scatter.src_out(
+        z(2, 2)(d), 2, t(0, dtype=L, shape=(1, 1))(d), z(2, 2, dtype=L)(d), out=z(0)(d)),
+    "scatter.value_out index rank of a 0-dim self": lambda d: A.scatter.value_out(
+        z()(d), 0, t(0, 0, dtype=L, shape=(1, 2))(d), 1.0, out=z(0)(d)),
+    "scatter.value_out index too large, int out": lambda d: A.scatter.value_out(
+        z(2, 2)(d), 0, z(2, 3, dtype=L)(d), 1.0, out=z(0, dtype=L)(d)),
+    "scatter.reduce_out bad reduce, int out": lambda d: A.scatter.reduce_out(
+        z(2, 2)(d), 0, z(1, 2, dtype=L)(d), z(2, 2)(d), reduce="max", out=z(0, dtype=L)(d)),
 }
 
 

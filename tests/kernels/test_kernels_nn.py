@@ -131,6 +131,18 @@ def test_layer_norm(affine: bool) -> None:
            atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_layer_norm_of_constant_rows_is_zero_as_cpus(dtype: torch.dtype) -> None:
+    # CPU's Welford moments give a row of one value that value as its mean and 0 variance; a
+    # rounded running sum (an expanded, stride-0 row) left deviations eps=1e-12 blew up
+    base = (torch.arange(24, dtype=torch.float64).reshape(2, 12, 1) * 0.37 - 3.1).to(dtype)
+    for device in ("cpu", "mlu"):
+        out, mean, rstd = torch.ops.aten.native_layer_norm(
+            base.to(device).expand(2, 12, 32), [32], None, None, 1e-12)
+        assert out.cpu().abs().max().item() == 0.0, device
+        torch.testing.assert_close(mean.cpu(), base)
+
+
 POOL_CASES = [
     # kernel, stride, padding, dilation, ceil_mode
     ((2, 2), None, 0, 1, False),

@@ -51,6 +51,13 @@ REFUSED: dict[str, Callable[[str], Any]] = {
         1 + 2j, 1.0, 3, out=torch.empty(0).to(d)),
     "kaiser_window.out integral": lambda d: torch.ops.aten.kaiser_window.out(
         3, out=torch.empty(0, dtype=I64).to(d)),
+    "multinomial.out bool out, no rows": lambda d: torch.ops.aten.multinomial.out(
+        torch.zeros(0, 1, dtype=torch.bfloat16).to(d), 1, False,
+        out=torch.empty(0, dtype=torch.bool).to(d)),
+    # an out= on another device (CPU's call: meta; mlu's: cpu) is refused before anything else
+    "multinomial.out on another device": lambda d: torch.ops.aten.multinomial.out(
+        torch.zeros(0, 3, dtype=F16).to(d), 1, False,
+        out=torch.empty(0, dtype=I64, device="meta" if d == "cpu" else "cpu")),
 }
 
 
