@@ -1482,8 +1482,9 @@ def _mvlgamma_vec(x: Any, p: int, dt: Any) -> Any:
     args = (x.astype(opm)[None] - j).astype(dt)
     terms = _lgamma(args.astype(opm)).astype(dt)
     total = terms.astype(opm).sum(0).astype(dt)
-    return np.ascontiguousarray(
-        (total.astype(opm) + opm.type(p * (p - 1) / 4 * np.log(np.pi))).astype(dt))
+    # asarray, not ascontiguousarray: that makes a 0-d result 1-d
+    return np.asarray((total.astype(opm) + opm.type(p * (p - 1) / 4 * np.log(np.pi))).astype(dt),
+                      order="C")
 
 
 def _mvlgamma_check(compute: torch.dtype, result: torch.dtype, x: Any, p: int = 1) -> None:

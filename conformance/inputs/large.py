@@ -61,10 +61,14 @@ def tiled_large(call: Call, max_side: int | None) -> Call:
     :data:`HUGE_SIDE` for a pointwise op on vectors; unchanged where the inputs have no common
     last size above 1 (a GEMM's ``[m, k] @ [k, n]``), where the op's hints cap its sides
     (``max_side``: costly per element), where a tiled tensor would pass :data:`MAX_TILED`
-    elements, and for seeded random ops. Values repeat: a kernel wrong past a size is wrong
+    elements, for ops tagged neither pointwise nor reduction, and for seeded random ops. Values repeat: a kernel wrong past a size is wrong
     there whatever the values."""
     if max_side is not None or not takes_tiling(call) \
+            or not call.sig.tags & {"pointwise", "reduction"} \
             or "nondeterministic_seeded" in call.sig.tags:
+        # only where every input broadcasts to the result or is reduced (native_functions'
+        # tags): another op ties its arguments' sizes otherwise (batch norm's running mean is
+        # [C], not the last size), and repeated values make ties a sort's indices leave open
         # a seeded op is judged against the range CPU's further samples span: the extremes of
         # 2**16 draws of a heavy tail (geometric) pass that range by chance, and its sampler's
         # size paths are the distribution check's to reach
