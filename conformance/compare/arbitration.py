@@ -255,7 +255,8 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
         # a sum of terms whose total overflows in the result's dtype: some partial sum may
         # overflow in any order, so the backend's inf or NaN is no fault even where CPU's order
         # stayed finite (a float32 mean over 771 values of 1e36: CPU finite, a pairwise sum inf)
-        spill = terms_overflow(call, expected.shape, position)
+        spill = terms_overflow(call, expected.shape, position,
+                               ctx.terms_scale(call, expected.shape, position))
         if spill is not None:
             if reference is not None:  # a non-finite rounded answer is one to hold to
                 spill = spill & ~_not_finite(reference)

@@ -191,6 +191,21 @@ class Context:
         self.scratch["aten_composite"] = (call, found)
         return found
 
+    def terms_scale(self, call: Call, shape: torch.Size,
+                    position: tuple[int, int] | None) -> torch.Tensor | None:
+        """:func:`conformance.compare.terms.terms_magnitude` of ``call``'s result of ``shape``
+        (one more CPU run), kept for the call: a disagreement's arbitration asks it of every
+        element-wise agreement it judges (the backend's, CPU's reorderings', the reference's)."""
+        from conformance.compare.terms import terms_magnitude
+
+        key = (shape, position)
+        cached = self.scratch.get("terms_scale")
+        if cached is not None and cached[0] is call and cached[1] == key:
+            return cached[2]
+        found = terms_magnitude(call, shape, position)
+        self.scratch["terms_scale"] = (call, key, found)
+        return found
+
     def reject_if_refused_under_property(self, call: Call, exc: BaseException) -> None:
         """Raise :class:`CpuRejected` (example not counted, ``backend_property`` noted) where
         the backend raised ``exc``, CPU answered, and CPU refuses the call as the backend did

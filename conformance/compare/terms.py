@@ -66,18 +66,18 @@ def _magnitude_run(call: Call, shape: torch.Size, position: tuple[int, int] | No
     return answer.detach().abs()
 
 
-def terms_overflow(call: Call, shape: torch.Size, position: tuple[int, int] | None = None
-                   ) -> torch.Tensor | None:
+def terms_overflow(call: Call, shape: torch.Size, position: tuple[int, int] | None,
+                   wide: torch.Tensor | None) -> torch.Tensor | None:
     """Per element of a result of ``shape``, whether the terms' total overflows in the call's
     own dtypes but not in float64 (the call on absolute values is not finite there, and is
     when widened): some partial sum may then overflow in any order, although every term is
     finite (a float32 mean over 771 values of 1e36). An infinite input is no such evidence:
-    its total is infinite either way. ``None`` as for :func:`terms_magnitude`."""
+    its total is infinite either way. ``wide``: :func:`terms_magnitude` of the same call (the
+    comparison has computed it). ``None`` where either call gives no answer of ``shape``."""
+    if wide is None:
+        return None
     total = _magnitude_run(call, shape, position, widen=False)
     if total is None or not (total.is_floating_point() or total.is_complex()):
-        return None
-    wide = terms_magnitude(call, shape, position)
-    if wide is None:
         return None
     return ~total.isfinite() & wide.isfinite()
 

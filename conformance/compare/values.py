@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from conformance.compare.terms import terms_magnitude
 from conformance.core import readback
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
@@ -353,7 +352,7 @@ def _scale_of(ctx: Context, call: Call, expected: torch.Tensor,
     kind = ctx.scale_kind(call.sig.name, expected.dtype)
     if kind != "terms":
         return {"everywhere": kind == "all_inputs"}
-    terms = terms_magnitude(call, expected.shape, position)
+    terms = ctx.terms_scale(call, expected.shape, position)
     return None if terms is None else {"terms": terms}
 
 

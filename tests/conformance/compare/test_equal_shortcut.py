@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import opdb
+from conformance.compare.terms import terms_magnitude
 from conformance.compare.values import assert_values
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
@@ -20,6 +21,7 @@ def _ctx(name: str) -> SimpleNamespace:
     tol = load_tolerances()
     return SimpleNamespace(tolerance=lambda overload, dtype: (None, None),
                            scale_ulps=tol.scale_ulps, scale_kind=tol.scale_kind,
+                           terms_scale=terms_magnitude,
                            nonfinite_unspecified=tol.nonfinite_unspecified,
                            hints=load_hints().for_op(name), comparisons={})
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import opdb
+from conformance.compare.terms import terms_magnitude
 from conformance.compare.values import comparison_for, mismatches
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
@@ -28,7 +29,7 @@ def call(name: str, **values) -> Call:
 CTX = SimpleNamespace(tolerance=lambda name, dtype: (None, None),
                       scale_ulps=load_tolerances().scale_ulps,
                       nonfinite_unspecified=load_tolerances().nonfinite_unspecified,
-                      scale_kind=load_tolerances().scale_kind)
+                      scale_kind=load_tolerances().scale_kind, terms_scale=terms_magnitude)
 
 
 def _hinted(name: str) -> SimpleNamespace:
