@@ -30,6 +30,10 @@ _CALL_FIELDS = ("call", "side", "source", "repro", "repro_seq", "call_started")
 ITEM_CEILING = 10
 
 
+#: The call's fields (:data:`_CALL_FIELDS`, in that order) as the marker writes them.
+_CALL_LAYOUT = b", ".join(b'"%s": %%s' % key.encode() for key in _CALL_FIELDS)
+
+
 def _json_text(value: str | float | None) -> bytes:
     """``json.dumps`` of a string, a number or ``None``, without its per-call overhead."""
     if value is None:
@@ -61,6 +65,8 @@ class Inflight:
         self._call_fd: int | None = None
         self._codec: Any = None  # a conformance.core.callcodec.CallCodec, made on first use
         self._head = b"{}"  # the item's JSON as of the last start/mark (call fields apart)
+        self._described_of: str | None = None  # the call description last encoded ...
+        self._described = b"null"  # ... and its JSON
         #: called before every call is recorded (the watchdog's progress: its deadline is the
         #: call's); set by whoever watches the item, None otherwise
         self.on_call: Callable[[], None] | None = None
@@ -138,10 +144,15 @@ class Inflight:
 
     def _write_call(self) -> None:
         """:meth:`_write` for :meth:`call`, which runs before every example on each side: only
-        the call's four fields change, so the rest of the item is taken as encoded at the last
-        :meth:`start` or :meth:`mark`."""
-        fields = b", ".join(b'"%s": %s' % (key.encode(), _json_text(self.item[key]))
-                            for key in _CALL_FIELDS)
+        the call's fields change, so the rest of the item is taken as encoded at the last
+        :meth:`start` or :meth:`mark`, and the call's description as encoded for its previous
+        side (each call runs on CPU, then on the backend)."""
+        item = self.item
+        if self._described_of is not item["call"]:
+            self._described_of, self._described = item["call"], _json_text(item["call"])
+        fields = _CALL_LAYOUT % (self._described, _json_text(item["side"]),
+                                 _json_text(item["source"]), _json_text(item["repro"]),
+                                 _json_text(item["repro_seq"]), _json_text(item["call_started"]))
         head = self._head[:-1]
         self._put(head + (b", " if head != b"{" else b"") + fields + b"}")
 

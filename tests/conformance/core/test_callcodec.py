@@ -59,6 +59,34 @@ def test_rendered_repro_is_the_one_rendered_at_once(repro):
         assert render_call(dump_call(repro, call)) == want, call.describe()
 
 
+def test_drawn_calls_render_as_at_once_without_their_fills(repro):
+    """A drawn call carries how its tensors were filled and its cached description: neither is
+    kept, the repro read back is still the one rendered at once (refills and layouts too)."""
+    from hypothesis import HealthCheck, given, settings
+
+    from conformance.checks.forward import forward_refill
+    from conformance.inputs.strategies import forward_calls
+    from opdb.opdata import OpHints, load_hints
+
+    codec, seen = CallCodec(), []
+    for name in ("add.Tensor", "sum.dim_IntList", "where.self", "mul.out"):
+        sig, hints = _sig(name), load_hints().for_op(name)
+
+        @settings(max_examples=5, database=None, deadline=None, derandomize=True,
+                  suppress_health_check=list(HealthCheck))
+        @given(forward_calls(sig, hints))
+        def check(call: Call, hints: OpHints = hints) -> None:
+            for i in range(10):
+                refill = forward_refill(call.refill(i), i, hints)
+                refill.describe()  # a cached property the bytes leave out
+                kept = codec.dump(repro, refill)
+                assert kept is not None and render_call(kept) == repro(refill)
+                seen.append(bool(refill.fills))
+
+        check()
+    assert any(seen)  # fills were there to leave out
+
+
 def test_what_cannot_be_kept_is_rendered_at_once(repro):
     call = _calls()[0]
     assert dump_call(lambda c: "x", call) is None  # a lambda: not picklable
