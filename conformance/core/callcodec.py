@@ -18,6 +18,7 @@ import ctypes
 import dataclasses
 import io
 import pickle
+import types
 from collections.abc import Callable
 from dataclasses import fields
 from functools import cache
@@ -72,6 +73,12 @@ def _shared(i: int) -> Any:  # pragma: no cover - never called: _Unpickler.find_
     raise RuntimeError("a kept call is read by render_call")
 
 
+#: Types pickle writes by name (or a dtype's own reduction), asked of :meth:`_Pickler.
+#: reducer_override` for every one it meets (the reduction functions it returns included):
+#: answered first.
+_BY_NAME = frozenset({types.FunctionType, type, torch.dtype})
+
+
 class _Pickler(pickle.Pickler):
     """Pickles tensors as bytes, the signature as its fields; ``shared``: objects written
     once per item (the signature), referred to by number."""
@@ -81,7 +88,12 @@ class _Pickler(pickle.Pickler):
         self.shared = {id(obj): i for i, obj in enumerate(shared)}
 
     def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, torch.Tensor):
+        kind = type(obj)
+        if kind is torch.Tensor:
+            return _reduce_tensor(obj)
+        if kind in _BY_NAME:  # most of what a call holds besides its tensors
+            return NotImplemented
+        if isinstance(obj, torch.Tensor):  # a subclass: refused there
             return _reduce_tensor(obj)
         if isinstance(obj, OpSignature):
             i = self.shared.get(id(obj))
@@ -130,6 +142,8 @@ class CallCodec:
         self._key: tuple[int, int] | None = None
         self._shared: tuple[Any, ...] = ()
         self._head: bytes | None = b""
+        self._buf = io.BytesIO()
+        self._pickler = _Pickler(self._buf)  # one per head: its shared objects
 
     def head(self, repro: Callable[[Any], str], call: Any) -> bytes | None:
         """The bytes of ``call``'s repro function and signature; ``None`` where they cannot be
@@ -145,6 +159,7 @@ class CallCodec:
                 self._head = None
             else:
                 self._head = buf.getvalue()
+            self._pickler = _Pickler(self._buf, self._shared[1:])
         return self._head
 
     def dump(self, repro: Callable[[Any], str], call: Any) -> bytes | None:
@@ -153,9 +168,12 @@ class CallCodec:
         head = self.head(repro, call)
         if head is None:
             return None
-        buf = io.BytesIO()
+        buf = self._buf  # one buffer and pickler for every call (their set-up cost a tenth)
+        buf.seek(0)
+        buf.truncate()
+        self._pickler.clear_memo()
         try:
-            _Pickler(buf, self._shared[1:]).dump(call)
+            self._pickler.dump(call)
         except Exception:  # noqa: BLE001 - a device tensor, a sparse one: rendered at once
             return None
         return b"%d\n" % len(head) + head + buf.getvalue()
