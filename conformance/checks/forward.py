@@ -62,7 +62,7 @@ _SIZED_OUT = "out= pre-sized"
 
 def forward_refill(call: Call, i: int, hints: OpHints) -> Call:
     if i == TWIN_DIM_REFILL:
-        return twin_dims(call)
+        return twin_dims(call, hints)
     if i == LARGE_REFILL:
         return tiled_large(call, hints.max_side)
     if i == SIZED_OUT_REFILL and call.sig.kind == "out" and any(

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from conformance.core.call import Call
+from opdb.opdata import OpHints
 
 
 def is_dim_name(name: str) -> bool:
@@ -36,14 +37,18 @@ def _twin(d: Any, rank: int) -> Any:
     return d - rank if d >= 0 else d + rank
 
 
-def twin_dims(call: Call) -> Call:
+def twin_dims(call: Call, hints: OpHints | None = None) -> Call:
     """``call`` with each dimension argument (:func:`is_dim_name`, or an ``int[]`` named ``dim``
     or ``dims``) in its other spelling, counted against the first tensor argument's rank:
-    ``cumprod(x[2, 3], dim=1)`` becomes ``dim=-1``. Unchanged where there is none."""
+    ``cumprod(x[2, 3], dim=1)`` becomes ``dim=-1``. Unchanged where there is none, and for an
+    argument whose ``hints`` bound it (``min: 0``: an internal op taking the dim its caller
+    wrapped, which CPU does not wrap again: ``_cummax_helper`` of ``dim=-1`` corrupts memory)."""
     rank = _first_rank(call)
     if rank is None:
         return call
-    ints = {a.name for a in call.sig.args if a.base in ("int", "SymInt")}
+    bounded = {a.name for a in call.sig.args if hints is not None
+               and (hints.get(a.name).min is not None or hints.get(a.name).max is not None)}
+    ints = {a.name for a in call.sig.args if a.base in ("int", "SymInt")} - bounded
     values, changed = [], False
     for name, value in call.values:
         if name in ints and (is_dim_name(name) or name == "dims"):

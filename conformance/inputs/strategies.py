@@ -365,9 +365,11 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature
     if base in ("int", "SymInt"):
         if spec.is_list:
             return _int_list(draw, spec, hint, plan, sig)
-        if is_dim_name(spec.name):
+        if is_dim_name(spec.name):  # any spelling of a dim, within its hint's bounds
             r = max(_rank(plan, sig), 1)
-            return draw(cached_integers(-r, r - 1), label=spec.name)
+            lo = -r if hint.min is None else min(max(-r, int(hint.min)), r - 1)
+            hi = r - 1 if hint.max is None else max(min(r - 1, int(hint.max)), lo)
+            return draw(cached_integers(lo, hi), label=spec.name)
         lo = int(hint.min) if hint.min is not None else 0
         hi = int(hint.max) if hint.max is not None else 3
         return draw(cached_integers(lo, hi), label=spec.name)
