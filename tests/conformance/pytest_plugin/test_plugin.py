@@ -51,7 +51,7 @@ def test_inert_without_backend(pytester):
 def test_items_ids_results_file_and_k(pytester):
     res = pytester.path / "r.jsonl"
     result = pytester.runpytest("--backend", "cpu", "--ops", "add|abs", "--results", str(res),
-                                "-v", *QUICK)
+                                "--checks", "forward,promotion,broadcast,dtypes", "-v", *QUICK)
     result.stdout.fnmatch_lines(["*add.Tensor::promotion PASSED*",
                                  "conformance: * pairs the check does not apply to were recorded "
                                  "as skip (not_applicable) without running"])
@@ -308,7 +308,8 @@ def test_conformance_run_cli(tmp_path):
     out = tmp_path / "results.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "conformance", "run", "--backend", "cpu", "--ops", "mul|where",
-         "--max-examples", "3", "-n", "0", "-o", str(out)],
+         "--checks", "forward,promotion,broadcast,dtypes", "--max-examples", "3", "-n", "0",
+         "-o", str(out)],
         capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "\r" not in proc.stderr  # no progress line when piped
