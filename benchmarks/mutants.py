@@ -7,8 +7,9 @@ kernel gets it wrong (a saturating add, a truncating conversion, a C ``fmod`` fo
 Every mutant carries a *witness*: CPU arguments on which it provably disagrees with CPU (checked by
 the smoke test), so no mutant is an equivalent mutant that nothing could catch.
 
-``needs`` names a check the harness does not have yet (issue 10's autograd check, out=/in-place
-variant checks): such mutants still run, and count as missed unless the existing checks catch them.
+``needs`` names the check that is there to catch the mutant where it is not the forward check
+(autograd, out, inplace, noncontiguous: all default checks since issue 27); a mutant counts as
+missed unless some check of the run catches it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Mutant:
     bug: str
     make: Callable[[Kernel], Kernel]  # reference kernel -> buggy kernel
     witness: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]  # CPU args where it is wrong
-    needs: str | None = None  # a check that does not exist yet and would be the one to catch it
+    needs: str | None = None  # the check there to catch it, where not the forward check
 
     def kernel(self) -> Kernel:
         from kernels.registry import kernel
@@ -1090,27 +1091,27 @@ MUTANTS: tuple[Mutant, ...] = (
            w(t([1.5]), out=torch.empty(0, dtype=I64))),
     Mutant("add_out_fresh", "variants", "add.out", "returns a new tensor; out= is never written",
            on_cpu(_add_out_fresh), w(t([1.0]), t([2.0]), out=torch.zeros(1)),
-           needs="out check (not in the default checks)"),
+           needs="the out check"),
     Mutant("mul_inplace_fresh", "variants", "mul_.Tensor", "returns a new tensor; self is not "
            "modified", on_cpu(_mul_inplace_fresh), w(t([1.0]), t([2.0]))),
     # -- autograd: backward kernels (issue 10's autograd check does not exist yet) ----------
     Mutant("threshold_backward_ge", "autograd", "threshold_backward", "gradient passes at "
            "x == threshold (>= instead of >)", on_cpu(_threshold_backward_ge),
-           w(t([1.0]), t([0.0]), 0.0), needs="autograd check (issue 10)"),
+           w(t([1.0]), t([0.0]), 0.0), needs="the autograd check"),
     Mutant("sigmoid_backward_input", "autograd", "sigmoid_backward", "the saved output is "
            "treated as the input", on_cpu(_sigmoid_backward_input), w(t([1.0]), t([0.5])),
-           needs="autograd check (issue 10)"),
+           needs="the autograd check"),
     Mutant("embedding_backward_padding", "autograd", "embedding_dense_backward",
            "padding_idx ignored: its row gets gradient", on_cpu(_embedding_backward_no_padding),
-           w(t([[1.0], [2.0]]), t([0, 1], I64), 2, 0, False), needs="autograd check (issue 10)"),
+           w(t([[1.0], [2.0]]), t([0, 1], I64), 2, 0, False), needs="the autograd check"),
     Mutant("softmax_backward_no_sum", "autograd", "_softmax_backward_data", "the sum term "
            "(- y * sum(g * y)) is missing", on_cpu(_softmax_backward_no_sum),
-           w(t([[1.0, 0.0]]), t([[0.5, 0.5]]), 1, F32), needs="autograd check (issue 10)"),
+           w(t([[1.0, 0.0]]), t([[0.5, 0.5]]), 1, F32), needs="the autograd check"),
     Mutant("maxpool_backward_overlap", "autograd", "max_pool2d_with_indices_backward",
            "overlapping windows: the gradient of a shared maximum is not accumulated",
            on_cpu(_maxpool_backward_no_accumulate),
            w(t([[[[1.0, 1.0]]]]), t([[[[0.0, 5.0, 0.0]]]]), [1, 2], [1, 1], [0, 0], [1, 1],
-             False, t([[[[1, 1]]]], I64)), needs="autograd check (issue 10)"),
+             False, t([[[[1, 1]]]], I64)), needs="the autograd check"),
     # -- dtypes: a dtype CPU supports refused, a wide dtype computed narrow ------------------
     Mutant("abs_no_int16", "dtypes", "abs", "int16 refused (kernel not compiled for Short) "
            "although CPU computes it", on_cpu(_abs_no_int16), w(t([-3], torch.int16))),
@@ -1121,28 +1122,28 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("mul_inplace_strided_copy", "inplace", "mul_.Tensor", "a non-contiguous self (a "
            "transposed view) is updated in a contiguous copy: self and its base keep their "
            "values", _contiguous_only, w(t([[1.0, 2.0], [3.0, 4.0]]).t(), t([2.0])),
-           needs="inplace check (not in the default checks)"),
+           needs="the inplace check"),
     Mutant("sub_inplace_casts", "inplace", "sub_.Tensor", "a float result is truncated into an "
            "int64 self instead of refused as CPU refuses it", _sub_inplace_casts,
-           w(t([1], I64), t([0.5])), needs="inplace check (not in the default checks)"),
+           w(t([1], I64), t([0.5])), needs="the inplace check"),
     # -- layout: kernels right only for contiguous input (the noncontiguous check) -----------
     Mutant("abs_ignores_strides", "layout", "abs", "reads self's storage as if contiguous "
            "from offset 0 (a transposed input comes out untransposed)", _reads_as_contiguous(0),
            w(t([[1.0, -2.0], [3.0, -4.0]]).t()),
-           needs="the noncontiguous check (not a default check)"),
+           needs="the noncontiguous check"),
     Mutant("mm_ignores_transpose", "layout", "mm", "mat2's transpose flag dropped: a "
            "transposed mat2 is read as stored", _reads_as_contiguous(1),
            w(t([[1.0, 0.0], [0.0, 1.0]]), t([[1.0, 2.0], [3.0, 4.0]]).t()),
-           needs="the noncontiguous check (not a default check)"),
+           needs="the noncontiguous check"),
     # -- out= contents: a kernel that reads what out= held (empty outs, as forward passes
     # them, hide it; the out check's pre-sized outs show it) --------------------------------
     Mutant("mul_out_accumulates", "variants", "mul.out", "a pre-sized out= is accumulated "
            "into (out += self * other)", _mul_out_accumulates,
-           w(t([2.0]), t([3.0]), out=torch.ones(1)), needs="out check (not in the default checks)"),
+           w(t([2.0]), t([3.0]), out=torch.ones(1)), needs="the out check"),
     Mutant("clamp_out_reads_out", "variants", "clamp.out", "a pre-sized out= is clamped in "
            "place instead of self", _clamp_out_reads_out,
            w(t([5.0, -5.0]), -1.0, 1.0, out=torch.zeros(2)),
-           needs="out check (not in the default checks)"),
+           needs="the out check"),
     # -- issue 26 (blind spots) -------------------------------------------------------------
     # distribution: seeded-random samplers of the wrong distribution (the distribution check)
     Mutant("bernoulli_p_ignored", "distribution", "bernoulli_.float", "p ignored: every "
@@ -1203,18 +1204,18 @@ MUTANTS: tuple[Mutant, ...] = (
            _composite(_channels_last_at_offset, 0),
            w(Laid(lambda d: torch.cat([torch.zeros(3), torch.arange(24.0)]).to(d)[3:]
                   .view(1, 2, 3, 4).permute(0, 3, 1, 2)), [1, 1]),
-           needs="the noncontiguous check (not a default check)"),
+           needs="the noncontiguous check"),
     Mutant("mul_expanded_transposed", "composite", "mul.Tensor", "rows taken as packed where "
            "the innermost stride is 1 (a transposed view of an expanded tensor)",
            _composite(_rows_packed_by_unit_stride, 0),
            w(Laid(lambda d: t([[1.0, 2.0, 3.0]]).to(d).t().expand(3, 2).t()), t([1.0])),
-           needs="the noncontiguous check (not a default check)"),
+           needs="the noncontiguous check"),
     Mutant("add_offset_scalar_mixed", "composite", "add.Tensor", "a 0-dim other at a storage "
            "offset read from offset 0 when self is a view",
            _offset_scalar_next_to_view,
            w(Laid(lambda d: t([[1.0, 2.0], [3.0, 4.0]]).to(d).t()),
              Laid(lambda d: torch.tensor([9.0, 5.0]).to(d)[1:].view(()))),
-           needs="the noncontiguous check (not a default check)"),
+           needs="the noncontiguous check"),
 )
 
 
