@@ -1094,7 +1094,7 @@ MUTANTS: tuple[Mutant, ...] = (
            needs="the out check"),
     Mutant("mul_inplace_fresh", "variants", "mul_.Tensor", "returns a new tensor; self is not "
            "modified", on_cpu(_mul_inplace_fresh), w(t([1.0]), t([2.0]))),
-    # -- autograd: backward kernels (issue 10's autograd check does not exist yet) ----------
+    # -- autograd: backward kernels (the autograd check) ------------------------------------
     Mutant("threshold_backward_ge", "autograd", "threshold_backward", "gradient passes at "
            "x == threshold (>= instead of >)", on_cpu(_threshold_backward_ge),
            w(t([1.0]), t([0.0]), 0.0), needs="the autograd check"),

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from conformance.core.call import Call
-from opdb.opdata import OpHints
+from opdb.opdata import ArgHint, OpHints
 
 
 def is_dim_name(name: str) -> bool:
@@ -37,6 +37,10 @@ def _twin(d: Any, rank: int) -> Any:
     return d - rank if d >= 0 else d + rank
 
 
+def _bounded(hint: ArgHint) -> bool:
+    return hint.min is not None or hint.max is not None
+
+
 def twin_dims(call: Call, hints: OpHints | None = None) -> Call:
     """``call`` with each dimension argument (:func:`is_dim_name`, or an ``int[]`` named ``dim``
     or ``dims``) in its other spelling, counted against the first tensor argument's rank:
@@ -46,9 +50,8 @@ def twin_dims(call: Call, hints: OpHints | None = None) -> Call:
     rank = _first_rank(call)
     if rank is None:
         return call
-    bounded = {a.name for a in call.sig.args if hints is not None
-               and (hints.get(a.name).min is not None or hints.get(a.name).max is not None)}
-    ints = {a.name for a in call.sig.args if a.base in ("int", "SymInt")} - bounded
+    ints = {a.name for a in call.sig.args if a.base in ("int", "SymInt")
+            and (hints is None or not _bounded(hints.get(a.name)))}
     values, changed = [], False
     for name, value in call.values:
         if name in ints and (is_dim_name(name) or name == "dims"):

@@ -31,3 +31,29 @@ def test_out_of_range_dims_and_calls_without_dims_are_kept() -> None:
     assert twin_dims(c) is c
     a = _call("add.Tensor", self=torch.ones(2), other=torch.ones(2), alpha=1)
     assert twin_dims(a) is a
+
+
+def test_a_dim_its_hints_bound_is_drawn_and_kept_within_them() -> None:
+    """``_cummax_helper`` takes the dim cummax wrapped (hints: ``dim: {min: 0}``): CPU aborts
+    or hangs on a negative one, so neither the draw nor the twin refill may give one."""
+    from hypothesis import HealthCheck, given, settings
+
+    from conformance.inputs.strategies import forward_calls
+    from opdb.opdata import load_hints
+
+    name = "_cummax_helper"
+    hints = load_hints().for_op(name)
+    assert hints.get("dim").min == 0
+    c = _call(name, self=torch.ones(2, 3), values=torch.ones(2, 3),
+              indices=torch.ones(2, 3, dtype=torch.int64), dim=1)
+    assert twin_dims(c, hints) is c and dict(twin_dims(c).values)["dim"] == -1
+    seen: list[int] = []
+
+    @settings(max_examples=40, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(forward_calls(OpSignature.of(opdb.load()[name]), hints))
+    def draw(call: Call) -> None:
+        seen.append(dict(call.values)["dim"])
+
+    draw()
+    assert seen and min(seen) >= 0 and max(seen) > 0
