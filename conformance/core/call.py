@@ -54,6 +54,10 @@ class Call:
     #: How the tensors whose values matter were filled: (argument, list index or None, Fill).
     #: Empty where values are not the subject (promotion, broadcast, autograd's finite draws).
     fills: tuple[tuple[str, int | None, Fill], ...] = field(default=(), compare=False)
+    #: (argument, list index or None) of the tensors whose dtype a hint fixes: a refill's dtype
+    #: move leaves them, empty ones too (an empty tensor has no fill to say it is pinned: an
+    #: empty int64 index beside an int64 ``self`` was moved to float, and CPU refused the refill)
+    pinned: frozenset[tuple[str, int | None]] = field(default=frozenset(), compare=False)
     #: :meth:`run` answers with the arguments written by an overload returning nothing
     #: (:func:`written`)
     written: bool = field(default=False, compare=False)
@@ -89,11 +93,13 @@ class Call:
                 value = new[(name, None)]
             elif isinstance(value, list) and any((name, j) in new for j in range(len(value))):
                 value = [new.get((name, j), v) for j, v in enumerate(value)]
-            elif to and isinstance(value, torch.Tensor) and dtype_name(value.dtype) == old:
+            elif to and isinstance(value, torch.Tensor) and dtype_name(value.dtype) == old \
+                    and (name, None) not in self.pinned:
                 value = value.to(torch_dtype(to))  # empty (out=, size-0) tensors
             elif to and isinstance(value, list) and value and all(
                     isinstance(t, torch.Tensor) and dtype_name(t.dtype) == old for t in value):
-                value = [t.to(torch_dtype(to)) for t in value]  # a Tensor[] out=
+                value = [t if (name, j) in self.pinned else t.to(torch_dtype(to))
+                         for j, t in enumerate(value)]  # a Tensor[] out=, empty tensors
             elif to and isinstance(value, torch.dtype):
                 target = refill_target(self.fills[0][2].seed, i, n_types, DTYPE_NAMES)
                 n_types += 1

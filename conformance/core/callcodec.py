@@ -52,8 +52,9 @@ def _record(cls: type, values: tuple[Any, ...]) -> Any:
 
 
 #: Fields of a record that a repro does not read and the marker leaves out: how a call's tensors
-#: were filled (the tensors themselves are kept), which only draws further refills.
-_LEFT_OUT = frozenset({"fills"})
+#: were filled (the tensors themselves are kept) and which of them a hint pins, which only draw
+#: further refills.
+_LEFT_OUT = frozenset({"fills", "pinned"})
 
 
 @cache

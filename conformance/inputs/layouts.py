@@ -347,6 +347,8 @@ def with_strides(show: str) -> str:
 
 
 def with_layouts(call: Call, layouts: tuple[tuple[str, str], ...]) -> LayoutCall:
-    """``call`` with the given arguments laid out (its values, fills and source kept)."""
+    """``call`` with the given arguments laid out (its values, fills, pinned slots and source
+    kept)."""
     return LayoutCall(sig=call.sig, values=call.values, on_cpu=call.on_cpu, notes=call.notes,
-                      fills=call.fills, source=call.source, layouts=layouts)
+                      fills=call.fills, pinned=call.pinned, source=call.source,
+                      layouts=layouts)

@@ -85,6 +85,8 @@ def _draw_tensor(draw: Any, name: str, shape: Sequence[int], *, specials: bool, 
                     label=label)
     if pinned:
         how = replace(how, pinned=True)
+        if plan is not None and slot is not None:
+            plan.pinned.add(slot)
     if plan is not None and slot is not None and plan.specials and how.numel:
         plan.fills.append((*slot, how))
     return how.tensor()
@@ -100,6 +102,8 @@ class Plan:
     safe: bool = False
     notes: list[str] = field(default_factory=list)
     fills: list[tuple[str, int | None, Fill]] = field(default_factory=list)
+    #: (argument, list index or None) of the tensors whose dtype a hint fixes (Call.pinned)
+    pinned: set[tuple[str, int | None]] = field(default_factory=set)
     target: str | None = None  # every ScalarType argument pinned to this dtype (dtype pairs)
     kind: type[Call] = Call  # the Call variant assembled (AutogradCall: its repro backpropagates)
     list_form: tuple[tuple[int, ...], int] | None = None  # first Tensor[]'s (shape, length)
@@ -516,7 +520,8 @@ def assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: Plan) -> Call:
             plan.on_cpu.add(spec.name)
         values.append((spec.name, v))
     return plan.kind(sig=sig, values=tuple(values), on_cpu=frozenset(plan.on_cpu),
-                     notes=tuple(plan.notes), fills=tuple(plan.fills))
+                     notes=tuple(plan.notes), fills=tuple(plan.fills),
+                     pinned=frozenset(plan.pinned))
 
 
 def _shape_along(plan: Plan, name: str, hint: ArgHint, drawn: dict[str, Any]) -> None:

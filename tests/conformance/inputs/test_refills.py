@@ -148,6 +148,28 @@ def test_odd_refills_move_the_free_tensors_to_another_dtype(data):
         assert all(t.dtype == torch.int64 for t in idx)
 
 
+def test_an_empty_pinned_index_keeps_its_dtype_when_self_shares_it():
+    """An empty index tensor has no fill to say a hint pins its dtype: beside an int64 ``self``
+    (the dtype the refill moves) it was moved too, and CPU refused every moved refill."""
+    from hypothesis import find
+
+    sig = _sig("index.Tensor")
+
+    def empty_index_beside_int64(call: Call) -> bool:
+        values = dict(call.values)
+        return values["self"].dtype == torch.int64 and bool(call.fills) and any(
+            t is not None and t.numel() == 0 for t in values["indices"])
+
+    call = find(calls(sig, HINTS.for_op(sig.name), mode="forward"), empty_index_beside_int64,
+                settings=settings(max_examples=2000, database=None, derandomize=True))
+    assert call.pinned, "the hint-fixed indices are recorded as pinned"
+    for i in (1, 3, 5):
+        refilled = dict(call.refill(i).values)
+        assert all(t.dtype == torch.int64 for t in refilled["indices"] if t is not None)
+        if i % 2:
+            assert refilled["self"].dtype != torch.int64  # the free tensor did move
+
+
 def test_adversarial_refills_carry_special_values_and_profiles():
     vals = torch.cat([Fill("float32", (4,), seed=3).refill(i).double() for i in range(1, 400)])
     fi = torch.finfo(torch.float32)
