@@ -199,6 +199,10 @@ CPU_COMPILE_FAILS = "cpu_compile_fails"
 #: Informational category of a ``pass`` (compile check): the device's eager result already
 #: differs from CPU's (the forward check's finding) and the compiled one agrees with it.
 EAGER_DIFFERS = "eager_differs"
+#: Informational category of a ``pass`` (compile check): the compiled result differs from eager
+#: CPU's, and the same compiled call on CPU gives the device's compiled result: what compiling
+#: changed (a decomposition's dtype, an out='s size) is torch.compile's doing, on every device.
+CPU_COMPILE_DIFFERS = "cpu_compile_differs"
 
 #: Fail categories with one line each (what disagreed).
 FAIL_CATEGORIES: Mapping[str, str] = MappingProxyType({
@@ -325,6 +329,8 @@ INFO_CATEGORIES: Mapping[str, str] = MappingProxyType({
                     "differs from it (a fact about PyTorch; informational)",
     EAGER_DIFFERS: "the device's eager result differs from CPU (the forward check's finding); "
                    "the compiled result agrees with eager (informational)",
+    CPU_COMPILE_DIFFERS: "the compiled result differs from eager CPU's as the same compiled call "
+                         "on CPU does (torch.compile's doing; informational)",
 })
 
 #: Every category name a results file may hold, with its line (the ``--ignore`` vocabulary).

@@ -4,6 +4,7 @@ CPU, placement, value fills for refills, and how it runs on a device.
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from collections.abc import Iterable, Mapping
@@ -297,9 +298,18 @@ def brief(value: Any, on_cpu: bool = False) -> str:
     return repr(value)
 
 
+@functools.cache
+def indexed_device(device: str) -> torch.device:
+    """``device`` as its tensors carry it, with its index (``mlu:0``, ``cuda:0``), as a program
+    passes ``x.device``: torch's fake kernels compare a ``device=`` argument with the tensors'
+    exactly (``_assert_tensor_metadata`` under torch.compile: "Expected: mlu, Got: mlu:0", on
+    every indexed device), eager kernels by type."""
+    return torch.empty(0, device=device).device
+
+
 def place_value(value: Any, device: str, keep_on_cpu: bool) -> Any:
     if value is DEVICE:
-        return torch.device(device)
+        return indexed_device(device)
     if isinstance(value, torch.Tensor):
         return value.clone() if keep_on_cpu or device == "cpu" else value.to(device)
     if isinstance(value, list) and value and any(isinstance(v, torch.Tensor) for v in value):

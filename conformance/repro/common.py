@@ -106,8 +106,8 @@ def _bytes_literal(t: torch.Tensor, dtype: str) -> str:
 
 
 def value_text(v: Any, on_device: bool) -> str:
-    if v is DEVICE:
-        return "device"
+    if v is DEVICE:  # with its index, as the harness passed it (core.call.indexed_device)
+        return "torch.empty(0, device=device).device"
     if isinstance(v, torch.Tensor):
         return tensor_literal(v) + (".to(device)" if on_device else "")
     if isinstance(v, list):

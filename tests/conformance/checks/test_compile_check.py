@@ -66,6 +66,21 @@ def test_reference_backend_passes(reference):
         assert v.examples > 0
 
 
+def test_what_compiling_changes_on_cpu_too_is_not_the_backends(reference):
+    """Three false failures of the full compile run on the reference backend, each one every
+    indexed device would get: cumprod_backward of an integral grad compiles to int64 on CPU too
+    (informational ``cpu_compile_differs``); native_layer_norm.out's compiled result is eager's,
+    which agreed with CPU through ATen's composite (CPU's mean of [-inf] is NaN); a
+    ``device=`` argument is passed with its index, as fake kernels compare it
+    (``_assert_tensor_metadata``: "Expected: mlu, Got: mlu:0")."""
+    v = _run(reference, "cumprod_backward")
+    assert (v.verdict, v.category) == ("pass", "cpu_compile_differs"), v.message
+    assert "compiled on mlu and on cpu alike" in v.message
+    for overload in ("native_layer_norm.out", "_assert_tensor_metadata"):
+        v = _run(reference, overload)
+        assert v.verdict == "pass" and v.category != "cpu_compile_differs", v.message
+
+
 def test_fake_impl_wrong_for_the_device_is_compile_fake(reference):
     with _fake_impl_wrong_on(reference.device, torch.ops.aten.cos.default):
         v = _run(reference, "cos")
