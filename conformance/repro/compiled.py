@@ -25,7 +25,8 @@ def fake(device):
     # fake-tensor (meta) propagation for the device, as Dynamo traces the call
     from torch._subclasses.fake_tensor import FakeTensorMode
     mode = FakeTensorMode()
-    args = [mode.from_tensor(t) for t in tensors(device)]
+    args = [[mode.from_tensor(x) for x in t] if isinstance(t, list) else mode.from_tensor(t)
+            for t in tensors(device)]  # a Tensor[] argument is a list of tensors
     with mode:
         out = op_on(device)(*args)
     for i, o in enumerate(out if isinstance(out, (tuple, list)) else [out]):

@@ -186,3 +186,22 @@ def test_compile_backend_reaches_the_plugin_and_the_backend_record():
     assert resolve("cpu", compile_backend="inductor").compile_backend == "inductor"
     # compiling costs ~4 s an item: not in the default set (docs/decisions.md#compile-cost)
     assert "compile" in CHECKS and "compile" not in DEFAULT_CHECKS
+
+
+def test_repro_of_a_tensor_list_call_runs_every_layer(reference, tmp_path: Path):
+    """A compiled call's repro whose op takes a Tensor[] (``cat``): its fake step makes each
+    list element a fake tensor (it handed the list itself to ``from_tensor``: "cannot create
+    weak reference to 'list' object", seen on ``_fused_adam.tensor_lr_out``'s repro)."""
+    import opdb
+    from conformance.core.call import Call, as_kind
+    from conformance.core.compiled import CompiledCall
+    from conformance.core.signature import OpSignature
+    from conformance.repro.snippet import snippet
+
+    call = Call(sig=OpSignature.of(opdb.load()["cat"]),
+                values=(("tensors", [torch.ones(2, 3), torch.zeros(1, 3)]), ("dim", 0)))
+    script = tmp_path / "repro.py"
+    script.write_text(snippet(as_kind(call, CompiledCall, compiler="aot_eager"), reference))
+    proc = run_repro(script, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "fake on mlu: out[0] dtype=torch.float32 shape=(3, 3)" in proc.stdout, proc.stdout
