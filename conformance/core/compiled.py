@@ -131,3 +131,26 @@ def fake_run(call: Call, device: str) -> Any:
     fkwargs = {k: fake(v) for k, v in kwargs.items()}
     with mode:
         return call.sig.packet(*fargs, **fkwargs)
+
+
+#: Compiler backends that generate code per device (Inductor): they need a code generator
+#: registered for the device under test.
+CODEGEN_COMPILERS = frozenset({"inductor"})
+
+
+def missing_codegen(compiler: str, device: str) -> str | None:
+    """Why ``compiler`` cannot compile for ``device`` (``None``: it can, or needs no codegen).
+    Inductor looks its device's code generator up by name and, without one, raises
+    ``KeyError: 'mlu'`` on every compiled call: as many identical fails as items, where the
+    answer is one fact about the run (torch registers cpu, cuda, xpu and mps; a vendor module
+    registers its own with ``register_backend_for_device`` when it is imported)."""
+    if compiler not in CODEGEN_COMPILERS:
+        return None
+    from torch._inductor.codegen.common import get_scheduling_for_device, init_backend_registration
+
+    init_backend_registration()
+    if get_scheduling_for_device(device) is not None:
+        return None
+    return (f"Inductor has no code generator for device {device!r} (a backend registers one "
+            f"with torch._inductor.codegen.common.register_backend_for_device); "
+            f"--compile-backend aot_eager compiles without codegen")

@@ -68,6 +68,7 @@ class State:
         ``--ops`` and this process's ``--shard``."""
         from conformance.checks.registry import CHECKS, DEFAULT_CHECKS
         from conformance.core.backends import parse_without, resolve
+        from opdb.errors import InputError
         from opdb.properties import parse_assumes
 
         opt = config.getoption
@@ -77,6 +78,12 @@ class State:
                                         compile_backend=opt("--compile-backend"),
                                         shapes=opt("--shapes"))
         self.checks = selected_checks(opt("--checks"), CHECKS, DEFAULT_CHECKS)
+        if "compile" in self.checks:  # after bring-up: a vendor module registers its codegen
+            from conformance.core.compiled import missing_codegen
+
+            problem = missing_codegen(self.backend.compile_backend, self.backend.device)
+            if problem is not None:
+                raise InputError(f"--compile-backend {self.backend.compile_backend}: {problem}")
         self.ops = opt("--ops")
         self.ops_re = ops_pattern(self.ops)
         from conformance.store.shards import load_durations, parse_shard

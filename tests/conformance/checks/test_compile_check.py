@@ -205,3 +205,25 @@ def test_repro_of_a_tensor_list_call_runs_every_layer(reference, tmp_path: Path)
     proc = run_repro(script, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "fake on mlu: out[0] dtype=torch.float32 shape=(3, 3)" in proc.stdout, proc.stdout
+
+
+def test_inductor_without_a_codegen_for_the_device_is_refused_before_the_run(tmp_path: Path):
+    """Inductor on a device with no code generator raised ``KeyError: 'mlu'`` on every item
+    (as many compile_raises fails as items); it is one fact about the run: a one-line error
+    naming the option, exit 2, nothing run. aot_eager needs no codegen; cpu has Inductor's."""
+    import subprocess
+    import sys
+
+    from conformance.core.compiled import missing_codegen
+
+    assert missing_codegen("aot_eager", "mlu") is None
+    assert missing_codegen("inductor", "cpu") is None
+    assert "no code generator for device 'mlu'" in (missing_codegen("inductor", "mlu") or "")
+    proc = subprocess.run([sys.executable, "-m", "conformance", "run", "--backend", "mlu",
+                           "--checks", "compile", "--compile-backend", "inductor", "--ops", "abs",
+                           "-n", "0", "-o", str(tmp_path / "r.jsonl")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "--compile-backend inductor: Inductor has no code generator for device 'mlu'" in \
+        proc.stdout + proc.stderr
+    assert not (tmp_path / "r.jsonl").exists() or "verdict" not in (tmp_path / "r.jsonl").read_text()
