@@ -248,12 +248,11 @@ def _judge(ctx: Context, call: CompiledCall, expected: Any, eager: Any, actual: 
     against eager's (the compile check's question is what compiling changed).
 
     Where eager on the device agrees with CPU, a compiled result identical to eager's agrees
-    too (identical: within a tolerance, a compiled result twice eager's passed where both were
-    subnormal):
-    the eager comparison already weighed what CPU leaves open (its arbitration, ATen's
+    too: the eager comparison already weighed what CPU leaves open (its arbitration, ATen's
     composite), which the compiled call, compared afresh, would not get (native_layer_norm.out
-    of [-inf]: CPU's mean NaN, the composite's and mlu's -inf, compiled mlu -inf). A compiled
-    result that differs from eager CPU's as the same compiled call on CPU does is
+    of [-inf]: CPU's mean NaN, the composite's and mlu's -inf, compiled mlu -inf). Identical,
+    not within a tolerance: a compiled relu twice eager's passed the tolerance on subnormals.
+    A compiled result that differs from eager CPU's as the same compiled call on CPU does is
     torch.compile's change (cumprod_backward of bool compiles to int64 on every device), not
     the backend's: informational."""
     __tracebackhide__ = True
