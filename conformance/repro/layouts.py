@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from conformance.inputs.layouts import LAYOUTS, LayoutCall, with_strides
-from conformance.repro.common import SHOW, bringup_lines, op_call, tensor_literal, value_text
+from conformance.repro.common import SHOW, bringup_lines, call_body, tensor_literal, value_text
 
 if TYPE_CHECKING:
     from conformance.core.backends import Backend
@@ -42,7 +42,7 @@ def layout_snippet(call: LayoutCall, backend: Backend, note: str | None = None) 
     lines.append(f"# {call.sig.name}: {call.sig.schema_str}")
     lines.append(f"# noncontiguous inputs: {call.layout_text} (a base buffer, then the view)")
     lines.append("def call(device):")
-    lines.append(f"    return {op_call(call, text)}")
+    lines += call_body(call, text)  # an overload that returns nothing: the arguments it wrote
     lines += ["", _SHOW_STRIDES, 'show("cpu")', f"show({backend.device!r})"]
     return "\n".join(lines) + "\n"
 
