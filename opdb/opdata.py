@@ -90,6 +90,33 @@ class TieHint:
     unless: str | None = None
 
 
+#: How each kind of indexed write places its source elements (``collisions: {writes: KIND}``):
+#: the argument holding the positions and the one holding the values written
+#: (:mod:`conformance.compare.collisions` computes the positions).
+COLLISION_WRITES: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "scatter": ("index", "src"),  # along dim, index shaped like the source's used part
+    "index_copy": ("index", "source"),  # slices of source along dim, to positions in index
+    "index_put": ("indices", "values"),  # advanced indexing, values broadcast to its shape
+    "unpool": ("indices", "self"),  # flat positions in each (batch, channel) plane
+    "put": ("index", "source"),  # flat positions in self
+})
+
+
+@dataclass(frozen=True)
+class CollisionHint:
+    """An overload that writes source elements to positions an index argument gives, without
+    accumulating (``scatter_.src``, ``index_copy``, ``index_put`` with ``accumulate=False``,
+    ``max_unpool``): where two land on one element, which of them stays is unspecified
+    (documented for scatter_, index_put_ and index_copy_; CUDA's and XLA's writes race), so
+    that element is compared by whether it holds one of the values written to it.
+
+    ``writes`` is a key of :data:`COLLISION_WRITES`; ``unless``: a bool argument that, when
+    true, makes the writes accumulate (``accumulate``): then the result is compared as ever."""
+
+    writes: str
+    unless: str | None = None
+
+
 @dataclass(frozen=True)
 class OpHints:
     """Hints for one overload: per argument, merged global-by-name then per-op."""
@@ -99,6 +126,8 @@ class OpHints:
     values: bool = True  # False: result values are unspecified (empty_like): dtype/shape only
     result_on_device: bool = True  # False: the op returns CPU tensors by design
     ties: TieHint | None = None  # an indices output that is ambiguous under ties
+    #: indexed writes whose colliding elements may keep any of the values written there
+    collisions: CollisionHint | None = None
     #: CPU (the oracle) kills the process on some drawn inputs: each item runs in a forked
     #: child, so a crash costs the child rather than a whole test worker
     cpu_crashes: bool = False
@@ -125,6 +154,7 @@ class Hints:
             return OpHints(args=self.arguments)
         return OpHints(args={**self.arguments, **own.args}, max_side=own.max_side,
                        values=own.values, result_on_device=own.result_on_device, ties=own.ties,
+                       collisions=own.collisions,
                        cpu_crashes=own.cpu_crashes, cpu_ignores_strides=own.cpu_ignores_strides)
 
 
@@ -329,8 +359,33 @@ def entry_list(path: DataPath | None, default: DataPath) -> tuple[str, list[Any]
 _ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes",
              "along", "length_of", "maybe_empty"}
 _OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties", "cpu_crashes",
-            "cpu_ignores_strides"}
+            "cpu_ignores_strides", "collisions"}
 _TIE_KEYS = {"output", "unless"}
+_COLLISION_KEYS = {"writes", "unless"}
+
+
+def _collision_hint(raw: Any, ov: Any, file: str, line: int | None) -> CollisionHint:
+    """``collisions: {writes: scatter, unless: accumulate}`` checked against one overload: a
+    known kind whose arguments the overload has, ``unless`` a bool argument."""
+    if not isinstance(raw, Mapping) or raw.get("writes") not in COLLISION_WRITES:
+        raise InputError(f"'collisions' must be a mapping with 'writes' one of "
+                         f"{', '.join(COLLISION_WRITES)}", file=file, line=line)
+    take(raw, _COLLISION_KEYS, file, "collisions hint")
+    line = raw.get(LINE, line)
+    try:
+        args = {a.name: str(a.type) for a in ov.schema.arguments}
+    except RuntimeError:
+        args = {}
+    needed = ("self", *COLLISION_WRITES[raw["writes"]])
+    missing = [a for a in needed if a not in args]
+    if missing:
+        raise InputError(f"{ov.name}: 'collisions: {{writes: {raw['writes']}}}' needs arguments "
+                         f"{', '.join(missing)}", file=file, line=line)
+    unless = raw.get("unless")
+    if unless is not None and args.get(unless) not in ("bool", "Optional[bool]"):
+        raise InputError(f"{ov.name}: 'unless' must name a bool argument, not {unless!r}",
+                         file=file, line=line)
+    return CollisionHint(writes=raw["writes"], unless=unless)
 
 
 def _tie_hint(raw: Any, ov: Any, file: str, line: int | None) -> TieHint:
@@ -485,10 +540,13 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
         for name in names:
             ties = _tie_hint(entry["ties"], known[name], file, line) if "ties" in entry \
                 else None
+            collisions = _collision_hint(entry["collisions"], known[name], file, line) \
+                if "collisions" in entry else None
             hint = OpHints(args=frozen_args, max_side=max_side,
                            values=entry.get("values", "compared") == "compared",
                            result_on_device=entry.get("result_device", "input") == "input",
-                           ties=ties, cpu_crashes=entry.get("cpu_crashes", False),
+                           ties=ties, collisions=collisions,
+                           cpu_crashes=entry.get("cpu_crashes", False),
                            cpu_ignores_strides=entry.get("cpu_ignores_strides", False))
             earlier = ops.get(name)
             if earlier is not None:  # a second entry naming the overload adds to the first
@@ -497,6 +555,7 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
                                values=hint.values and earlier.values,
                                result_on_device=hint.result_on_device and earlier.result_on_device,
                                ties=hint.ties or earlier.ties,
+                               collisions=hint.collisions or earlier.collisions,
                                cpu_crashes=hint.cpu_crashes or earlier.cpu_crashes,
                                cpu_ignores_strides=hint.cpu_ignores_strides
                                or earlier.cpu_ignores_strides)
@@ -601,6 +660,8 @@ __all__ = [
     "Hints",
     "OpHints",
     "TieHint",
+    "CollisionHint",
+    "COLLISION_WRITES",
     "Tolerance",
     "Tolerances",
     "expand_names",

@@ -11,7 +11,7 @@ NaN). Where the positions are unique (``stable=True``) they are compared exactly
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -22,26 +22,15 @@ if TYPE_CHECKING:
     from opdb.opdata import TieHint
 
 
-def _argument(call: Call, name: str) -> Any:
-    """The call's value of argument ``name``, or its schema default when omitted."""
-    given = dict(call.values)
-    if name in given:
-        return given[name]
-    for spec in call.sig.args:
-        if spec.name == name:
-            return spec.default
-    return None
-
-
 def applies(call: Call, ties: TieHint, output: int) -> bool:
     """Whether output ``output`` of ``call`` is compared by the elements it picks."""
     if output != ties.output:
         return False
-    if ties.unless is not None and _argument(call, ties.unless) is True:
+    if ties.unless is not None and call.argument(ties.unless) is True:
         return False
-    self = _argument(call, "self")
+    self = call.argument("self")
     return isinstance(self, torch.Tensor) and self.dim() > 0 and \
-        isinstance(_argument(call, "dim"), int)
+        isinstance(call.argument("dim"), int)
 
 
 def assert_same_picks(call: Call, ties: TieHint, label: str, where: str,
@@ -49,10 +38,10 @@ def assert_same_picks(call: Call, ties: TieHint, label: str, where: str,
     """``actual`` positions select the same elements of ``self`` along ``dim`` as CPU's
     ``expected`` (dtype and shape were compared before)."""
     __tracebackhide__ = True
-    self = _argument(call, "self")
-    d = _argument(call, "dim") % self.dim()
+    self = call.argument("self")
+    d = call.argument("dim") % self.dim()
     a, e = actual.to(torch.int64), expected.to(torch.int64)
-    if ties.keepdim and not _argument(call, "keepdim"):
+    if ties.keepdim and not call.argument("keepdim"):
         a, e = a.unsqueeze(d), e.unsqueeze(d)
     if a.numel() == 0:
         return

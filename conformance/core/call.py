@@ -205,6 +205,14 @@ class Call:
                     names.add(dtype_name(t.dtype))
         return frozenset(n for n in names if n in DTYPE_NAMES)
 
+    def argument(self, name: str) -> Any:
+        """The call's value of argument ``name``, or its schema default where the call omits
+        it (``None`` for a name the schema lacks)."""
+        for given, value in self.values:
+            if given == name:
+                return value
+        return next((a.default for a in self.sig.args if a.name == name), None)
+
     def describe(self) -> str:
         """``add.Tensor(int64[2, 3], float64[], alpha=2)`` for messages."""
         return self._description
