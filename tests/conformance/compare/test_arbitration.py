@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 import torch
+from compare_calls import make_call as _call
+from compare_calls import make_context
 
-import opdb
 from conformance.compare.arbitration import (
     classify,
     distance,
@@ -27,28 +28,18 @@ from conformance.compare.arbitration import (
 from conformance.compare.context import Context
 from conformance.compare.outputs import compare_outputs
 from conformance.compare.values import assert_values
-from conformance.core.backends import resolve
 from conformance.core.call import Call
-from conformance.core.inflight import Inflight
-from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
 from conformance.engine.ladder import climb
 from opdb.errors import InputError
-from opdb.opdata import load_hints, load_tolerances
+from opdb.opdata import load_tolerances
 from opdb.outcomes import CPU_IMPRECISE, CPU_UNSTABLE, INFO_CATEGORIES, VALUE_UNSPECIFIED
 
 INF, NAN = math.inf, math.nan
 
 
-def _call(name: str, **values: Any) -> Call:
-    return Call(sig=OpSignature.of(opdb.load()[name]), values=tuple(values.items()))
-
-
 def _ctx(call: Call, tolerance_fn: Any = None) -> Context:
-    return Context(backend=resolve("cpu"), sig=call.sig,
-                   hints=load_hints().for_op(call.sig.name),
-                   tolerance_fn=tolerance_fn or load_tolerances(), inflight=Inflight(None),
-                   repro_fn=lambda c: "")
+    return make_context(call, tolerance_fn)
 
 
 def _float64_answer(call: Call) -> Any:

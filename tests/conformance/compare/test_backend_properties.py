@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import torch
+from compare_calls import make_call as _call
 
 import opdb
 from conformance.compare.context import Context
@@ -24,7 +25,6 @@ from conformance.core.backends import Backend, resolve
 from conformance.core.call import Call
 from conformance.core.inflight import Inflight
 from conformance.core.probes import PROBES, probe
-from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure, CpuRejected
 from opdb.errors import InputError
 from opdb.opdata import load_hints, load_tolerances
@@ -32,10 +32,6 @@ from opdb.outcomes import BACKEND_PROPERTY, INFO_CATEGORIES
 from opdb.properties import parse_assumes, properties
 
 SUB = 2.0 ** -140  # a float32 subnormal
-
-
-def _call(name: str, **values: Any) -> Call:
-    return Call(sig=OpSignature.of(opdb.load()[name]), values=tuple(values.items()))
 
 
 def _judge(call: Call, actual: Any, assumes: frozenset[str] = frozenset()) -> Context:

@@ -8,34 +8,24 @@ accumulates in a narrower type or drops a term still fails.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import torch
+from compare_calls import make_call as _call
+from compare_calls import make_context
 
-import opdb
 from conformance.compare.context import Context
 from conformance.compare.outputs import compare_outputs
 from conformance.compare.terms import terms_magnitude
-from conformance.core.backends import resolve
 from conformance.core.call import Call
-from conformance.core.inflight import Inflight
-from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
-from opdb.opdata import load_hints, load_tolerances
+from opdb.opdata import load_tolerances
 from opdb.outcomes import VALUE_UNSPECIFIED
 
 K = 1025
 
 
-def _call(name: str, **values: Any) -> Call:
-    return Call(sig=OpSignature.of(opdb.load()[name]), values=tuple(values.items()))
-
-
 def _ctx(call: Call) -> Context:
-    return Context(backend=resolve("cpu"), sig=call.sig,
-                   hints=load_hints().for_op(call.sig.name), tolerance_fn=load_tolerances(),
-                   inflight=Inflight(None), repro_fn=lambda c: "")
+    return make_context(call)
 
 
 def _operands(seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,17 +7,13 @@ from dataclasses import replace
 
 import pytest
 import torch
+from compare_calls import make_call as _call
 
 import opdb
 from conformance.compare import ties
-from conformance.core.call import Call
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
 from opdb.opdata import load_hints
-
-
-def _call(name: str, **values: object) -> Call:
-    return Call(sig=OpSignature.of(opdb.load()[name]), values=tuple(values.items()))
 
 
 def _hint(name: str):

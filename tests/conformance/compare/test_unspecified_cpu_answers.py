@@ -11,28 +11,19 @@ from __future__ import annotations
 
 import pytest
 import torch
+from compare_calls import make_call as _call
+from compare_calls import make_context
 
-import opdb
 from conformance.compare.context import Context, non_empty
-from conformance.core.backends import resolve
 from conformance.core.call import Call
-from conformance.core.inflight import Inflight
-from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure, CpuRejected
-from opdb.opdata import load_hints, load_tolerances
 from opdb.outcomes import is_internal_assert
 
 pytestmark = pytest.mark.usefixtures("reference")
 
 
-def _call(name: str, **values: object) -> Call:
-    return Call(sig=OpSignature.of(opdb.load()[name]), values=tuple(values.items()))
-
-
 def _ctx(call: Call) -> Context:
-    return Context(backend=resolve("mlu", without=()), sig=call.sig,
-                   hints=load_hints().for_op(call.sig.name), tolerance_fn=load_tolerances(),
-                   inflight=Inflight(None), repro_fn=lambda c: "")
+    return make_context(call, backend="mlu")
 
 
 def test_non_empty_grows_only_all_empty_inputs_and_keeps_out_tensors():
