@@ -8,15 +8,14 @@ from dataclasses import replace
 
 import pytest
 import torch
+from compare_calls import forward_verdict, make_context
 from compare_calls import make_call as _call
-from compare_calls import make_context
 
-import opdb
 from conformance.compare import collisions
 from conformance.compare.context import Context
 from conformance.core.call import Call
-from conformance.core.signature import OpSignature
-from opdb.opdata import load_hints, load_tolerances
+from conformance.core.verdicts import Verdict
+from opdb.opdata import OpHints, load_hints
 from opdb.outcomes import VALUE_UNSPECIFIED
 
 
@@ -138,17 +137,12 @@ def _unpool3d_adding(self, indices, output_size, stride, padding):
 def test_a_backend_keeping_another_write_passes_one_adding_them_fails(reference, kernel,
                                                                       verdict):
     import kernels
-    from conformance.checks.registry import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
 
     kernels.install(overrides={"max_unpool3d": kernel})
-    sig = OpSignature.of(opdb.load()["max_unpool3d"])
     hints = load_hints().for_op("max_unpool3d")
 
-    def run(h):
-        return run_check(Item(sig, CHECKS["forward"]), reference,
-                         settings=EngineSettings(max_examples=10, seed=0, database=None),
-                         hints=h, tolerance_fn=load_tolerances(), repro_fn=lambda call: "")
+    def run(h: OpHints) -> Verdict:
+        return forward_verdict(reference, "max_unpool3d", h, max_examples=10)
 
     v = run(hints)
     assert v.verdict == verdict, v.message

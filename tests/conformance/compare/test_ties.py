@@ -7,11 +7,10 @@ from dataclasses import replace
 
 import pytest
 import torch
+from compare_calls import forward_verdict
 from compare_calls import make_call as _call
 
-import opdb
 from conformance.compare import ties
-from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure
 from opdb.opdata import load_hints
 
@@ -75,18 +74,12 @@ def _topk_last_of_ties(self, k, dim=-1, largest=True, sorted=True):
 
 def test_a_backend_breaking_ties_differently_passes(reference):
     import kernels
-    from conformance.checks.registry import CHECKS
-    from conformance.engine import EngineSettings, Item, run_check
-    from opdb.opdata import load_tolerances
 
     kernels.install(overrides={"topk": _topk_last_of_ties})
-    sig = OpSignature.of(opdb.load()["topk"])
     hints = load_hints().for_op("topk")
 
     def run(h):
-        return run_check(Item(sig, CHECKS["forward"]), reference,
-                         settings=EngineSettings(max_examples=40, seed=0, database=None),
-                         hints=h, tolerance_fn=load_tolerances(), repro_fn=lambda call: "")
+        return forward_verdict(reference, "topk", h, max_examples=40)
 
     v = run(hints)
     assert v.verdict == "pass", v.message
