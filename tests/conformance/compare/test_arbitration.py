@@ -409,3 +409,31 @@ def test_linspace_with_a_non_finite_endpoint_is_left_open():
     assert bool(cpu.isnan().all())
     ctx = _judge(call, torch.tensor([NAN, -0.0]))
     assert {c for c, _ in ctx.infos} == {VALUE_UNSPECIFIED}
+
+
+def test_a_float64_transform_whose_inputs_total_overflows_leaves_inf_or_a_number_open():
+    """_fft_r2c of float64 values near 1e308: whether a partial sum overflows is the FFT plan's
+    (CPU's pocketfft gave inf where NumPy's plan gave 1.77e308, 20 of 1025 elements). Where the
+    finite inputs' total passes float64's range, a number against CPU's inf (and an inf against
+    CPU's number) is unspecified and counted; inputs whose total fits leave no such room, and a
+    wrong finite value still fails."""
+    big = torch.tensor([1.5e308, -1.2e308, 1.6e308, 0.7e308, -1.7e308, 1.1e308], dtype=torch.float64)
+    call = _call("_fft_r2c", self=big, dim=[0], normalization=0, onesided=False)
+    cpu = call.run("cpu")
+    assert not bool(torch.view_as_real(cpu).isfinite().all())  # element 0's sum overflows
+    first = int((~torch.view_as_real(cpu).isfinite().all(-1)).nonzero()[0])
+    planned = cpu.clone()
+    planned[first] = complex(1.7e308, 0.0)
+    ctx = _judge(call, planned)
+    assert {c for c, _ in ctx.infos} == {VALUE_UNSPECIFIED}
+    assert ctx.info_elements[VALUE_UNSPECIFIED] == 1
+    finite_wrong = planned.clone()
+    assert bool(cpu[3].isfinite())  # 8e307: the alternating sum
+    finite_wrong[3] += 1e303
+    with pytest.raises(CheckFailure):
+        _judge(call, finite_wrong)
+    small = _call("_fft_r2c", self=big * 1e-10, dim=[0], normalization=0, onesided=False)
+    overflowed = small.run("cpu").clone()
+    overflowed[0] = complex(INF, 0.0)
+    with pytest.raises(CheckFailure):
+        _judge(small, overflowed)
