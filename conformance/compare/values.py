@@ -328,19 +328,21 @@ def _input_scale(tensors: list[torch.Tensor], numbers: list[Any], shape: torch.S
 
 
 def _within_scale_ulps(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Tensor,
-                       rtol: float, atol: float, position: tuple[int, int] | None = None
-                       ) -> bool:
-    """The result agrees within torch.testing's tolerance plus the overload's ``scale_ulps``
-    (``opdb/data/tolerances.yaml``: 4 for every float16/bfloat16 result, more where an op sums
-    terms) ulps of its dtype at the magnitude of the inputs that feed each element
-    (:func:`_input_scale`), or of the expected element where that is larger. Non-finite values
-    must match."""
+                       rtol: float, atol: float, position: tuple[int, int] | None,
+                       close: torch.Tensor) -> bool:
+    """Whether every element agrees within torch.testing's tolerance (``close``, isclose's
+    mask) or within it plus the overload's ``scale_ulps`` (``opdb/data/tolerances.yaml``: 4 for
+    every float16/bfloat16 result, more where an op sums terms) ulps of its dtype at the
+    magnitude of the inputs that feed it (:func:`_input_scale`), or of the expected element
+    where that is larger: element by element, as :func:`agreement` judges (a complex element
+    whose cancelled part misses the ulps but whose modulus is close, next to one that only the
+    ulps cover, agrees). Non-finite values must match."""
     ulps = ctx.scale_ulps(call.sig.name, expected.dtype)
     scale = _scale_of(ctx, call, expected, position) if ulps else None
     if scale is None:
         return False
-    return within_scale_ulps(*inputs_of(call, position), actual, expected, rtol, atol, ulps,
-                             **scale)
+    return bool((close | scale_ulps_mask(*inputs_of(call, position), actual, expected, rtol,
+                                         atol, ulps, **scale)).all())
 
 
 def _scale_of(ctx: Context, call: Call, expected: torch.Tensor,
@@ -356,23 +358,12 @@ def _scale_of(ctx: Context, call: Call, expected: torch.Tensor,
     return None if terms is None else {"terms": terms}
 
 
-def within_scale_ulps(tensors: list[torch.Tensor], numbers: list[Any], actual: torch.Tensor,
-                      expected: torch.Tensor, rtol: float, atol: float, ulps: int, *,
-                      everywhere: bool = False, terms: torch.Tensor | None = None) -> bool:
-    """:func:`_within_scale_ulps` on explicit inputs (a complex result part by part, at the
-    magnitude of its inputs)."""
-    if not (expected.is_floating_point() or expected.is_complex()):
-        return False
-    return bool(scale_ulps_mask(tensors, numbers, actual, expected, rtol, atol, ulps,
-                                everywhere=everywhere, terms=terms).all())
-
-
 def scale_ulps_mask(tensors: list[torch.Tensor], numbers: list[Any], actual: torch.Tensor,
                     expected: torch.Tensor, rtol: float, atol: float, ulps: int, *,
                     everywhere: bool = False, terms: torch.Tensor | None = None
                     ) -> torch.Tensor:
     """Per element of the floating/complex ``expected``: whether ``actual`` is within
-    :func:`within_scale_ulps`' allowance there (a complex element: both parts); ``terms``
+    :func:`_within_scale_ulps`' allowance there (a complex element: both parts); ``terms``
     (``scale: terms``, :func:`~conformance.compare.terms.terms_magnitude`) replaces the
     inputs' magnitude as the scale where given."""
     scale = terms if terms is not None \
@@ -476,12 +467,12 @@ def assert_values(ctx: Context, call: Call, label: str, where: str, actual: torc
     if ctx.nonfinite_unspecified(call.sig.name, expected.dtype):
         actual = _nonfinite_agree(actual, expected)
     if expected.is_floating_point() or expected.is_complex():
-        if expected.shape == actual.shape and bool(torch.isclose(
-                actual, expected, rtol=rtol, atol=atol, equal_nan=True).all()):
-            return  # the common case, without assert_close's per-call overhead
-        if expected.shape == actual.shape and _within_scale_ulps(ctx, call, actual, expected,
-                                                                 rtol, atol, position):
-            return
+        if expected.shape == actual.shape:
+            close = torch.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+            if bool(close.all()):
+                return  # the common case, without assert_close's per-call overhead
+            if _within_scale_ulps(ctx, call, actual, expected, rtol, atol, position, close):
+                return
     try:
         torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol,
                                    equal_nan=True, check_device=False, check_dtype=False,
