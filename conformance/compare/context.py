@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from conformance.core.backends import Backend
-from conformance.core.call import Call
+from conformance.core.call import Call, brief
 from conformance.core.composites import CompositeRun
 from conformance.core.inflight import Inflight
 from conformance.core.readback import result_bits
@@ -409,8 +409,8 @@ class Context:
             # the tensor's metadata and its values disagree (torch_xla 2.9: a diagonal of a
             # [3, 3, 1] clone under autograd reports [1, 2] and reads back as [3, 0]): nothing
             # read from it can be compared as that tensor, and comparing anyway raises
-            raise CheckFailure("device", f"the result reports {_fmt(t)}, but copying it to CPU "
-                                         f"gave {_fmt(host)}")
+            raise CheckFailure("device", f"the result reports {brief(t)}, but copying it to CPU "
+                                         f"gave {brief(host)}")
         return host
 
     def device_inputs(self, call: Call) -> bool:
@@ -507,7 +507,3 @@ def binding_only(errors: Counter[str]) -> bool:
         return False
     ((line, n),) = errors.items()
     return n >= BINDING_REJECTS and BINDING.search(line) is not None
-
-
-def _fmt(t: torch.Tensor) -> str:
-    return f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}"

@@ -16,6 +16,7 @@ from compare_calls import make_context
 from conformance.compare.context import Context
 from conformance.compare.outputs import compare_outputs
 from conformance.compare.terms import terms_magnitude
+from conformance.compare.values import assert_values
 from conformance.core.call import Call
 from conformance.core.verdicts import CheckFailure
 from opdb.opdata import load_tolerances
@@ -125,8 +126,6 @@ def test_each_element_may_agree_by_either_allowance():
     apart from CPU's (only the ulps at the inputs' magnitude cover it), another whose real part
     cancelled to near zero (only its modulus is close) failed the whole comparison though each
     element agreed, and mlu was ten times closer to float64 than CPU."""
-    from conformance.compare.values import assert_values
-
     x = torch.tensor([1e37, -3e36, 2e36], dtype=torch.float32)
     call = _call("_fft_r2c", self=x, dim=[0], normalization=0, onesided=False)
     ctx = make_context(call)
