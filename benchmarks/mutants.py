@@ -954,6 +954,10 @@ MUTANTS: tuple[Mutant, ...] = (
            on_cpu(_nan_to_num_f32max), w(t([INF], F64))),
     Mutant("sort_nan_first", "edge", "sort.stable", "NaN sorted first instead of last",
            on_cpu(_sort_nan_first), w(t([1.0, NAN, 0.0]), stable=False)),
+    Mutant("mm_nan_zeroed", "edge", "mm", "NaN elements of self read as 0 (a fast path that "
+           "sanitises its operand)", on_cpu(lambda a, b: torch.mm(
+               torch.where(a.isnan(), torch.zeros_like(a), a), b)),
+           w(t([[NAN, 1.0]]), t([[1.0], [1.0]]))),
     Mutant("copysign_negzero", "edge", "copysign.Tensor", "sign of -0.0 read as positive "
            "(other < 0 instead of signbit)", on_cpu(_copysign_lt), w(t([1.0]), t([-0.0]))),
     Mutant("cumsum_int_f32", "edge", "cumsum", "integer cumsum accumulates in float32",

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from conformance.compare.terms import terms_overflow
-from conformance.compare.values import agreement, assert_values, dense, inputs_of
+from conformance.compare.values import agreement, assert_values, dense, first_at, inputs_of
 from conformance.core import readback
 from conformance.core.call import Call
 from opdb.outcomes import BACKEND_PROPERTY, CPU_IMPRECISE, VALUE_UNSPECIFIED
@@ -281,8 +281,13 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
         spill = terms_overflow(call, expected.shape, position,
                                ctx.terms_scale(call, expected.shape, position))
         if spill is not None:
-            if reference is not None:  # a non-finite rounded answer is one to hold to
-                spill = spill & ~_not_finite(reference)
+            if reference is not None:
+                # a non-finite rounded answer is one to hold to, except that NaN stays open
+                # there: terms that each overflow the result dtype meet as inf - inf in any
+                # order that rounds them to it (float32 addmm_: beta * self = 7.3e47 and
+                # alpha * a * b = -1.2e51 are +inf and -inf in float32, NaN; CPU -inf, float64
+                # -1.2e51 rounded -inf); a finite value or another infinity still fails
+                spill = spill & (~_not_finite(reference) | actual.isnan())
             overflowed = overflowed | (loose & ~unspecified & _not_finite(actual) & spill)
     if reference is None and bool((loose & ~unspecified & ~overflowed).any()) \
             and ctx.scale_kind(call.sig.name, expected.dtype) == "all_inputs" \
@@ -331,12 +336,6 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
                       left_open=left_open, torn=torn, overflowed=overflowed)
 
 
-def _first(mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[tuple[int, ...], list[Any]]:
-    flat = int(mask.reshape(-1).nonzero()[0])
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape))
-    return index, [t.reshape(-1)[flat].item() for t in tensors]
-
-
 def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
            expected: torch.Tensor, *, reorderings: Sequence[torch.Tensor],
            reference: torch.Tensor | None, position: tuple[int, int] | None = None,
@@ -368,19 +367,19 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
     total = expected.numel()
     if bool(found.unspecified.any()):
         n = int(found.unspecified.sum())
-        index, (a, e) = _first(found.unspecified, actual, expected)
+        index, (a, e) = first_at(found.unspecified, actual, expected)
         ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) whose value CPU's "
                       f"own answer changes with the operands' layout, and the backend gave one "
                       f"of CPU's (first at index {index}: {a!r}, CPU {e!r}) [{where}]", n)
     if found.left_open is not None and bool(found.left_open.any()):
         n = int(found.left_open.sum())
-        index, (a, e) = _first(found.left_open, actual, expected)
+        index, (a, e) = first_at(found.left_open, actual, expected)
         ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) fed by an inf or "
                       f"NaN input, whose value this op's contract leaves open (first at index "
                       f"{index}: {a!r}, CPU {e!r}) [{where}]", n)
     if found.overflowed is not None and bool(found.overflowed.any()):
         n = int(found.overflowed.sum())
-        index, (a, e) = _first(found.overflowed, actual, expected)
+        index, (a, e) = first_at(found.overflowed, actual, expected)
         ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) where an "
                       f"intermediate overflows (both sides not finite where the call computed in "
                       f"float64 gives a number, or the total magnitude the element sums passes "
@@ -390,7 +389,7 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
     if found.torn is not None and bool(found.torn.any()):
         assert composite is not None  # torn elements are judged against it
         n = int(found.torn.sum())
-        index, (a, e, c) = _first(found.torn, actual, expected, composite)
+        index, (a, e, c) = first_at(found.torn, actual, expected, composite)
         ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {total} element(s) where CPU's kernel "
                       f"and ATen's composite answer apart and neither is near the call computed "
                       f"in float64 (first at index {index}: {a!r}, CPU {e!r}, composite {c!r}) "
@@ -402,7 +401,7 @@ def settle(ctx: Context, call: Call, label: str, where: str, actual: torch.Tenso
     if bool(found.imprecise.any()):
         assert reference is not None  # imprecise elements are judged against it
         n = int(found.imprecise.sum())
-        index, (a, e, r) = _first(found.imprecise, actual, expected, reference)
+        index, (a, e, r) = first_at(found.imprecise, actual, expected, reference)
         ctx.note_info(CPU_IMPRECISE, f"{label}: {n} of {total} element(s) where the backend is "
                       f"as close as CPU to the call computed in float64 (first at index {index}: "
                       f"{a!r}, CPU {e!r}, float64 {r!r}) [{where}]", n)

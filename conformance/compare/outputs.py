@@ -343,7 +343,8 @@ def _agrees(ctx: Context, call: Call, label: str, where: str, again: Any,
             or again.dtype != expected.dtype:
         return False
     try:
-        assert_values(ctx, call, label, where, again, expected, position=position)
+        assert_values(ctx, call, label, where, again, expected, position=position,
+                      count_open=False)
     except CheckFailure:
         return False
     return True

@@ -18,6 +18,7 @@ from conformance.core.call import Call
 from conformance.core.signature import OpSignature
 from conformance.core.verdicts import CheckFailure, CpuRejected
 from opdb.dtypes import default_tolerance, dtype_name
+from opdb.outcomes import VALUE_UNSPECIFIED
 
 if TYPE_CHECKING:
     from conformance.compare.context import Context
@@ -256,22 +257,42 @@ def complex_infinities_agree(actual: torch.Tensor, expected: torch.Tensor) -> to
     return torch.where(both, expected.to(actual.dtype), actual)
 
 
-def _nonfinite_agree(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
-    """``actual`` with each element where both sides are not finite (inf or NaN in either part)
-    taken as agreeing (replaced by the expected one): where the tolerance data says which
-    non-finite value comes out is the evaluation order's (an FFT's butterflies meeting inf: inf
-    on one plan, inf - inf = NaN on another). A finite value against a non-finite one differs."""
+def nonfinite_apart(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor | None:
+    """Where both sides are not finite (inf or NaN in either part) and still differ (NaN
+    against an infinity, +inf against -inf, another NaN part): the elements ``nonfinite:
+    unspecified`` leaves open, where the tolerance data says which non-finite value comes out
+    is the evaluation order's (an FFT's butterflies meeting inf: inf on one plan, inf - inf =
+    NaN on another; a GEMM's sum meeting inf * 0 before or after an overflow). A finite value
+    against a non-finite one is not among them. ``None`` where the results cannot be compared
+    element by element (other shapes, integral results)."""
     if actual.shape != expected.shape or not (expected.is_floating_point()
                                               or expected.is_complex()):
-        return actual
+        return None
 
-    def nonfinite(t: torch.Tensor) -> torch.Tensor:
-        return ~torch.view_as_real(t).isfinite().all(-1) if t.is_complex() else ~t.isfinite()
+    def parts(t: torch.Tensor) -> torch.Tensor:
+        return torch.view_as_real(t) if t.is_complex() else t.unsqueeze(-1)
 
-    both = nonfinite(actual) & nonfinite(expected)
-    if not bool(both.any()):
+    a, e = parts(actual), parts(expected.to(actual.dtype))
+    both = ~a.isfinite().all(-1) & ~e.isfinite().all(-1)
+    same = ((a == e) | (a.isnan() & e.isnan())).all(-1)
+    return both & ~same
+
+
+def _nonfinite_agree(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """``actual`` with the elements of :func:`nonfinite_apart` taken as agreeing (replaced by
+    the expected one)."""
+    apart = nonfinite_apart(actual, expected)
+    if apart is None or not bool(apart.any()):
         return actual
-    return torch.where(both, expected.to(actual.dtype), actual)
+    return torch.where(apart, expected.to(actual.dtype), actual)
+
+
+def first_at(mask: torch.Tensor, *tensors: torch.Tensor) -> tuple[tuple[int, ...], list[Any]]:
+    """The index of ``mask``'s first set element and each tensor's value there (the example a
+    verdict's note shows)."""
+    flat = int(mask.reshape(-1).nonzero()[0])
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape))
+    return index, [t.reshape(-1)[flat].item() for t in tensors]
 
 
 def _has_zero(t: torch.Tensor) -> bool:
@@ -426,10 +447,12 @@ def defined_elements(call: Call, expected: torch.Tensor) -> torch.Tensor | None:
 
 def assert_values(ctx: Context, call: Call, label: str, where: str, actual: torch.Tensor,
                    expected: torch.Tensor, *, exactness: bool = True,
-                   position: tuple[int, int] | None = None) -> None:
+                   position: tuple[int, int] | None = None, count_open: bool = True) -> None:
     """``exactness=False``: tolerances even where the overload's exactness class says its
     values are exact (gradients: the backward of a data-movement op sums contributions).
-    ``position``: ``(i, n)``, this is result ``i`` of ``n`` (a ``_foreach_*`` result's inputs)."""
+    ``position``: ``(i, n)``, this is result ``i`` of ``n`` (a ``_foreach_*`` result's inputs).
+    ``count_open=False``: elements ``nonfinite: unspecified`` leaves open are not noted (a
+    comparison of two CPU answers, which is not the backend's verdict)."""
     __tracebackhide__ = True
     # lazily conjugated/negated results (conj(), mH, fft's conjugated views) resolved on a copy
     actual, expected = readback.plain(dense(actual)), readback.plain(dense(expected))
@@ -464,8 +487,31 @@ def assert_values(ctx: Context, call: Call, label: str, where: str, actual: torc
         return  # equal values are close at any tolerance: one pass (NaN-free results, most of
         # them), not isclose's several nor assert_close's per-call overhead on integers
     actual = complex_infinities_agree(actual, expected)
-    if ctx.nonfinite_unspecified(call.sig.name, expected.dtype):
-        actual = _nonfinite_agree(actual, expected)
+    apart = nonfinite_apart(actual, expected) \
+        if ctx.nonfinite_unspecified(call.sig.name, expected.dtype) else None
+    if apart is None or not bool(apart.any()):
+        _assert_close(ctx, call, how, label, where, actual, expected, rtol, atol, position)
+        return
+    _assert_close(ctx, call, how, label, where,
+                  torch.where(apart, expected.to(actual.dtype), actual), expected, rtol, atol,
+                  position)
+    if not count_open:
+        return
+    # counted only once the whole comparison agrees: a failing one is the verdict, and
+    # arbitration compares again (what it settles is counted there)
+    n = int(apart.sum())
+    index, (a, e) = first_at(apart, actual, expected)
+    ctx.note_info(VALUE_UNSPECIFIED, f"{label}: {n} of {apart.numel()} element(s) not finite on "
+                  f"both sides, where which of inf, -inf and NaN comes out is this op's "
+                  f"evaluation order's (first at index {index}: {a!r}, CPU {e!r}) [{where}]", n)
+
+
+def _assert_close(ctx: Context, call: Call, how: Comparison, label: str, where: str,
+                  actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float,
+                  position: tuple[int, int] | None) -> None:
+    """The tolerance comparison of :func:`assert_values`: each element close by rtol/atol or
+    within the scale ulps, else torch.testing's message as the failure."""
+    __tracebackhide__ = True
     if expected.is_floating_point() or expected.is_complex():
         if expected.shape == actual.shape:
             close = torch.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)

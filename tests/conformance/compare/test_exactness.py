@@ -170,12 +170,18 @@ def test_undefined_conversion_is_not_counted_but_defined_ones_are_compared():
     assert conversion_undefined(big, torch.int32)
 
 
-def assert_values(c: Call, actual: torch.Tensor, expected: torch.Tensor, position=None) -> None:
+def assert_values(c: Call, actual: torch.Tensor, expected: torch.Tensor, position=None
+                  ) -> list[tuple[str, str, int]]:
+    """The comparison's verdict on one result: raises where it fails, else the informational
+    notes it made (category, line, elements)."""
     from conformance.compare.values import assert_values
 
-    ctx = SimpleNamespace(**vars(CTX), comparisons={})
+    notes: list[tuple[str, str, int]] = []
+    ctx = SimpleNamespace(**vars(CTX), comparisons={},
+                          note_info=lambda cat, line, n=0: notes.append((cat, line, n)))
     assert_values(ctx, c, "out", c.describe(), actual, expected,  # type: ignore[arg-type]
                    position=position)
+    return notes
 
 
 def test_low_precision_results_may_differ_by_ulps_at_their_inputs_scale():
@@ -317,7 +323,8 @@ def test_which_nonfinite_value_an_fft_gives_is_not_compared():
     c = call("fft_hfftn", self=x, s=None, dim=None)
     cpu = torch.fft.hfftn(x)
     assert bool(cpu.isinf().all())
-    assert_values(c, torch.cat([cpu[:-1], torch.tensor([nan], dtype=torch.float64)]), cpu)
+    notes = assert_values(c, torch.cat([cpu[:-1], torch.tensor([nan], dtype=torch.float64)]), cpu)
+    assert [(cat, n) for cat, _, n in notes] == [("value_unspecified", 1)]
     with pytest.raises(CheckFailure):
         assert_values(c, torch.cat([cpu[:-1], torch.tensor([1.0], dtype=torch.float64)]), cpu)
     y = torch.tensor([inf, 1.0], dtype=torch.float64)
@@ -325,6 +332,36 @@ def test_which_nonfinite_value_an_fft_gives_is_not_compared():
     with pytest.raises(CheckFailure):
         assert_values(ca, torch.tensor([nan, 2.718281828459045], dtype=torch.float64),
                       torch.exp(y))
+
+
+def test_a_gemm_may_end_in_nan_or_an_infinity_but_not_in_a_number():
+    """Which of NaN and inf a sum of products meeting inf ends in is the GEMM's order (CPU's
+    MKL NaN+NaNj, C99's product inf-infj): left open element by element and counted. A number
+    where CPU has NaN (a kernel that drops a NaN) still fails, as does a number where CPU has
+    inf; an element both sides give alike is not counted."""
+    from conformance.core.verdicts import CheckFailure
+
+    inf, nan = float("inf"), float("nan")
+    a = torch.tensor([[nan, 1.0], [2.0, 3.0]], dtype=torch.float64)
+    b = torch.tensor([[1.0, 0.0], [0.0, inf]], dtype=torch.float64)
+    c = call("mm", self=a, mat2=b)
+    cpu = torch.mm(a, b)  # [[nan, nan], [2, inf]]
+    notes = assert_values(c, torch.tensor([[-inf, nan], [2.0, inf]], dtype=torch.float64), cpu)
+    assert [(cat, n) for cat, _, n in notes] == [("value_unspecified", 1)]
+    assert "index (0, 0): -inf, CPU nan" in notes[0][1]
+    with pytest.raises(CheckFailure, match="difference: nan"):
+        assert_values(c, torch.tensor([[0.0, nan], [2.0, inf]], dtype=torch.float64), cpu)
+    with pytest.raises(CheckFailure, match="difference: inf"):
+        assert_values(c, torch.tensor([[nan, nan], [2.0, 1.0]], dtype=torch.float64), cpu)
+    assert assert_values(c, cpu.clone(), cpu) == []
+    z = torch.tensor([[complex(-inf, -0.85)]], dtype=torch.complex64)
+    w = torch.tensor([[complex(3.4e38, -2.0)]], dtype=torch.complex64)
+    cz = call("mm", self=z, mat2=w)
+    nanj = torch.tensor([[complex(nan, nan)]], dtype=torch.complex64)
+    assert [n for _, _, n in assert_values(cz, nanj, torch.tensor([[complex(-inf, inf)]],
+                                                                  dtype=torch.complex64))] == [1]
+    with pytest.raises(CheckFailure):
+        assert_values(cz, torch.zeros(1, 1, dtype=torch.complex64), nanj)
 
 
 def test_a_finite_value_never_matches_an_infinity_at_the_inputs_scale():
