@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from opdb.errors import InputError
 
@@ -51,6 +53,9 @@ class Backend:
       then read back inside the call (:func:`conformance.core.call.settle`), so an error the
       computation raises is the call's, before a refusal is judged, and the compilation counts
       in the call, under its about-to-run marker. A vendor module says so with ``LAZY = True``.
+    - ``step``: a lazy backend's step barrier, as a dotted name (``torch_xla.sync``), called
+      after each call is read back so that no graph stays open across calls
+      (:data:`conformance.core.lazy.LAZY_STEPS`). A vendor module names it with ``LAZY_STEP``.
     - ``strides``: result strides are the backend's own answer, so where CPU's are a contract
       (views, in-place results, ``memory_format``) a difference is a failure. A backend whose
       tensors keep no strides of their own (XLA: every tensor is laid out as the compiler
@@ -89,6 +94,7 @@ class Backend:
     assumes: frozenset[str] = frozenset()
     compile_backend: str = "aot_eager"
     compiles_per_shape: bool = False
+    step: str | None = None
 
     @property
     def shapes(self) -> str:
@@ -123,7 +129,7 @@ BUILTIN: dict[str, Backend] = {
     "mps": Backend("mps", "mps", "MPS"),
     "xpu": Backend("xpu", "xpu", "XPU"),
     "xla": Backend("xla", "xla", "XLA", module="torch_xla", lazy=True, strides=False,
-                   compiles_per_shape=True),
+                   compiles_per_shape=True, step="torch_xla.sync"),
 }
 
 
@@ -248,7 +254,34 @@ def _vendor(key: str) -> Backend:
                    assumes=parse_assumes(",".join(getattr(module, "ASSUMES", ())),
                                          option=f"{modname}.ASSUMES"),
                    compile_backend=str(getattr(module, "COMPILE_BACKEND", "aot_eager")),
-                   compiles_per_shape=getattr(module, "COMPILES_PER_SHAPE", False) is True)
+                   compiles_per_shape=getattr(module, "COMPILES_PER_SHAPE", False) is True,
+                   step=_declared_step(module, modname))
+
+
+def _declared_step(module: Any, modname: str) -> str | None:
+    """A vendor module's ``LAZY_STEP``: a dotted name, or ``None`` where it declares none."""
+    step = getattr(module, "LAZY_STEP", None)
+    if step is None or isinstance(step, str) and "." in step:
+        return step
+    raise InputError(f"{modname}.LAZY_STEP: expected a dotted name of a function "
+                     f"(e.g. 'torch_xla.sync'), got {step!r}")
+
+
+def step_function(backend: Backend) -> Callable[[], object] | None:
+    """The function :attr:`Backend.step` names, imported; ``None`` where the record names none.
+    A name that does not import or is not callable is bad input."""
+    if backend.step is None:
+        return None
+    modname, _, attr = backend.step.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(modname), attr)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(f"backend {backend.name!r}: its step barrier {backend.step!r} does "
+                         f"not import: {exc}") from None
+    if not callable(found):
+        raise InputError(f"backend {backend.name!r}: its step barrier {backend.step!r} is "
+                         "not a function")
+    return cast("Callable[[], object]", found)
 
 
 def bring_up(backend: Backend, *, touch: bool = True) -> Backend:
@@ -264,7 +297,7 @@ def bring_up(backend: Backend, *, touch: bool = True) -> Backend:
     input now, not a verdict on every item."""
     import torch
 
-    from conformance.core.lazy import LAZY_DEVICES
+    from conformance.core.lazy import LAZY_DEVICES, LAZY_STEPS
 
     if backend.installs and backend.module is not None:
         module = importlib.import_module(backend.module)
@@ -275,8 +308,12 @@ def bring_up(backend: Backend, *, touch: bool = True) -> Backend:
                 module.install()
         except ValueError as exc:  # an overload the reference backend does not implement
             raise InputError(f"--without / {WITHOUT_ENV}: {exc}") from None
+    LAZY_STEPS.pop(backend.device, None)
     if backend.lazy:
         LAZY_DEVICES.add(backend.device)
+        step = step_function(backend)
+        if step is not None:
+            LAZY_STEPS[backend.device] = step
     else:
         LAZY_DEVICES.discard(backend.device)
     if touch and not backend.is_cpu:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import traceback
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 import torch
 
 from conformance.core.fills import MOVED_HEADLINE, Fill, refill_dtype, refill_target
-from conformance.core.lazy import LAZY_DEVICES
+from conformance.core.lazy import LAZY_DEVICES, step
 from conformance.core.signature import DEVICE, OpSignature
 from opdb.dtypes import (
     DTYPE_NAMES,
@@ -234,11 +235,22 @@ def settle(device: str, results: Any) -> Any:
     by the call that asked for it, before the check judges a refusal (a lazy backend refusing
     only on read-back was an ``error_accepts``), and what it takes (compiling a graph per new
     shape) is spent under the call's about-to-run marker, not in whatever reads it first.
-    Returns ``results``. Every way a check runs a call on a device goes through here."""
+    Then the device's step barrier (:data:`~conformance.core.lazy.LAZY_STEPS`) closes the
+    graph, so the next call starts a fresh one. Returns ``results``. Every way a check runs a
+    call on a device goes through here."""
     if device in LAZY_DEVICES:
         from conformance.core.readback import materialize
 
-        materialize(results)
+        try:
+            materialize(results)
+        except BaseException as exc:
+            # results whose graph failed must not outlive their error: a step computes every
+            # live tensor, and one such tensor makes each later step raise (torch_xla: "Check
+            # failed: tensor_data") until it is freed
+            results = None
+            traceback.clear_frames(exc.__traceback__)
+            raise
+        step(device)
     return results
 
 

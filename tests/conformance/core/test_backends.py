@@ -59,6 +59,54 @@ def test_a_vendor_module_declares_its_properties(vendor_path):
     assert plain.device not in call_module.LAZY_DEVICES
 
 
+def test_a_lazy_backend_steps_after_every_call(vendor_path):
+    """``LAZY_STEP`` (xla: ``torch_xla.sync``): called once per call on the device, after its
+    results are read back, so no graph stays open across calls (torch_xla compiled a new graph
+    for every random-op call without it)."""
+    import opdb
+    from conformance.core.call import Call
+    from conformance.core.lazy import LAZY_STEPS
+    from conformance.core.signature import OpSignature
+
+    assert BUILTIN["xla"].step == "torch_xla.sync"
+    lazy = resolve("privateuse1:lazy_refuses", without=())
+    import lazy_refuses
+
+    assert lazy.step == "lazy_refuses.step" and LAZY_STEPS[lazy.device] is lazy_refuses.step
+    call = Call(OpSignature.of(opdb.load()["neg"]), (("self", torch.ones(3)),))
+    before = len(lazy_refuses.STEPS)
+    for _ in range(3):
+        call.run(lazy.device)
+    call.run("cpu")  # CPU is not lazy: no step
+    assert len(lazy_refuses.STEPS) == before + 3
+    plain = resolve("privateuse1:buggy_alpha", without=())
+    assert plain.step is None and plain.device not in LAZY_STEPS
+
+
+def test_a_step_that_raises_is_not_the_calls_error(vendor_path, monkeypatch):
+    """A step computes every live tensor; one an earlier call left failed makes it raise
+    (torch_xla: "Check failed: tensor_data") while this call's results were read back fine."""
+    import opdb
+    from conformance.core.call import Call
+    from conformance.core.lazy import LAZY_STEPS
+    from conformance.core.signature import OpSignature
+
+    lazy = resolve("privateuse1:lazy_refuses", without=())
+
+    def poisoned() -> None:
+        raise RuntimeError("Check failed: tensor_data: ")
+
+    monkeypatch.setitem(LAZY_STEPS, lazy.device, poisoned)
+    out = Call(OpSignature.of(opdb.load()["neg"]), (("self", torch.ones(3)),)).run(lazy.device)
+    assert out.cpu().tolist() == [-1.0, -1.0, -1.0]
+
+
+def test_a_step_barrier_that_does_not_import_is_bad_input():
+    bad = dataclasses.replace(BUILTIN["cpu"], name="lazyx", lazy=True, step="no_such_mod.sync")
+    with pytest.raises(InputError, match="step barrier 'no_such_mod.sync' does not import"):
+        bring_up(bad, touch=False)
+
+
 def test_shapes_are_fixed_where_the_backend_compiles_per_shape(vendor_path):
     """``compiles_per_shape``: xla's record and a vendor module's ``COMPILES_PER_SHAPE`` say so
     (shapes drawn from the menu), every other backend draws freely; ``--shapes`` overrides."""

@@ -12,12 +12,20 @@ from kernels.registry import kernel
 
 LAZY = True
 STRIDES = False
+LAZY_STEP = "lazy_refuses.step"  # a step barrier, as torch_xla.sync is: counted here
 
 _sub = kernel("sub.Tensor")
 _to_copy = kernel("_to_copy")
 
 #: refusals the "graph" holds until something is read back
 PENDING: list[str] = []
+
+#: how many times the harness closed the "graph"
+STEPS: list[int] = []
+
+
+def step() -> None:
+    STEPS.append(len(STEPS))
 
 
 def sub_tensor(self, other, *, alpha=1):
