@@ -55,7 +55,7 @@ class Backend:
       in the call, under its about-to-run marker. A vendor module says so with ``LAZY = True``.
     - ``step``: a lazy backend's step barrier, as a dotted name (``torch_xla.sync``), called
       after each call is read back so that no graph stays open across calls
-      (:data:`conformance.core.lazy.LAZY_STEPS`). A vendor module names it with ``LAZY_STEP``.
+      (:data:`conformance.core.lazy.LAZY_DEVICES`). A vendor module names it with ``LAZY_STEP``.
     - ``strides``: result strides are the backend's own answer, so where CPU's are a contract
       (views, in-place results, ``memory_format``) a difference is a failure. A backend whose
       tensors keep no strides of their own (XLA: every tensor is laid out as the compiler
@@ -297,8 +297,9 @@ def bring_up(backend: Backend, *, touch: bool = True) -> Backend:
     input now, not a verdict on every item."""
     import torch
 
-    from conformance.core.lazy import LAZY_DEVICES, LAZY_STEPS
+    from conformance.core.lazy import LAZY_DEVICES
 
+    step = step_function(backend) if backend.lazy else None  # bad input before any state
     if backend.installs and backend.module is not None:
         module = importlib.import_module(backend.module)
         try:
@@ -308,14 +309,10 @@ def bring_up(backend: Backend, *, touch: bool = True) -> Backend:
                 module.install()
         except ValueError as exc:  # an overload the reference backend does not implement
             raise InputError(f"--without / {WITHOUT_ENV}: {exc}") from None
-    LAZY_STEPS.pop(backend.device, None)
     if backend.lazy:
-        LAZY_DEVICES.add(backend.device)
-        step = step_function(backend)
-        if step is not None:
-            LAZY_STEPS[backend.device] = step
+        LAZY_DEVICES[backend.device] = step
     else:
-        LAZY_DEVICES.discard(backend.device)
+        LAZY_DEVICES.pop(backend.device, None)
     if touch and not backend.is_cpu:
         try:
             torch.empty(1, device=backend.device)

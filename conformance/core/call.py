@@ -235,7 +235,7 @@ def settle(device: str, results: Any) -> Any:
     by the call that asked for it, before the check judges a refusal (a lazy backend refusing
     only on read-back was an ``error_accepts``), and what it takes (compiling a graph per new
     shape) is spent under the call's about-to-run marker, not in whatever reads it first.
-    Then the device's step barrier (:data:`~conformance.core.lazy.LAZY_STEPS`) closes the
+    Then the device's step barrier (:data:`~conformance.core.lazy.LAZY_DEVICES`) closes the
     graph, so the next call starts a fresh one. Returns ``results``. Every way a check runs a
     call on a device goes through here."""
     if device in LAZY_DEVICES:

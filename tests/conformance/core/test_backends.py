@@ -65,14 +65,14 @@ def test_a_lazy_backend_steps_after_every_call(vendor_path):
     for every random-op call without it)."""
     import opdb
     from conformance.core.call import Call
-    from conformance.core.lazy import LAZY_STEPS
+    from conformance.core.lazy import LAZY_DEVICES
     from conformance.core.signature import OpSignature
 
     assert BUILTIN["xla"].step == "torch_xla.sync"
     lazy = resolve("privateuse1:lazy_refuses", without=())
     import lazy_refuses
 
-    assert lazy.step == "lazy_refuses.step" and LAZY_STEPS[lazy.device] is lazy_refuses.step
+    assert lazy.step == "lazy_refuses.step" and LAZY_DEVICES[lazy.device] is lazy_refuses.step
     call = Call(OpSignature.of(opdb.load()["neg"]), (("self", torch.ones(3)),))
     before = len(lazy_refuses.STEPS)
     for _ in range(3):
@@ -80,7 +80,7 @@ def test_a_lazy_backend_steps_after_every_call(vendor_path):
     call.run("cpu")  # CPU is not lazy: no step
     assert len(lazy_refuses.STEPS) == before + 3
     plain = resolve("privateuse1:buggy_alpha", without=())
-    assert plain.step is None and plain.device not in LAZY_STEPS
+    assert plain.step is None and plain.device not in LAZY_DEVICES
 
 
 def test_a_step_that_raises_is_not_the_calls_error(vendor_path, monkeypatch):
@@ -88,7 +88,7 @@ def test_a_step_that_raises_is_not_the_calls_error(vendor_path, monkeypatch):
     (torch_xla: "Check failed: tensor_data") while this call's results were read back fine."""
     import opdb
     from conformance.core.call import Call
-    from conformance.core.lazy import LAZY_STEPS
+    from conformance.core.lazy import LAZY_DEVICES
     from conformance.core.signature import OpSignature
 
     lazy = resolve("privateuse1:lazy_refuses", without=())
@@ -96,7 +96,7 @@ def test_a_step_that_raises_is_not_the_calls_error(vendor_path, monkeypatch):
     def poisoned() -> None:
         raise RuntimeError("Check failed: tensor_data: ")
 
-    monkeypatch.setitem(LAZY_STEPS, lazy.device, poisoned)
+    monkeypatch.setitem(LAZY_DEVICES, lazy.device, poisoned)
     out = Call(OpSignature.of(opdb.load()["neg"]), (("self", torch.ones(3)),)).run(lazy.device)
     assert out.cpu().tolist() == [-1.0, -1.0, -1.0]
 
@@ -105,6 +105,7 @@ def test_a_step_barrier_that_does_not_import_is_bad_input():
     bad = dataclasses.replace(BUILTIN["cpu"], name="lazyx", lazy=True, step="no_such_mod.sync")
     with pytest.raises(InputError, match="step barrier 'no_such_mod.sync' does not import"):
         bring_up(bad, touch=False)
+    assert "cpu" not in call_module.LAZY_DEVICES  # refused before the device was marked lazy
 
 
 def test_shapes_are_fixed_where_the_backend_compiles_per_shape(vendor_path):
