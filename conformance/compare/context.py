@@ -151,8 +151,12 @@ class Context:
             if marker is None:
                 self.reject_if_composite_disagrees(call, exc, composite_raises=True)
                 self.reject_if_refused_under_property(call, exc)
+            # described by the marker: ``call`` may hold device tensors that the failed call
+            # left unreadable (an in-place op's self on a lazy backend whose graph failed to
+            # lower: even its shape raises), the marker the same arguments on CPU
             raise CheckFailure(ERROR_RAISES, f"raised {error_line(exc)}, but CPU returned a "
-                                                 f"result [{call.describe()}]") from None
+                                                 f"result [{(marker or call).describe()}]"
+                               ) from None
         self.mark_ok(backend_ok=True)
         return out
 

@@ -31,3 +31,30 @@ def test_a_result_read_back_in_another_shape_fails_as_device():
     assert "reports float32[1, 2], but copying it to CPU gave float32[3, 0]" \
         in raised.value.message
     compare_outputs(ctx, call, expected, expected.clone(), values=True)  # a true read-back passes
+
+
+class _UnreadableArgs:
+    """What torch_xla 2.9 leaves of an in-place call whose graph failed to lower (the autograd
+    check's ``masked_scatter_`` of a 0-dim float32): the device tensors it wrote report no
+    shape ("Check failed: data()->tensor_data"), so describing them raises."""
+
+    def describe(self) -> str:
+        raise RuntimeError("Check failed: data()->tensor_data")
+
+
+def test_a_refused_call_on_unreadable_device_tensors_is_described_by_its_marker(monkeypatch):
+    from conformance.core.call import Call
+
+    marker = make_call("neg_", self=torch.tensor(1.5))
+    ctx = make_context(marker)
+
+    def refuse(self: Call, device: str) -> None:
+        raise RuntimeError("Error while lowering: aten::neg_")
+
+    monkeypatch.setattr(Call, "run", refuse)
+    on_device = type("OnDevice", (_UnreadableArgs, Call), {})(sig=marker.sig,
+                                                               values=marker.values)
+    with pytest.raises(CheckFailure) as raised:
+        ctx.run_backend(on_device, marker=marker)
+    assert raised.value.category == "error_raises"
+    assert raised.value.message.endswith("but CPU returned a result [neg_(float32[])]")
