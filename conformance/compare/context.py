@@ -402,6 +402,9 @@ class Context:
     def to_host(self, t: torch.Tensor) -> torch.Tensor:
         if t.is_meta or not self.backend.host_values:
             raise NotComparable(f"{t.device.type} tensors hold no values")
+        # what the tensor reports, read before the copy: a lazy tensor's metadata can change
+        # when the copy computes it (torch_xla 2.9: a view's base after set_() of the view)
+        shape, dtype = t.shape, t.dtype
         try:
             host = t.cpu()
         except Exception as exc:  # noqa: BLE001
@@ -409,11 +412,12 @@ class Context:
             raise CheckFailure("device", f"copying the result to CPU raised {error_line(exc)}") \
                 from None
         if t.layout == torch.strided and not t.is_nested \
-                and (host.shape != t.shape or host.dtype != t.dtype):
+                and (host.shape != shape or host.dtype != dtype):
             # the tensor's metadata and its values disagree (torch_xla 2.9: a diagonal of a
             # [3, 3, 1] clone under autograd reports [1, 2] and reads back as [3, 0]): nothing
             # read from it can be compared as that tensor, and comparing anyway raises
-            raise CheckFailure("device", f"the result reports {brief(t)}, but copying it to CPU "
+            reported = brief(torch.empty(shape, dtype=dtype, device="meta"))
+            raise CheckFailure("device", f"the result reports {reported}, but copying it to CPU "
                                          f"gave {brief(host)}")
         return host
 
