@@ -19,17 +19,29 @@ class _Misread(torch.Tensor):
         return torch.zeros(3, 0, dtype=self.dtype)
 
 
-def test_a_result_read_back_in_another_shape_fails_as_device():
-    x = torch.arange(9.0).reshape(3, 3, 1)
-    call = make_call("diagonal", self=x, offset=1, dim1=0, dim2=1)
+class _ComputedOnRead(torch.Tensor):
+    """A result whose metadata changes when reading computes it (torch_xla 2.9: the base of a
+    view that ``set_()`` emptied reports [1, 3, 3] until it is read, then [0, 3, 3])."""
+
+    def cpu(self, *args, **kwargs):  # type: ignore[override]
+        self.data = torch.zeros(0, 3, dtype=self.dtype)
+        return torch.zeros(0, 3, dtype=self.dtype)
+
+
+@pytest.mark.parametrize(("misread", "name", "args", "reported", "read"), [
+    (_Misread, "diagonal", {"self": torch.arange(9.0).reshape(3, 3, 1), "offset": 1, "dim1": 0,
+                            "dim2": 1}, "float32[1, 2]", "float32[3, 0]"),
+    (_ComputedOnRead, "neg", {"self": torch.ones(1, 3)}, "float32[1, 3]", "float32[0, 3]"),
+])
+def test_a_result_read_back_in_another_shape_fails_as_device(misread, name, args, reported, read):
+    call = make_call(name, **args)
     ctx = make_context(call)
     expected = call.run("cpu")
     with pytest.raises(CheckFailure) as raised:
-        compare_outputs(ctx, call, expected, expected.clone().as_subclass(_Misread),
+        compare_outputs(ctx, call, expected, expected.clone().as_subclass(misread),
                         values=True)
     assert raised.value.category == "device"
-    assert "reports float32[1, 2], but copying it to CPU gave float32[3, 0]" \
-        in raised.value.message
+    assert f"reports {reported}, but copying it to CPU gave {read}" in raised.value.message
     compare_outputs(ctx, call, expected, expected.clone(), values=True)  # a true read-back passes
 
 
@@ -58,24 +70,3 @@ def test_a_refused_call_on_unreadable_device_tensors_is_described_by_its_marker(
         ctx.run_backend(on_device, marker=marker)
     assert raised.value.category == "error_raises"
     assert raised.value.message.endswith("but CPU returned a result [neg_(float32[])]")
-
-
-class _ComputedOnRead(torch.Tensor):
-    """A result whose metadata changes when reading computes it (torch_xla 2.9: the base of a
-    view that ``set_()`` emptied reports [1, 3, 3] until it is read, then [0, 3, 3])."""
-
-    def cpu(self, *args, **kwargs):  # type: ignore[override]
-        self.data = torch.zeros(0, 3, dtype=self.dtype)
-        return torch.zeros(0, 3, dtype=self.dtype)
-
-
-def test_a_result_whose_shape_changes_when_read_fails_as_device():
-    call = make_call("neg", self=torch.ones(1, 3))
-    ctx = make_context(call)
-    expected = call.run("cpu")
-    with pytest.raises(CheckFailure) as raised:
-        compare_outputs(ctx, call, expected, expected.clone().as_subclass(_ComputedOnRead),
-                        values=True)
-    assert raised.value.category == "device"
-    assert "reports float32[1, 3], but copying it to CPU gave float32[0, 3]" \
-        in raised.value.message
