@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -272,10 +273,9 @@ def step_function(backend: Backend) -> Callable[[], object] | None:
     A name that does not import or is not callable is bad input."""
     if backend.step is None:
         return None
-    modname, _, attr = backend.step.rpartition(".")
     try:
-        found = getattr(importlib.import_module(modname), attr)
-    except (ImportError, AttributeError) as exc:
+        found = pkgutil.resolve_name(backend.step)
+    except (ImportError, AttributeError, ValueError) as exc:
         raise InputError(f"backend {backend.name!r}: its step barrier {backend.step!r} does "
                          f"not import: {exc}") from None
     if not callable(found):

@@ -8,6 +8,7 @@ import torch
 from compare_calls import make_call, make_context
 
 from conformance.compare.outputs import compare_outputs
+from conformance.core.call import Call
 from conformance.core.verdicts import CheckFailure
 
 
@@ -45,7 +46,7 @@ def test_a_result_read_back_in_another_shape_fails_as_device(misread, name, args
     compare_outputs(ctx, call, expected, expected.clone(), values=True)  # a true read-back passes
 
 
-class _UnreadableArgs:
+class _UnreadableCall(Call):
     """What torch_xla 2.9 leaves of an in-place call whose graph failed to lower (the autograd
     check's ``masked_scatter_`` of a 0-dim float32): the device tensors it wrote report no
     shape ("Check failed: data()->tensor_data"), so describing them raises."""
@@ -55,8 +56,6 @@ class _UnreadableArgs:
 
 
 def test_a_refused_call_on_unreadable_device_tensors_is_described_by_its_marker(monkeypatch):
-    from conformance.core.call import Call
-
     marker = make_call("neg_", self=torch.tensor(1.5))
     ctx = make_context(marker)
 
@@ -64,9 +63,7 @@ def test_a_refused_call_on_unreadable_device_tensors_is_described_by_its_marker(
         raise RuntimeError("Error while lowering: aten::neg_")
 
     monkeypatch.setattr(Call, "run", refuse)
-    on_device = type("OnDevice", (_UnreadableArgs, Call), {})(sig=marker.sig,
-                                                               values=marker.values)
     with pytest.raises(CheckFailure) as raised:
-        ctx.run_backend(on_device, marker=marker)
+        ctx.run_backend(_UnreadableCall(sig=marker.sig, values=marker.values), marker=marker)
     assert raised.value.category == "error_raises"
     assert raised.value.message.endswith("but CPU returned a result [neg_(float32[])]")
