@@ -41,6 +41,7 @@ from conformance.engine.hypothesis_hooks import (
     budgeted_shrinks,
     is_final,
     no_local_constants,
+    prng_states_kept_once,
     shrink_budget,
 )
 from conformance.engine.ladder import climb
@@ -207,7 +208,7 @@ class Search:
                            repro_fn=self.repro_fn)
         test = self.hypothesis_test(strategy)
         try:
-            with shrink_budget(self.shrink_budget), \
+            with shrink_budget(self.shrink_budget), prng_states_kept_once(), \
                     fixed_shapes(self.backend.compiles_per_shape):
                 test()
         except Abort as stop:
