@@ -155,14 +155,20 @@ def prng_states_kept_once() -> Iterator[None]:
     Hypothesis seeds it, so what a test sees is unchanged; the states are saved on entry and
     restored on exit, so nothing outside the block sees a difference either. Between test cases
     nothing runs that reads those PRNGs (the engine draws from its own seeded generators).
-    Should a Hypothesis release move these, its own per-test-case handling stands."""
+    Hypothesis also reads Python's ``random`` state before and after drawing each test case's
+    arguments, to warn a strategy that uses it (``deprecate_random_in_strategy``: 2 full state
+    copies, ~45 us); the engine's strategies draw from their own seeded generators, so inside
+    the block that warning is not looked for. Should a Hypothesis release move these, its own
+    per-test-case handling stands."""
     try:
+        import hypothesis.control as hcontrol
         import hypothesis.core as hcore
         from hypothesis.internal import entropy
     except ImportError:  # pragma: no cover
         yield
         return
     original = getattr(hcore, "deterministic_PRNG", None)
+    warns = getattr(hcontrol, "deprecate_random_in_strategy", None)
     managed = getattr(entropy, "RANDOMS_TO_MANAGE", None)
     if original is None or managed is None or not hasattr(managed, "data"):  # pragma: no cover
         yield
@@ -189,10 +195,19 @@ def prng_states_kept_once() -> Iterator[None]:
 
     with original(0):  # saves every state (and creates Hypothesis' own PRNG on first use)
         hcore.deterministic_PRNG = seeded_only
+        if warns is not None:
+            hcontrol.deprecate_random_in_strategy = _not_looked_for
         try:
             yield
         finally:
             hcore.deterministic_PRNG = original
+            if warns is not None:
+                hcontrol.deprecate_random_in_strategy = warns
+
+
+@contextmanager
+def _not_looked_for(*_: Any) -> Iterator[None]:
+    yield
 
 
 def is_final() -> bool:

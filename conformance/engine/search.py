@@ -22,7 +22,13 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky, Unsatisfiable
 
 from conformance.checks.check import Check
-from conformance.compare.context import Context, ToleranceFn, binding_only, binding_refusal
+from conformance.compare.context import (
+    Context,
+    ToleranceFn,
+    binding_only,
+    binding_refusal,
+    one_refusal,
+)
 from conformance.core.backends import Backend
 from conformance.core.call import Call
 from conformance.core.inflight import Inflight
@@ -282,8 +288,9 @@ class Search:
             ctx = self.context
             if self.rejected >= self.budget and self.last is None:
                 raise Abort("budget", "", "") from None  # not while shrinking a failure
-            if self.last is None and not ctx.checked and binding_only(ctx.cpu_errors):
-                raise Abort("budget", "", "") from None  # every draw binds the same way
+            if self.last is None and not ctx.checked and (
+                    binding_only(ctx.cpu_errors) or one_refusal(ctx.cpu_errors, self.rejected)):
+                raise Abort("budget", "", "") from None  # every draw refused the same way
             reject()
 
     def skip_repeat(self, drawn: Call) -> None:

@@ -353,6 +353,36 @@ def test_an_item_whose_every_draw_fails_argument_binding_stops_early():
     assert not binding_only(Counter({"RuntimeError: expected scalar type Float": 500}))
 
 
+def test_an_item_whose_every_draw_meets_one_refusal_stops_early():
+    """CPU refusing every drawn call with one and the same error (coalesce needs a sparse
+    tensor the strategies do not draw): the search stops after SAME_REFUSAL_DRAWS draws, not
+    at the reject budget, still no_valid_inputs; a second error line keeps it searching."""
+    from collections import Counter
+
+    import opdb
+    from conformance.checks.registry import CHECKS
+    from conformance.compare.context import SAME_REFUSAL_DRAWS, one_refusal
+    from conformance.core.backends import resolve
+    from conformance.core.signature import OpSignature
+    from conformance.engine import EngineSettings, Item, run_check
+    from conformance.repro.snippet import snippet
+    from opdb.opdata import load_hints, load_tolerances
+
+    backend = resolve("mlu", without=())
+    name = "coalesce"
+    v = run_check(Item(OpSignature.of(opdb.load()[name]), CHECKS["noncontiguous"]), backend,
+                  settings=EngineSettings(seed=0, database=None, corpus="off"),
+                  hints=load_hints().for_op(name), tolerance_fn=load_tolerances(),
+                  repro_fn=lambda call: snippet(call, backend))
+    assert (v.verdict, v.category) == ("skip", "no_valid_inputs"), v.message
+    assert f"rejected all {SAME_REFUSAL_DRAWS} examples" in v.message
+    line = "RuntimeError: coalesce expected sparse coordinate tensor layout but got Strided"
+    assert one_refusal(Counter({line: SAME_REFUSAL_DRAWS}), SAME_REFUSAL_DRAWS)
+    assert not one_refusal(Counter({line: 60}), SAME_REFUSAL_DRAWS - 1)
+    assert not one_refusal(Counter({line: 40, "RuntimeError: expected scalar type Float": 1}),
+                           SAME_REFUSAL_DRAWS)
+
+
 def test_a_binding_refusal_on_both_sides_is_no_agreement():
     """The checks that judge CPU's refusals (promotion, out, inplace) counted the backend raising
     the same schema-binding error as agreeing, though no kernel ran on either side: an item

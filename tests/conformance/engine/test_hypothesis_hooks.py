@@ -45,3 +45,12 @@ def test_the_prngs_and_hypothesis_are_left_as_found():
     assert hcore.deterministic_PRNG is original
     assert random.getstate() == before[0]
     assert (np.random.get_state()[1] == before[1]).all()
+
+
+def test_hypothesis_warning_on_strategies_using_random_is_back_after_the_block():
+    import hypothesis.control as hcontrol
+
+    original = hcontrol.deprecate_random_in_strategy
+    with prng_states_kept_once():
+        assert hcontrol.deprecate_random_in_strategy is not original
+    assert hcontrol.deprecate_random_in_strategy is original
