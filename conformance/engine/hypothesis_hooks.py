@@ -196,7 +196,7 @@ def prng_states_kept_once() -> Iterator[None]:
     with original(0):  # saves every state (and creates Hypothesis' own PRNG on first use)
         hcore.deterministic_PRNG = seeded_only
         if warns is not None:
-            hcontrol.deprecate_random_in_strategy = _not_looked_for
+            hcontrol.deprecate_random_in_strategy = _not_looked_for  # type: ignore[assignment]
         try:
             yield
         finally:

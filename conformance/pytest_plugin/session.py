@@ -61,6 +61,8 @@ class State:
         self.sigterm_before: Any = None  # the SIGTERM handler to put back (see hooks._on_sigterm)
         #: torch's intra-op thread count to put back at unconfigure (see hooks.one_intra_op_thread)
         self.torch_threads_before: int | None = None
+        #: the collector's thresholds to put back (see hooks.fewer_full_collections)
+        self.gc_thresholds_before: tuple[int, int, int] | None = None
 
     # -- set-up, in this order (the first InputError is the one the user sees) -------------------
     def _select(self, config: pytest.Config) -> None:
