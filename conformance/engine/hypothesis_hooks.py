@@ -153,12 +153,11 @@ def prng_states_kept_once() -> Iterator[None]:
     legacy ``get_state``/``set_state`` 70 us each, 6% of an all-checks run's item time
     (docs/decisions.md#engine-speed). Inside the block each test case is still seeded as
     Hypothesis seeds it, so what a test sees is unchanged; the states are saved on entry and
-    restored on exit, so nothing outside the block sees a difference either. Between test cases
-    nothing runs that reads those PRNGs (the engine draws from its own seeded generators).
-    Hypothesis also reads Python's ``random`` state before and after drawing each test case's
-    arguments, to warn a strategy that uses it (``deprecate_random_in_strategy``: 2 full state
-    copies, ~45 us); the engine's strategies draw from their own seeded generators, so inside
-    the block that warning is not looked for. Should a Hypothesis release move these, its own
+    restored on exit, so nothing outside the block sees a difference either. The engine draws
+    from its own seeded generators, so between test cases nothing reads those PRNGs, and
+    Hypothesis' copies of Python's ``random`` state before and after drawing each test case's
+    arguments (``deprecate_random_in_strategy``, a warning for strategies that use it: ~45 us)
+    are skipped inside the block. Should a Hypothesis release move these, its own
     per-test-case handling stands."""
     try:
         import hypothesis.control as hcontrol

@@ -69,7 +69,7 @@ def fewer_full_collections() -> tuple[int, int, int] | None:
     if before[2] == FULL_COLLECTION_EVERY:
         return None
     gc.set_threshold(before[0], before[1], FULL_COLLECTION_EVERY)
-    return before  # type: ignore[return-value]
+    return before
 
 
 def _on_sigterm(state: State) -> None:
