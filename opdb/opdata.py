@@ -135,6 +135,9 @@ class OpHints:
     #: elements): its answer for non-contiguous views is no contract, so the noncontiguous
     #: check does not apply (a backend computing on the views correctly would fail it)
     cpu_ignores_strides: bool = False
+    #: CPU (the oracle) may never return on a size-0 input: no size-0 side is drawn for the
+    #: overload's schema shapes (an item would spend the per-call timeout instead of a verdict)
+    nonempty: bool = False
 
     def get(self, name: str) -> ArgHint:
         return self.args.get(name, ArgHint())
@@ -155,7 +158,8 @@ class Hints:
         return OpHints(args={**self.arguments, **own.args}, max_side=own.max_side,
                        values=own.values, result_on_device=own.result_on_device, ties=own.ties,
                        collisions=own.collisions,
-                       cpu_crashes=own.cpu_crashes, cpu_ignores_strides=own.cpu_ignores_strides)
+                       cpu_crashes=own.cpu_crashes, cpu_ignores_strides=own.cpu_ignores_strides,
+                       nonempty=own.nonempty)
 
 
 @dataclass(frozen=True)
@@ -359,7 +363,7 @@ def entry_list(path: DataPath | None, default: DataPath) -> tuple[str, list[Any]
 _ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes",
              "along", "length_of", "maybe_empty"}
 _OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties", "cpu_crashes",
-            "cpu_ignores_strides", "collisions"}
+            "cpu_ignores_strides", "collisions", "nonempty"}
 _TIE_KEYS = {"output", "unless"}
 _COLLISION_KEYS = {"writes", "unless"}
 
@@ -509,7 +513,7 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
             raise InputError("'values' must be 'compared' or 'unspecified'", file=file, line=line)
         if entry.get("result_device", "input") not in ("input", "cpu"):
             raise InputError("'result_device' must be 'input' or 'cpu'", file=file, line=line)
-        for flag in ("cpu_crashes", "cpu_ignores_strides"):
+        for flag in ("cpu_crashes", "cpu_ignores_strides", "nonempty"):
             if not isinstance(entry.get(flag, False), bool):
                 raise InputError(f"'{flag}' must be true or false", file=file, line=line)
         max_side = entry.get("max_side")
@@ -547,7 +551,8 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
                            result_on_device=entry.get("result_device", "input") == "input",
                            ties=ties, collisions=collisions,
                            cpu_crashes=entry.get("cpu_crashes", False),
-                           cpu_ignores_strides=entry.get("cpu_ignores_strides", False))
+                           cpu_ignores_strides=entry.get("cpu_ignores_strides", False),
+                           nonempty=entry.get("nonempty", False))
             earlier = ops.get(name)
             if earlier is not None:  # a second entry naming the overload adds to the first
                 hint = OpHints(args=MappingProxyType({**earlier.args, **hint.args}),
@@ -558,7 +563,8 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
                                collisions=hint.collisions or earlier.collisions,
                                cpu_crashes=hint.cpu_crashes or earlier.cpu_crashes,
                                cpu_ignores_strides=hint.cpu_ignores_strides
-                               or earlier.cpu_ignores_strides)
+                               or earlier.cpu_ignores_strides,
+                               nonempty=hint.nonempty or earlier.nonempty)
             ops[name] = hint
             source[name] = (file, line)
     return Hints(arguments=MappingProxyType(arguments), ops=MappingProxyType(ops),

@@ -255,9 +255,10 @@ def draw_shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
     """Shapes for the tensor arguments (list elements use the first tensor's shape);
     ``large_first``: largest first (:data:`SIZE_ORDERS`), else the ``forward`` mode's middle
     first and the others' smallest first. Now and then one size is large (:data:`LARGE_ONE_IN`).
-    ``empty=False``: no size-0 side where the schema's shapes are drawn (symbolic sizes and
-    hints keep theirs)."""
+    ``empty=False`` (or the hints' ``nonempty``): no size-0 side where the schema's shapes are
+    drawn (symbolic sizes and hints keep theirs)."""
     names = [a.name for a in sig.tensor_args]
+    empty = empty and not hints.nonempty
     max_side = hints.max_side or (3 if mode == "broadcast" else 4)
     order = "large" if large_first else "middle" if mode == "forward" else "small"
     large = _large_side(draw, sig, hints)
@@ -271,7 +272,7 @@ def draw_shapes(draw: Any, sig: OpSignature, hints: OpHints, *, mode: str,
     if mode == "broadcast" or (sig.is_pointwise and len(free) > 1):
         max_dims = 4 if mode == "broadcast" else 3
         bshapes = _broadcastable_shapes(draw, len(free), max_dims=max_dims,
-                                        min_side=0 if mode == "broadcast" else 1,
+                                        min_side=0 if mode == "broadcast" and empty else 1,
                                         max_side=max_side, square=mode == "broadcast",
                                         order=order)
         shapes = dict(zip(free, bshapes, strict=True))

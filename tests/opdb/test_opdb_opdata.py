@@ -102,6 +102,7 @@ def test_records_are_frozen(db):
      r"'along' must name an int argument \(the dim self is indexed along\) or be a dim", 4),
     ("arguments:\n  max_exp_avg_sqs: {maybe_empty: 1}\n", r"'maybe_empty' must be true or false",
      2),
+    ("ops:\n  - names: [mm]\n    nonempty: 1\n", r"'nonempty' must be true", 2),
     ("ops: [\n", r"invalid YAML", None),
 ])
 def test_hint_errors_name_file_and_line(tmp_path, db, text, message, line):
@@ -120,6 +121,15 @@ def test_cpu_crashes_marks_overloads_and_merges(tmp_path, db):
     assert hints.for_op("lcm").cpu_crashes and hints.for_op("lcm").max_side == 3
     assert hints.for_op("lcm_").cpu_crashes and not hints.for_op("gcd").cpu_crashes
     assert load_hints(db=db).for_op("_chunk_cat").cpu_crashes  # packaged: measured crashes
+
+
+def test_nonempty_marks_overloads_and_merges(tmp_path, db):
+    path = _write(tmp_path, "ops:\n  - names: ['cummax*']\n    nonempty: true\n"
+                            "  - names: [cummax]\n    max_side: 3\n")
+    hints = load_hints(path, db=db)
+    assert hints.for_op("cummax").nonempty and hints.for_op("cummax").max_side == 3
+    assert not hints.for_op("cummin").nonempty
+    assert load_hints(db=db).for_op("_cummax_helper").nonempty  # packaged: CPU hangs there
 
 
 def test_globs_name_families(tmp_path, db):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import opdb
 from conformance.core.signature import DEVICE, NoStrategy, OpSignature
 from conformance.inputs.strategies import OpHints, calls
+from opdb.opdata import load_hints
 
 FAST = settings(max_examples=25, deadline=None, database=None, derandomize=True)
 
@@ -81,6 +82,19 @@ def test_broadcast_mode_shapes(data):
             torch.broadcast_shapes(a.shape, b.shape)
     else:
         torch.broadcast_shapes(a.shape, b.shape)
+
+
+@FAST
+@given(st.data(), st.sampled_from(["forward", "dtypes", "promotion", "broadcast"]))
+def test_a_nonempty_hint_draws_no_size_0_side(data, mode):
+    # CPU's _cummax_helper never returns on some size-0 inputs (hints.yaml): none is drawn
+    hints = load_hints().for_op("_cummax_helper")
+    assert hints.nonempty
+    drawn = data.draw(calls(sig_of("_cummax_helper"), hints, mode=mode))
+    for call in getattr(drawn, "calls", None) or [(None, drawn)]:
+        for _, v in call[1].values:
+            if isinstance(v, torch.Tensor):
+                assert 0 not in v.shape, call[1].describe()
 
 
 def test_promotion_mode_draws_every_operand_form():
