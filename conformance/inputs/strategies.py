@@ -12,7 +12,8 @@ tensors stay on CPU when the call is moved to the device under test. Modes:
 * ``broadcast`` mutually broadcastable shapes up to rank 4 with size-0 and size-1 dims and 0-dim
                 tensors, or (sometimes) a deliberately non-broadcastable set.
 * ``dtypes``    a :class:`DtypeSweep`: one ``forward`` call per dtype of the twelve, that dtype
-                pinned (``forward_calls(..., dtype=NAME)``), so each is tried deliberately.
+                pinned, so each is tried deliberately (:data:`SWEEP_SHAPES` drawn sets of
+                shapes among them).
 * ``promotion`` each operand (Tensor / Scalar positional arguments) independently a tensor,
                 a 0-dim tensor, a 0-dim CPU tensor next to device tensors, or a Python scalar, with
                 its own dtype among the twelve.
@@ -44,6 +45,7 @@ from conformance.inputs.values import (
     cached_integers,
     cached_sampled,
     draw_fill,
+    fixed_fill,
     python_scalars,
     scalar_values,
     small_scalars,
@@ -67,7 +69,8 @@ def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bo
             ) -> st.SearchStrategy[torch.Tensor]:
     """A CPU tensor of dtype ``name`` and ``shape``: structure drawn, values filled by a seeded
     generator (:mod:`conformance.inputs.values`). ``specials``: adversarial values (special values and
-    wide/tie profiles); ``safe``: values in [1, 4] that no op refuses (promotion compares dtypes
+    wide/tie profiles); ``safe``: values in [1, 4] that no op refuses, no choice drawn for them
+    (:func:`~conformance.inputs.values.fixed_fill`: promotion compares dtypes
     only); ``bounds``: every element in ``[lo, hi]`` (a hint's min/max)."""
     return st.composite(lambda draw: _draw_tensor(draw, name, shape, specials=specials, safe=safe,
                                                   bounds=bounds, extremes=extremes))()
@@ -79,10 +82,13 @@ def _draw_tensor(draw: Any, name: str, shape: Sequence[int], *, specials: bool, 
                  pinned: bool = False) -> Any:
     """Draw a tensor; with ``plan`` and ``slot`` (argument, list index) its fill is recorded
     for the engine's refills when the plan's values are adversarial."""
-    if safe and bounds is None:
-        bounds = (1.0, 4.0)
-    how = draw_fill(draw, name, shape, adversarial=specials, bounds=bounds, extremes=extremes,
-                    label=label)
+    if safe:
+        how = fixed_fill(name, shape, bounds=bounds or (1.0, 4.0), extremes=extremes,
+                         label=label)
+    else:
+        how = draw_fill(draw, name, shape, adversarial=specials, bounds=bounds,
+                        extremes=extremes, label=label,
+                        seed_only=plan is not None and plan.refilled)
     if pinned:
         how = replace(how, pinned=True)
         if plan is not None and slot is not None:
@@ -100,6 +106,9 @@ class Plan:
     on_cpu: set[str] = field(default_factory=set)
     specials: bool = False  # adversarial values (conformance.inputs.values)
     safe: bool = False
+    #: every tensor is checked refilled (Call.refill, i >= 1), never as drawn: an adversarial
+    #: fill draws its seed alone (draw_fill's ``seed_only``)
+    refilled: bool = False
     notes: list[str] = field(default_factory=list)
     fills: list[tuple[str, int | None, Fill]] = field(default_factory=list)
     #: (argument, list index or None) of the tensors whose dtype a hint fixes (Call.pinned)
@@ -588,8 +597,16 @@ def forward_calls(draw: Any, sig: OpSignature, hints: OpHints, dtype: str | None
     drawn too (:func:`draw_shapes`)."""
     shapes = draw_shapes(draw, sig, hints, mode="forward", large_first=large_first,
                          empty=empty)
+    return _forward_call(draw, sig, hints, shapes, dtype=dtype, target=target)
+
+
+def _forward_call(draw: Any, sig: OpSignature, hints: OpHints, shapes: dict[str, tuple[int, ...]],
+                  *, dtype: str | None, target: str | None, refilled: bool = False) -> Call:
+    """:func:`forward_calls` on drawn ``shapes`` (not changed: the plan takes a copy);
+    ``refilled``: :attr:`Plan.refilled`."""
     dtypes = tensor_arg_dtypes(draw, sig, hints, (dtype,) if dtype else DTYPE_NAMES)
-    plan = Plan(shapes=shapes, dtypes=dtypes, specials=True, target=target)
+    plan = Plan(shapes=dict(shapes), dtypes=dtypes, specials=True, target=target,
+                refilled=refilled)
     return assemble(draw, sig, hints, plan)
 
 
@@ -627,24 +644,47 @@ def _sweep_refills(calls: Sequence[Call]) -> list[int]:
     return [SWEEP_REFILLS[(j + lead) % len(SWEEP_REFILLS)] for j in range(len(calls))]
 
 
+#: Sets of shapes a sweep draws; dtype ``j`` of :data:`DTYPE_NAMES` takes set ``j % 3``, so each
+#: set serves one dtype of each kind (float16, float64 and two integers; bfloat16, complex64 ...).
+#: Drawn per dtype, shapes and fills were most of a sweep's choices; one set for all twelve
+#: cut the shapes an item tries for valid input twelvefold (an op refusing most shapes,
+#: histogramdd's "at least 2 dimensions", found none in its budget of sweeps); three cost
+#: about what one does (7-10 ms a sweep against 11-18 ms drawn apart).
+SWEEP_SHAPES = 3
+
+
 def dtype_sweeps(sig: OpSignature, hints: OpHints) -> st.SearchStrategy[DtypeSweep]:
     """Sweeps for the ``dtypes`` check: the forward strategy once per dtype, dtype pinned; for a
     conversion with a ``ScalarType`` argument (``dtype_pairs`` in ``opdb/data/exactness.yaml``)
     once per (dtype, target) pair of the twelve. The check does not shrink, so shapes are drawn
     largest first: Hypothesis' first examples are its simplest, and at three sweeps over half of
-    the calls had one element or none (one rounding of a conversion per pair)."""
-    if _dtype_pairs(sig):  # one call drawn per dtype, refilled for each of the twelve targets
-        return st.builds(lambda *cs: DtypeSweep(tuple(
-            (d, _retarget(c.refill(j, move=False), t)) for d, c in zip(DTYPE_NAMES, cs, strict=True)
-            for j, t in enumerate(DTYPE_NAMES))),
-            *(forward_calls(sig, hints, dtype=d, target=d, large_first=True)
-              for d in DTYPE_NAMES))
+    the calls had one element or none (one rounding of a conversion per pair).
+
+    The twelve calls of a sweep share :data:`SWEEP_SHAPES` drawn sets of shapes; each dtype
+    draws its own values and other arguments (a Python scalar drawn for its dtype), and its
+    tensors' seeds alone (checked refilled: :attr:`Plan.refilled`). Drawn apart, shapes and
+    fills were most of a sweep's 350 choices (add.Tensor) and Hypothesis' drawing half of the
+    check's time, while what one dtype is tried on is as before: its shapes are the forward
+    strategy's (one call in four or five all size-0, one in 32 large), its values its own
+    (docs/decisions.md#engine-speed)."""
+    return _sweeps(sig, hints, pairs=_dtype_pairs(sig))
+
+
+@st.composite
+def _sweeps(draw: Any, sig: OpSignature, hints: OpHints, *, pairs: bool) -> DtypeSweep:
+    shapes = [draw_shapes(draw, sig, hints, mode="forward", large_first=True)
+              for _ in range(SWEEP_SHAPES)]
+    cs = [_forward_call(draw, sig, hints, shapes[j % SWEEP_SHAPES], dtype=d,
+                        target=d if pairs else None, refilled=not pairs)
+          for j, d in enumerate(DTYPE_NAMES)]
+    if pairs:  # one call drawn per dtype, refilled for each of the twelve targets
+        return DtypeSweep(tuple((d, _retarget(c.refill(j, move=False), t))
+                                for d, c in zip(DTYPE_NAMES, cs, strict=True)
+                                for j, t in enumerate(DTYPE_NAMES)))
     # values from each call's seeded refill: the check does not shrink, and Hypothesis' first
     # examples are its simplest (profile ``small``, no specials) at every dtype
-    return st.builds(lambda *cs: DtypeSweep(tuple(
-        (d, c.refill(i, move=False)) for d, c, i in zip(DTYPE_NAMES, cs, _sweep_refills(cs),
-                                                         strict=True))),
-        *(forward_calls(sig, hints, dtype=d, large_first=True) for d in DTYPE_NAMES))
+    return DtypeSweep(tuple((d, c.refill(i, move=False))
+                            for d, c, i in zip(DTYPE_NAMES, cs, _sweep_refills(cs), strict=True)))
 
 
 def _retarget(call: Call, target: str) -> Call:

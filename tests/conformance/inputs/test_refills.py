@@ -180,6 +180,19 @@ def test_adversarial_refills_carry_special_values_and_profiles():
     assert (vals.frac().abs() == 0.5).any(), "ties"
 
 
+def test_an_adversarial_refill_reads_the_seed_alone():
+    """What the dtypes sweep relies on when it draws a fill's seed alone (draw_fill's
+    seed_only): the drawn profile and special values make no difference to a refill."""
+    plain = Fill("float32", (6,), seed=11)
+    drawn = Fill("float32", (6,), profile="wide", seed=11, specials=((0, 1), (3, 2)))
+    bounded = Fill("float32", (6,), seed=11, bounds=(-2.0, 12.0))
+    for i in range(1, 20):
+        assert _same(plain.refill(i, 1), drawn.refill(i, 1))
+        assert _same(bounded.refill(i), Fill("float32", (6,), seed=11, bounds=(-2.0, 12.0),
+                                             specials=((2, 0),)).refill(i))
+    assert not _same(plain.tensor(), drawn.tensor())  # the call as drawn does differ
+
+
 def test_tame_and_bounded_fills_stay_so():
     for i in range(1, 50):
         t = Fill("int64", (6,), seed=i, bounds=(0, 3), adversarial=False).refill(i)
