@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core.call import typed_leaves
+from conformance.inputs.drawing import composite
 from opdb.errors import InputError
 
 #: The packaged corpus file, inside ``conformance/data/corpus/``.
@@ -598,9 +599,8 @@ def _structure(spec: Spec) -> str:
 
 def corpus_calls(sig: Any, hints: Any, *, mode: str | None, corpus: Corpus | None = None) -> Any:
     """A strategy of calls of ``sig`` made from its recorded specs, or ``None`` when it has none."""
-    from hypothesis import strategies as st
 
-    from conformance.inputs.values import cached_integers
+    from conformance.inputs.drawing import cached_integers
 
     specs = usable_specs(sig, hints, mode, corpus)
     if not specs:
@@ -608,7 +608,7 @@ def corpus_calls(sig: Any, hints: Any, *, mode: str | None, corpus: Corpus | Non
     if mode == "dtypes":
         return _sweeps(sig, hints, specs)
 
-    @st.composite
+    @composite
     def draw_call(draw: Any) -> Any:
         spec = specs[draw(cached_integers(0, len(specs) - 1), label="corpus spec")]
         try:
@@ -627,13 +627,12 @@ def _sweeps(sig: Any, hints: Any, specs: tuple[Spec, ...]) -> Any:
     recorded ranges: no :data:`~conformance.inputs.strategies.SWEEP_REFILLS` refill (a recorded call
     carries no fills; forced NaN/+inf would leave the domain the op was called in)."""
     from hypothesis import reject
-    from hypothesis import strategies as st
 
+    from conformance.inputs.drawing import cached_integers
     from conformance.inputs.strategies import DtypeSweep
-    from conformance.inputs.values import cached_integers
     from opdb.dtypes import DTYPE_NAMES
 
-    @st.composite
+    @composite
     def draw_sweep(draw: Any) -> Any:
         spec = specs[draw(cached_integers(0, len(specs) - 1), label="corpus spec")]
         try:
@@ -652,9 +651,8 @@ def with_corpus(schema: Any, sig: Any, hints: Any, *, mode: str | None,
     one example in :data:`CORPUS_ONE_IN` from the corpus (shrinking toward the schema's; modes
     :data:`MIXED_MODES` only, else ``schema`` as it is), all of them when there is no schema
     strategy. ``None`` when neither has anything."""
-    from hypothesis import strategies as st
 
-    from conformance.inputs.values import cached_integers
+    from conformance.inputs.drawing import cached_integers
 
     if schema is not None and mode not in MIXED_MODES:
         return schema
@@ -664,7 +662,7 @@ def with_corpus(schema: Any, sig: Any, hints: Any, *, mode: str | None,
     if schema is None:
         return recorded
 
-    @st.composite
+    @composite
     def mixed(draw: Any) -> Any:
         if draw(cached_integers(0, CORPUS_ONE_IN - 1), label="source") == CORPUS_ONE_IN - 1:
             return draw(recorded)

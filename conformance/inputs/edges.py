@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
+from conformance.inputs.drawing import composite
 from conformance.inputs.strategies import forward_calls
 from opdb.opdata import ArgHint, OpHints
 
@@ -64,7 +65,7 @@ def with_edges(call: Call, hints: OpHints, seed: int) -> Call:
                    notes=(*call.notes, "edge parameters"))
 
 
-@st.composite
+@composite
 def edge_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """:func:`~conformance.inputs.strategies.forward_calls`, half the time with its bounded
     arguments on their bounds (:func:`with_edges`)."""

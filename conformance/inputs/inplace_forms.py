@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from conformance.core.call import Call, as_kind, settle
 from conformance.core.signature import OpSignature
+from conformance.inputs.drawing import composite
 from conformance.inputs.strategies import forward_calls
 from conformance.inputs.values import draw_tensor
 from opdb.dtypes import DTYPE_NAMES, dtype_name
@@ -112,7 +113,7 @@ def inplace_rotation(call: Call) -> int:
     return zlib.crc32(f"{call.describe()}|{seeds}".encode())
 
 
-@st.composite
+@composite
 def inplace_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """Calls for the ``inplace`` check: a ``forward`` call (``self`` at the operands' broadcast
     shape) with every other variant of :data:`VARIANTS` made from it (:class:`InplaceDraw`),

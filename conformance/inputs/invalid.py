@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from conformance.core.call import Call
 from conformance.core.signature import ArgSpec, OpSignature
+from conformance.inputs.drawing import composite
 from conformance.inputs.strategies import forward_calls
 from opdb.dtypes import BOOL, INTEGRAL
 from opdb.opdata import OpHints
@@ -236,7 +237,7 @@ def mutate(call: Call, site: Site | None, hints: OpHints, low: bool, pos: int) -
                     mutation=done[1], kind=site.kind)
 
 
-@st.composite
+@composite
 def invalid_calls(draw: Any, sig: OpSignature, hints: OpHints) -> EdgeCall:
     """A forward call with one of its :func:`sites` made invalid or empty."""
     base: Call = draw(forward_calls(sig, hints))

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
-from hypothesis import strategies as st
 
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
+from conformance.inputs.drawing import composite
 from opdb.dtypes import CATEGORIES, DTYPE_NAMES, category, dtype_name
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def out_names(sig: OpSignature) -> tuple[str, ...]:
     return tuple(a.name for a in sig.args if a.is_out)
 
 
-@st.composite
+@composite
 def out_calls(draw: Any, sig: OpSignature, hints: Any) -> Call:
     """Calls for the ``out`` check: inputs as ``forward`` draws them (plain values: the values
     are the forward check's business); each is judged in every form (:func:`forms_for`)."""

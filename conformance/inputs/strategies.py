@@ -40,10 +40,9 @@ from conformance.core.call import AutogradCall, Call
 from conformance.core.fills import Fill
 from conformance.core.signature import DEFAULTED, DEVICE, ArgSpec, NoStrategy, OpSignature
 from conformance.inputs.dims import is_dim_name
+from conformance.inputs.drawing import cached_integers, cached_sampled, composite
 from conformance.inputs.shape_menus import ZERO_ONE_IN, is_fixed, menu
 from conformance.inputs.values import (
-    cached_integers,
-    cached_sampled,
     draw_fill,
     fixed_fill,
     python_scalars,
@@ -72,7 +71,7 @@ def tensors(name: str, shape: Sequence[int], *, specials: bool = False, safe: bo
     wide/tie profiles); ``safe``: values in [1, 4] that no op refuses, no choice drawn for them
     (:func:`~conformance.inputs.values.fixed_fill`: promotion compares dtypes
     only); ``bounds``: every element in ``[lo, hi]`` (a hint's min/max)."""
-    return st.composite(lambda draw: _draw_tensor(draw, name, shape, specials=specials, safe=safe,
+    return composite(lambda draw: _draw_tensor(draw, name, shape, specials=specials, safe=safe,
                                                   bounds=bounds, extremes=extremes))()
 
 
@@ -587,7 +586,7 @@ def tensor_lists(sig: OpSignature) -> tuple[ArgSpec, ...]:
                  and not a.elem_optional)
 
 
-@st.composite
+@composite
 def forward_calls(draw: Any, sig: OpSignature, hints: OpHints, dtype: str | None = None,
                   target: str | None = None, large_first: bool = False,
                   empty: bool = True) -> Call:
@@ -670,7 +669,7 @@ def dtype_sweeps(sig: OpSignature, hints: OpHints) -> st.SearchStrategy[DtypeSwe
     return _sweeps(sig, hints, pairs=_dtype_pairs(sig))
 
 
-@st.composite
+@composite
 def _sweeps(draw: Any, sig: OpSignature, hints: OpHints, *, pairs: bool) -> DtypeSweep:
     shapes = [draw_shapes(draw, sig, hints, mode="forward", large_first=True)
               for _ in range(SWEEP_SHAPES)]
@@ -710,7 +709,7 @@ def _dtype_pairs(sig: OpSignature) -> bool:
 AUTOGRAD_DTYPES: tuple[str, ...] = tuple(n for n in FLOATING + COMPLEX if n not in LOW_PRECISION)
 
 
-@st.composite
+@composite
 def autograd_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """Calls for the ``autograd`` check: as ``forward`` draws them, in differentiable dtypes
     and finite values (:class:`AutogradCall`s, so the repro backpropagates too)."""
@@ -723,7 +722,7 @@ def autograd_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     return assemble(draw, sig, hints, plan)
 
 
-@st.composite
+@composite
 def broadcast_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """Calls for the ``broadcast`` check: broadcastable shapes, or (1 in 5) a conflicting set."""
     shapes = draw_shapes(draw, sig, hints, mode="broadcast")
@@ -767,7 +766,7 @@ def related(lead: str, kind: str = "python") -> tuple[str, ...]:
     return tuple(dict.fromkeys(_CATEGORY_MEMBERS[category(lead)] + up))
 
 
-@st.composite
+@composite
 def promotion_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """Calls for the ``promotion`` check: each operand its own form and dtype."""
     operands = sig.operands

@@ -23,30 +23,8 @@ from conformance.core.fills import (
     float_specials,
     int_specials,
 )
+from conformance.inputs.drawing import cached_integers, composite
 from opdb.dtypes import category, torch_dtype
-
-
-@functools.lru_cache(maxsize=1024)
-def cached_integers(lo: int, hi: int) -> st.SearchStrategy[int]:
-    """``st.integers(lo, hi)``, one object per range: drawing from an existing strategy object
-    is several times cheaper than building one per draw."""
-    return st.integers(lo, hi)
-
-
-@functools.lru_cache(maxsize=1024)
-def _cached_sampled(elements: tuple[Any, ...]) -> st.SearchStrategy[Any]:
-    return st.sampled_from(elements)
-
-
-def cached_sampled(elements: Sequence[Any]) -> st.SearchStrategy[Any]:
-    """``st.sampled_from(elements)``, one object per (hashable) tuple of elements, as
-    :func:`cached_integers`: a fresh strategy per draw is validated and its properties computed
-    again each time (a few percent of a default run)."""
-    key = tuple(elements)
-    try:
-        return _cached_sampled(key)
-    except TypeError:  # unhashable elements (a list among a hint's choices)
-        return st.sampled_from(key)
 
 
 def draw_fill(draw: Any, name: str, shape: Sequence[int], *, adversarial: bool = True,
@@ -107,7 +85,7 @@ def tensor_values(name: str, shape: Sequence[int], *, adversarial: bool = True,
 
     ``adversarial=False`` keeps the bulk ``small`` and draws no specials (shape-focused checks).
     """
-    return st.composite(lambda draw: draw_tensor(draw, name, shape, adversarial=adversarial,
+    return composite(lambda draw: draw_tensor(draw, name, shape, adversarial=adversarial,
                                                  bounds=bounds, extremes=extremes))()
 
 

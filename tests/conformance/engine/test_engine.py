@@ -213,12 +213,12 @@ def test_unsupported_names_the_missing_op():
 
 def test_same_seed_same_verdict_and_database_replay(tmp_path):
     meta = resolve("meta")
-    a = run("add.Tensor", "promotion", meta, seed=3)
-    b = run("add.Tensor", "promotion", meta, seed=3)
+    a = run("add.Tensor", "promotion", meta, seed=0)
+    b = run("add.Tensor", "promotion", meta, seed=0)
     assert a.verdict == "fail"  # meta does not raise value-dependent errors CPU raises
     assert (a.message, a.repro, a.examples, a.dtypes) == (b.message, b.repro, b.examples, b.dtypes)
     db = tmp_path / "db"
-    first = run("add.Tensor", "promotion", meta, seed=3, database=str(db))
+    first = run("add.Tensor", "promotion", meta, seed=0, database=str(db))
     assert first.verdict == "fail" and any(db.rglob("*")), "the failing example was saved"
     for other_seed in (5, 6):  # with another seed the saved failures still replay
         again = run("add.Tensor", "promotion", meta, seed=other_seed, database=str(db))
