@@ -597,8 +597,9 @@ def vector_norm(x: np.ndarray, ord: float, axes: tuple[int, ...] | None, *,
         # CPU's norm of one element is its absolute value (no |x|**p that would overflow),
         # except for a 0-dim input reduced over an explicit dim 0 (the caller says so)
         return a.reshape(()) if axes is None else np.squeeze(a, axis=axes)
-    if ord == float("inf"):
-        return np.max(a, axis=axes)
+    if ord == float("inf"):  # empty: 0, where an order that is finite as a double (the
+        # caller's empty-input check) overflows to inf in the accumulation type (1e300 in float32)
+        return np.max(a, axis=axes, initial=0)
     if ord == float("-inf"):
         return np.min(a, axis=axes)
     if ord == 0:

@@ -361,8 +361,11 @@ def is_dtype_gap(message: str) -> bool:
 
 
 #: CPU's error names CPU as what it lacks: "not supported on CPU", "not implemented on the CPU",
-#: "mixed dtype (CPU)", "nansum on CPU does not support complex inputs".
-_CPU_SPECIFIC = re.compile(r"\bon (?:the )?CPU\b|\(CPU\)")
+#: "mixed dtype (CPU)", "nansum on CPU does not support complex inputs"; or it comes from the
+#: oneDNN library CPU routes a call to ("itensor_view_from_dense expects float/bfloat16/half/
+#: int8/fp8 tensor input": gelu_backward of an int64 grad, which CPU computes in float32 with
+#: oneDNN off, torch.backends.mkldnn.flags(enabled=False); torch 2.13, 2026-12-04).
+_CPU_SPECIFIC = re.compile(r"\bon (?:the )?CPU\b|\(CPU\)|\bitensor_view_from_dense expects\b")
 
 
 def is_cpu_specific(message: str) -> bool:

@@ -223,3 +223,22 @@ def test_nan_order_of_sort_is_caught_at_the_default_depth():
     kernels.install(without=())
     ref = _run(resolve("mlu", without=()), "sort.stable", "dtypes", max_examples=DEPTH)
     assert ref.verdict == "pass", ref.message
+
+
+def test_float32_precision_is_told_from_an_exact_float32_result():
+    """A float64 result rounded to float32 is flagged; a backend whose only differing element
+    is within float64's rounding of CPU's (complex128 pow of small integers: 5.5 where CPU gave
+    5.500000000000005) is not, though 5.5 is a float32 value."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from conformance.checks.dtypes import _single_precision
+
+    ctx = SimpleNamespace(hints=SimpleNamespace(values=True), to_host=lambda t: t)
+    call = SimpleNamespace(describe=lambda: "op(float64[4])")
+    exact = torch.tensor([0.1, 1 / 3, 2.0 / 7, 5.5], dtype=torch.float64)
+    assert _single_precision(ctx, call, exact, exact.float().double()) is not None
+    cpu = torch.tensor([5.500000000000005, 2.0], dtype=torch.float64)
+    assert _single_precision(ctx, call, cpu, torch.tensor([5.5, 2.0], dtype=torch.float64)) \
+        is None

@@ -247,6 +247,12 @@ def test_cpu_specific_refusal_binds_no_other_backend(reference):
     assert is_cpu_specific("softmax with half to float conversion is not supported on CPU")
     assert is_cpu_specific("mixed dtype (CPU): expect parameter to have scalar type of Float")
     assert is_cpu_specific("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    # oneDNN's refusal (gelu_backward of an int64 grad): CPU computes it with oneDNN off
+    assert is_cpu_specific("itensor_view_from_dense expects float/bfloat16/half/int8/fp8 tensor "
+                           "inputLong")
+    with torch.backends.mkldnn.flags(enabled=False):
+        assert torch.ops.aten.gelu_backward(torch.ones(2, dtype=torch.int64),
+                                            torch.ones(2)).dtype == torch.float32
     assert not is_cpu_specific("Expected all tensors to be on the same device, but found at "
                                "least two devices, mlu:0 and cpu!")
     assert not is_cpu_specific("expected scalar type Float but found Half")
