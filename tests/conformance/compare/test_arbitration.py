@@ -233,8 +233,11 @@ def test_float64_addmm_nan_or_inf_is_unspecified_where_cpu_changes_with_the_layo
     assert climb(ctx, "cpu")[1] == CPU_UNSTABLE
     both = torch.where(plain.isnan() | transposed.isnan(), NAN, plain)
     opened = int((both.isnan() & ~plain.isnan()).sum())
-    if bool(((both != plain) & ~(both.isnan() & plain.isnan())).any()) \
-            and bool(((both != transposed) & ~(both.isnan() & transposed.isnan())).any()):
+    # NaN at both elements is one of CPU's answers on some CPUs (an AMD EPYC's GEMM gave it
+    # for contiguous operands, 2026-12-04): then it is no test of the element rule
+    neither = bool(((both != plain) & ~(both.isnan() & plain.isnan())).any()) \
+        and bool(((both != transposed) & ~(both.isnan() & transposed.isnan())).any())
+    if neither:
         ctx = _judge(call, both, WITHOUT_NONFINITE)
         assert {cat for cat, _ in ctx.infos} == {VALUE_UNSPECIFIED}
         assert ctx.info_elements[VALUE_UNSPECIFIED] == opened
@@ -244,8 +247,9 @@ def test_float64_addmm_nan_or_inf_is_unspecified_where_cpu_changes_with_the_layo
     # the packaged data: the GEMM's NaN against an infinity is open whatever CPU's layouts give,
     # counted; a finite value there still fails
     ctx = _judge(call, both)
-    assert {cat for cat, _ in ctx.infos} == {VALUE_UNSPECIFIED}
-    assert ctx.info_elements[VALUE_UNSPECIFIED] == opened
+    if neither:
+        assert {cat for cat, _ in ctx.infos} == {VALUE_UNSPECIFIED}
+        assert ctx.info_elements[VALUE_UNSPECIFIED] == opened
     with pytest.raises(CheckFailure):
         _judge(call, third)
 
