@@ -18,7 +18,7 @@ The unmodified backend runs on the same overloads at both depths: its unexpected
 the harness's *false failures*. Output: one table row per mutant and the totals.
 
     python benchmarks/bench_mutants.py [--only NAME,...] [--workers 2] [--no-deep] [--no-opinfo]
-        [--deep-all] [--json FILE] [--checks LIST|all]
+        [--deep-all] [--json FILE] [--checks LIST|all] [--seed N]
 
 ``--no-deep`` skips the 10x runs; by default a mutant already caught at the default depth is not
 rerun at 10x (counted caught there too; ``--deep-all`` reruns it).
@@ -45,6 +45,7 @@ if str(HERE.parent) not in sys.path:
 
 DEFAULT_DEPTH = 10  # the engine's default max_examples
 CHECKS_ENV = "OPCONFORM_BENCH_CHECKS"  # --checks, read by the worker processes
+SEED_ENV = "OPCONFORM_BENCH_SEED"  # --seed, read by the worker processes
 DEEP = 10  # the "10x" factor
 
 
@@ -95,7 +96,8 @@ def harness_failures(backend: Any, overload: str, max_examples: int,
         else list(DEFAULT_CHECKS)
     for check in checks:
         item = Item(sig, CHECKS[check])
-        v = run_check(item, backend, settings=EngineSettings(max_examples=max_examples, seed=0,
+        seed = int(os.environ.get(SEED_ENV, "0"))
+        v = run_check(item, backend, settings=EngineSettings(max_examples=max_examples, seed=seed,
                                                              database=None),
                       hints=hints, tolerance_fn=tolerances,
                       repro_fn=lambda call: snippet(call, backend), inflight=inflight,
@@ -407,9 +409,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="also write the results as JSON")
     parser.add_argument("--checks", default=None,
                         help="comma-separated checks, or 'all' (default: the default checks)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the engine's seed (default 0, the CLI's): a change to what is "
+                             "drawn is judged over several, not by one seed's luck")
     args = parser.parse_args(argv)
     if args.checks:
         os.environ[CHECKS_ENV] = args.checks
+    os.environ[SEED_ENV] = str(args.seed)
 
     from mutants import MUTANTS
 
