@@ -15,8 +15,9 @@ Hypothesis without the primitive, is drawn as before (docs/decisions.md#engine-s
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
-from functools import update_wrapper
+from functools import cache, update_wrapper
 from typing import Any
 
 from hypothesis import strategies as st
@@ -69,6 +70,18 @@ def _sampled_choice(elements: tuple[Any, ...]) -> Callable[[Any], Any]:
     return lambda data: elements[data.draw_integer(0, top)]
 
 
+@cache
+def _primitive_takes_our_call(kind: Any) -> bool:
+    """Whether ``kind.draw_integer`` takes the call the cached strategies make (Hypothesis'
+    ``draw_integer(min_value, max_value, *, weights)``, as of 6.170): else they are drawn through
+    the strategy layer, as before."""
+    try:
+        params = inspect.signature(kind.draw_integer).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return {"min_value", "max_value", "weights"} <= set(params)
+
+
 class Draw:
     """A composite strategy's ``draw`` that makes the cached strategies' choices itself."""
 
@@ -77,7 +90,8 @@ class Draw:
     def __init__(self, draw: Callable[..., Any]) -> None:
         self.draw = draw
         data = getattr(draw, "__self__", None)  # st.composite passes ConjectureData.draw
-        self.data = data if callable(getattr(data, "draw_integer", None)) else None
+        kind: Any = type(data)
+        self.data = data if data is not None and _primitive_takes_our_call(kind) else None
 
     def __call__(self, strategy: st.SearchStrategy[Any], label: Any = None) -> Any:
         if self.data is not None:

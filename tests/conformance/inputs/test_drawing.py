@@ -80,3 +80,14 @@ def test_composite_keeps_the_signature_and_wraps_draw_once():
     data = ConjectureData.for_choices([3, 4])
     assert data.draw(pair(0, 9)) == (3, 4)
     assert data.choices == (3, 4)
+
+
+def test_a_hypothesis_whose_primitive_takes_another_call_is_drawn_as_before():
+    class Older:
+        def draw_integer(self, lo, hi):  # not the (min_value, max_value, weights) call
+            raise AssertionError("the fast path must not call this")
+
+        def draw(self, strategy, label=None):
+            return "slow"
+
+    assert Draw(Older().draw)(cached_integers(0, 3)) == "slow"
