@@ -94,9 +94,9 @@ def harness_failures(backend: Any, overload: str, max_examples: int,
     chosen = os.environ.get(CHECKS_ENV, "")  # --checks, handed to the worker processes
     checks = list(CHECKS) if chosen == "all" else chosen.split(",") if chosen \
         else list(DEFAULT_CHECKS)
+    seed = int(os.environ.get(SEED_ENV, "0"))  # --seed, handed to the worker processes
     for check in checks:
         item = Item(sig, CHECKS[check])
-        seed = int(os.environ.get(SEED_ENV, "0"))
         v = run_check(item, backend, settings=EngineSettings(max_examples=max_examples, seed=seed,
                                                              database=None),
                       hints=hints, tolerance_fn=tolerances,

@@ -22,9 +22,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-#: ``id(strategy) -> (strategy, its choice from a ConjectureData)`` for the cached strategies
-#: (the strategy is held, so its id is never reused)
-_PRIMITIVES: dict[int, tuple[st.SearchStrategy[Any], Callable[[Any], Any]]] = {}
+#: ``id(strategy) -> its choice from a ConjectureData`` for the cached strategies (each is held
+#: in ``_INTEGERS``/``_SAMPLED`` for the process's life, so its id is never reused)
+_PRIMITIVES: dict[int, Callable[[Any], Any]] = {}
 _INTEGERS: dict[tuple[int, int], st.SearchStrategy[int]] = {}
 _SAMPLED: dict[tuple[Any, ...], st.SearchStrategy[Any]] = {}
 
@@ -37,7 +37,7 @@ def cached_integers(lo: int, hi: int) -> st.SearchStrategy[int]:
     strategy = _INTEGERS.get(key)
     if strategy is None:
         strategy = _INTEGERS[key] = st.integers(lo, hi)
-        _PRIMITIVES[id(strategy)] = (strategy, _integer_choice(lo, hi))
+        _PRIMITIVES[id(strategy)] = _integer_choice(lo, hi)
     return strategy
 
 
@@ -60,7 +60,7 @@ def cached_sampled(elements: Sequence[Any]) -> st.SearchStrategy[Any]:
     if strategy is None:
         strategy = _SAMPLED[key] = st.sampled_from(key)
         if len(key) > 1:  # one element is st.just: no choice at all
-            _PRIMITIVES[id(strategy)] = (strategy, _sampled_choice(key))
+            _PRIMITIVES[id(strategy)] = _sampled_choice(key)
     return strategy
 
 
@@ -96,8 +96,8 @@ class Draw:
     def __call__(self, strategy: st.SearchStrategy[Any], label: Any = None) -> Any:
         if self.data is not None:
             fast = _PRIMITIVES.get(id(strategy))
-            if fast is not None and fast[0] is strategy:
-                return fast[1](self.data)
+            if fast is not None:
+                return fast(self.data)
         return self.draw(strategy, label=label)
 
 
