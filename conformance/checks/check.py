@@ -38,10 +38,11 @@ class Check:
     #: Refill ``i`` of a drawn call as this check runs it, given the op's hints (forward: one
     #: refill as views, one with dims in their other spelling, one tiled large).
     prepare: Callable[[Call, int, OpHints], Call] | None = None
-    #: Whether an item may run in a forked child (``cpu_crashes`` hints). Not one that
-    #: backpropagates: torch's autograd engine refuses in a child forked after the parent ran
-    #: any backward ("Unable to handle autograd's threading in combination with fork-based
-    #: multiprocessing"), which made every such example a CPU refusal
+    #: Whether an isolated item (``cpu_crashes`` hints) may be forked from the test process. Not
+    #: one that backpropagates: torch's autograd engine refuses in a child forked after the
+    #: parent ran any backward ("Unable to handle autograd's threading in combination with
+    #: fork-based multiprocessing"), which made every such example a CPU refusal; such an item
+    #: is forked by the fork server instead (conformance/pytest_plugin/forkserver.py)
     forks: bool = True
     #: Forward calls one drawn example holds (a dtypes sweep: one per dtype). A check whose
     #: draw is a sweep searches for valid inputs as far as the forward check does (its reject

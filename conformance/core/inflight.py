@@ -134,6 +134,14 @@ class Inflight:
             os.ftruncate(self._fd, 0)  # nothing running
             self._size = 0
 
+    def reopen(self) -> None:
+        """Write the marker and its side file afresh from the next write on (truncated), not
+        through the descriptors this object holds: in a process forked from a copy of it that
+        is older than the files (a fork server's child), the sizes and call numbers it holds
+        are not the files' any more."""
+        self._fd = self._call_fd = None
+        self._size = 0
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

@@ -1,6 +1,8 @@
 """Fork isolation: an item whose overload's CPU kernel is known to kill the process runs in a
 forked child (:func:`forked`), so its death costs the child, not the test worker; a child that
-dies or hangs leaves the record the xdist controller makes of a dead worker.
+dies or hangs leaves the record the xdist controller makes of a dead worker. The child is forked
+from this process (:func:`direct`) or, for an item that backpropagates, by the fork server
+(:func:`served`, :mod:`.forkserver`).
 """
 
 from __future__ import annotations
@@ -12,20 +14,23 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from conformance.core.inflight import ITEM_CEILING
+from conformance.pytest_plugin.forkserver import run_child
 from conformance.pytest_plugin.records import dead_record, json_safe
 
 if TYPE_CHECKING:
     from conformance.core.verdicts import Verdict
+    from conformance.pytest_plugin.forkserver import ForkServer
     from conformance.pytest_plugin.session import State
 
 
 _WARMED: list[bool] = []
 
 
-def _warm_for_fork(state: State) -> None:
-    """Load, once in the parent, what each forked child would otherwise load for itself on its
-    first example and lose with it (measured: ~0.6 CPU-s a child): the corpus of recorded calls
-    and sympy, which torch imports on first use of its type-promotion helpers."""
+def warm_for_fork(state: State) -> None:
+    """Load, once in the parent (this process, or the fork server before it starts), what each
+    forked child would otherwise load for itself on its first example and lose with it
+    (measured: ~0.6 CPU-s a child): the corpus of recorded calls and sympy, which torch imports
+    on first use of its type-promotion helpers."""
     if _WARMED:
         return
     import sympy  # noqa: F401 - torch._prims_common imports it on first use
@@ -36,17 +41,17 @@ def _warm_for_fork(state: State) -> None:
     _WARMED.append(True)
 
 
-def forked(state: State, nodeid: str, run: Callable[[], Verdict],
-           recorded: Callable[[], Verdict]) -> dict[str, Any]:
-    """Run an item in a forked child and return its verdict record: one whose overload's CPU
-    kernel is known to kill the process (``cpu_crashes`` in the hints) costs the child, not
-    this test worker (~4 CPU-s for xdist to start and collect a new one). A child that dies,
-    or hangs (a call past the per-call timeout, or the item past its ceiling; then killed), gets the record the xdist controller makes of a
+def forked(state: State, nodeid: str, launch: Launch) -> dict[str, Any]:
+    """Run an item in a child ``launch`` starts (:func:`direct` or :func:`served`) and return its
+    verdict record: one whose overload's CPU kernel is known to kill the process
+    (``cpu_crashes`` in the hints) costs the child, not this test worker (~4 CPU-s for xdist to
+    start and collect a new one). A child that dies, or hangs (a call past the per-call timeout,
+    or the item past its ceiling; then killed), gets the record the xdist controller makes of a
     dead worker, from the about-to-run marker the child wrote; when CPU (the oracle) killed
-    it, the item's recorded calls alone are searched in another forked child (``recorded``:
-    the same item on recorded calls only), this process being intact, instead of in a fresh
-    pytest process (~6 CPU-s each: an all-checks run made 45 such retries)."""
-    rec, code, hung = _fork_once(state, nodeid, run)
+    it, the item's recorded calls alone are searched in another child, this process being
+    intact, instead of in a fresh pytest process (~6 CPU-s each: an all-checks run made 45 such
+    retries)."""
+    rec, code, hung = _fork_once(state, nodeid, launch, False)
     if rec is not None:
         return rec
     from conformance.core.inflight import Inflight
@@ -62,7 +67,7 @@ def forked(state: State, nodeid: str, run: Callable[[], Verdict],
 
         state.inflight.start(nodeid, marker["overload"], marker["check"])
         try:
-            got, code, hung = _fork_once(state, nodeid, recorded)
+            got, code, hung = _fork_once(state, nodeid, launch, True)
         finally:
             state.inflight.finish()
         dead = None
@@ -93,48 +98,51 @@ def _due(state: State, nodeid: str, start: float) -> tuple[float, str] | None:
     return (call_due, "call") if call_due < ceiling else (ceiling, "item")
 
 
-def _fork_once(state: State, nodeid: str, run: Callable[[], Verdict]
-               ) -> tuple[dict[str, Any] | None, int, str | None]:
-    """Run ``run`` in a forked child: ``(record, exit code, hung)``, the record ``None`` when
-    the child died or hung (then killed; ``hung`` says whether a ``"call"`` ran past the
-    per-call timeout or the ``"item"`` past its ceiling). The child computes on one thread
-    (OpenMP's pool does not survive a fork: a child's parallel region would hang)."""
+#: Starts a child that runs the item (its recorded calls alone where the flag says) and writes
+#: its record to the descriptor: ``(pid, reap)``, ``reap()`` waiting for the child's exit code.
+Launch = Callable[[bool, int], tuple[int, Callable[[], int]]]
+
+
+def direct(run: Callable[[], Verdict], recorded: Callable[[], Verdict]) -> Launch:
+    """Children forked from this process, running ``run`` (or ``recorded``)."""
     import gc
+
+    def launch(recorded_only: bool, out_fd: int) -> tuple[int, Callable[[], int]]:
+        # the parent's objects stay out of the child's garbage collections (Hypothesis collects
+        # on its first test in a process: 0.6 CPU-s over the whole inherited heap, every page
+        # copied)
+        gc.freeze()
+        pid = os.fork()
+        if pid == 0:
+            run_child(recorded if recorded_only else run, out_fd)
+        gc.unfreeze()
+        return pid, lambda: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+    return launch
+
+
+def served(server: ForkServer, nodeid: str) -> Launch:
+    """Children forked by ``server`` (:mod:`.forkserver`), running the item ``nodeid``."""
+    def launch(recorded_only: bool, out_fd: int) -> tuple[int, Callable[[], int]]:
+        return server.spawn(nodeid, recorded_only, out_fd), server.reap
+
+    return launch
+
+
+def _fork_once(state: State, nodeid: str, launch: Launch, recorded_only: bool
+               ) -> tuple[dict[str, Any] | None, int, str | None]:
+    """Run the item in a child ``launch`` starts: ``(record, exit code, hung)``, the record
+    ``None`` when the child died or hung (then killed; ``hung`` says whether a ``"call"`` ran
+    past the per-call timeout or the ``"item"`` past its ceiling)."""
     import select
     import signal
-    import sys
 
-    _warm_for_fork(state)
+    warm_for_fork(state)
     r, w = os.pipe()
-    # the parent's objects stay out of the child's garbage collections (Hypothesis collects on
-    # its first test in a process: 0.6 CPU-s over the whole inherited heap, every page copied)
-    gc.freeze()
-    pid = os.fork()
-    if pid != 0:
-        gc.unfreeze()
-    if pid == 0:  # the child: run the item, hand back its record, never return into pytest
-        code = 0
-        try:
-            os.close(r)
-            import torch
-
-            torch.set_num_threads(1)
-            try:
-                out: dict[str, Any] = {"record": json_safe(run().to_json())}
-            except Exception:  # noqa: BLE001 - a harness error: the parent raises it
-                import traceback
-
-                out = {"error": traceback.format_exc()}
-            data = memoryview(json.dumps(out).encode())
-            while data:
-                data = data[os.write(w, data):]
-        except BaseException:  # noqa: BLE001 - whatever happens, the child must not go on
-            code = 1
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    os.close(w)
+    try:
+        pid, reap = launch(recorded_only, w)
+    finally:
+        os.close(w)
     chunks: list[bytes] = []
     hung: str | None = None
     start = time.time()
@@ -161,8 +169,7 @@ def _fork_once(state: State, nodeid: str, run: Callable[[], Verdict]
         raise
     finally:
         os.close(r)
-        _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+        code = reap()
     if not hung and chunks:
         out = json.loads(b"".join(chunks))
         if "error" in out:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conformance.pytest_plugin.isolation import forked
+from conformance.pytest_plugin.forkserver import ForkServer
+from conformance.pytest_plugin.isolation import direct, forked, served, warm_for_fork
 from conformance.pytest_plugin.records import VERDICT_PROP, json_safe
 from conformance.pytest_plugin.session import state_of
 from conformance.pytest_plugin.watchdog import Watchdog
@@ -23,7 +24,7 @@ from opdb.outcomes import DEVICE_LOST
 
 if TYPE_CHECKING:
     from conformance.core.verdicts import Verdict
-    from conformance.engine import EngineSettings, Item
+    from conformance.engine import Item
     from conformance.pytest_plugin.session import State
 
 
@@ -42,36 +43,50 @@ class ConformanceItem(pytest.Item):
         super().__init__(**kwargs)
         self.item = item
 
-    def runtest(self) -> None:
+    def verdict(self, state: State, expected: Any, recorded_only: bool = False) -> Verdict:
+        """Run the engine on this item (on its recorded calls alone where ``recorded_only``: a
+        retry after CPU killed a child); ``expected`` is its expected-failure matcher."""
         from conformance.engine import run_check
         from conformance.repro.snippet import snippet
 
+        settings = state.settings
+        if recorded_only:
+            settings = dataclasses.replace(settings, recorded_only=True)
+        backend = state.backend
+        return run_check(self.item, backend, settings=settings,
+                         hints=state.hints.for_op(self.item.sig.name),
+                         tolerance_fn=state.tolerances,
+                         # picklable: the marker keeps the call and renders its repro only
+                         # after a death (conformance.core.callcodec)
+                         repro_fn=functools.partial(snippet, backend=backend),
+                         inflight=state.inflight, expected=expected)
+
+    def runtest(self) -> None:
         state = state_of(self.config)
         assert state is not None
         backend = state.backend
-        test_id = self.item.id
         # a whole-item entry makes every failure expected; otherwise each distinct failure is
         # matched to the entries' category/message fingerprints by the engine
-        expected = state.expectations.matcher(test_id)
+        expected = state.expectations.matcher(self.item.id)
         hints = state.hints.for_op(self.item.sig.name)
+        if not state.fork_server_decided:
+            start_fork_server(state, self.session)
 
-        def run(settings: EngineSettings = state.settings) -> Verdict:
-            return run_check(self.item, backend, settings=settings, hints=hints,
-                             tolerance_fn=state.tolerances,
-                             # picklable: the marker keeps the call and renders its repro
-                             # only after a death (conformance.core.callcodec)
-                             repro_fn=functools.partial(snippet, backend=backend),
-                             inflight=state.inflight, expected=expected)
-
-        def recorded() -> Verdict:  # the item on its recorded calls alone (a retry)
-            return run(dataclasses.replace(state.settings, recorded_only=True))
+        def run() -> Verdict:
+            return self.verdict(state, expected)
 
         state.inflight.start(self.nodeid, self.item.sig.name, self.item.check.name)
-        if hints.cpu_crashes and self.item.check.forks and backend.fork_safe \
-                and hasattr(os, "fork"):
+        launch = None
+        if hints.cpu_crashes and backend.fork_safe and hasattr(os, "fork"):
+            # an item that backpropagates forks from the server (forked before any backward)
+            if self.item.check.forks:
+                launch = direct(run, lambda: self.verdict(state, expected, recorded_only=True))
+            elif state.fork_server is not None:
+                launch = served(state.fork_server, self.nodeid)
+        if launch is not None:
             # a device the child left unusable dies with the child: nothing to end here
             try:
-                rec = forked(state, self.nodeid, run, recorded)
+                rec = forked(state, self.nodeid, launch)
             finally:
                 state.inflight.finish()
             from conformance.core.verdicts import Verdict
@@ -178,3 +193,26 @@ def collect(state: State, session: pytest.Session, config: pytest.Config,
             f"{exp.file}:{exp.line}: expected failure {exp.id!r} matches no overload/check"),
             stacklevel=1)
 
+
+
+def start_fork_server(state: State, session: pytest.Session) -> None:
+    """At this process's first item, before any backward: fork the server that forks the items
+    which backpropagate and must be isolated (:mod:`.forkserver`), where this session has one
+    (an autograd item of a ``cpu_crashes`` overload) and the backend may be forked."""
+    state.fork_server_decided = True
+    if not (state.backend.fork_safe and hasattr(os, "fork")):
+        return
+    nodes = {node.nodeid: node for node in session.items
+             if isinstance(node, ConformanceItem) and not node.item.check.forks
+             and state.hints.for_op(node.item.sig.name).cpu_crashes}
+    if not nodes:
+        return
+
+    def runner(nodeid: str, recorded_only: bool) -> Verdict:
+        node = nodes[nodeid]
+        state.inflight.reopen()  # the server's copy of the marker predates this item
+        state.inflight.start(nodeid, node.item.sig.name, node.item.check.name)
+        return node.verdict(state, state.expectations.matcher(node.item.id), recorded_only)
+
+    warm_for_fork(state)
+    state.fork_server = ForkServer.start(runner)

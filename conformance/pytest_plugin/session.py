@@ -29,6 +29,7 @@ from opdb.outcomes import DEVICE_LOST
 if TYPE_CHECKING:
     from conformance.core.backends import Backend
     from conformance.engine import EngineSettings
+    from conformance.pytest_plugin.forkserver import ForkServer
     from conformance.store.expectations import Expectations
     from conformance.store.results import ResultsWriter, ResumeState
     from opdb.opdata import Hints, Tolerances
@@ -63,6 +64,10 @@ class State:
         self.torch_threads_before: int | None = None
         #: the collector's thresholds to put back (see hooks.fewer_full_collections)
         self.gc_thresholds_before: tuple[int, int, int] | None = None
+        #: the process that forks isolated items which backpropagate (items.fork_server), and
+        #: whether this process has decided on one (at its first item, before any backward)
+        self.fork_server: ForkServer | None = None
+        self.fork_server_decided = False
 
     # -- set-up, in this order (the first InputError is the one the user sees) -------------------
     def _select(self, config: pytest.Config) -> None:
@@ -455,6 +460,9 @@ class State:
         """A run that ended (completed, failed or interrupted) has no use for its in-flight
         markers; only a run whose process died keeps them (``--resume`` reads them)."""
         self.inflight.close()
+        if self.fork_server is not None:
+            self.fork_server.close()
+            self.fork_server = None
         if self.is_worker:
             return
         import shutil

@@ -259,3 +259,31 @@ def test_a_forked_items_oracle_death_is_retried_in_another_forked_child(tmp_path
     assert "after CPU (the oracle) crashed the process on a schema-drawn example " \
            "(smooth_l1_loss_backward(" in rec["message"]
     assert recs["neg"]["verdict"] == "pass"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_an_autograd_item_that_kills_cpu_dies_in_a_child_of_the_fork_server(
+        tmp_path: Path) -> None:
+    """An autograd item of a ``cpu_crashes`` overload cannot be forked from a process that has
+    backpropagated (torch's autograd engine refuses in such a child): it runs in a child of the
+    fork server, forked before the process's first backward. Here ``abs::autograd`` backpropagates
+    first, CPU's ``neg`` kills any process that calls it on a tensor requiring grad, and a -n 0
+    run lives on: ``neg::autograd`` is the oracle's death in a forked child (a skip, not held
+    against the backend) and ``neg_::autograd`` after it earns its pass in the same process."""
+    importlib.import_module("kernels")
+    hints = tmp_path / "hints.yaml"
+    hints.write_text("ops:\n  - names: ['neg']\n    cpu_crashes: true\n")
+    out = tmp_path / "r.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conformance", "--backend",
+         "privateuse1:crashy_grad_oracle", "--ops", "abs|neg", "--checks", "autograd",
+         "--max-examples", "3", "--hypothesis-db", "none", "-p", "no:cacheprovider",
+         "-n", "0", "--hints", str(hints), "--results", str(out), "--rootdir", str(tmp_path),
+         "-q"], capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=600)
+    recs = [r for r in map(json.loads, out.read_text().splitlines())
+            if r["record"] == "verdict" and r["category"] != "not_applicable"]
+    assert [r["overload"] for r in recs] == ["abs", "abs_", "neg", "neg_"], done.stdout[-3000:]
+    got = {r["overload"]: (r["verdict"], r["category"]) for r in recs}
+    assert got["abs"] == got["neg_"] == ("pass", None), recs
+    assert got["neg"] == ("skip", "cpu_crashed"), recs
+    assert "a forked child of the test process" in recs[2]["message"], recs[2]["message"]
