@@ -117,9 +117,20 @@ class Context:
             raise CpuRejected(exc)
         return out
 
-    def cpu_samples(self, call: Call, n: int) -> list[Any]:
-        """``n`` more CPU answers (seeded-random ops: how far CPU's values spread)."""
-        return [call.run("cpu") for _ in range(n)]
+    def cpu_samples(self, call: Call, n: int,
+                    keep: Callable[[Any], Any] | None = None) -> list[Any]:
+        """``n`` more CPU answers of a call CPU has answered (seeded-random ops: how far CPU's
+        values spread), each as ``keep`` makes it (all of it by default). Reruns: the marker
+        names the call already, so it is not rewritten; the watchdog still sees each rerun as
+        a call (its per-call timeout)."""
+        tick = self.inflight.on_call
+        out = []
+        for _ in range(n):
+            if tick is not None:
+                tick()
+            got = call.run("cpu")
+            out.append(got if keep is None else keep(got))
+        return out
 
     def run_cpu_or_error(self, call: Call) -> tuple[Any, BaseException | None]:
         self.begin_example(call)

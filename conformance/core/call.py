@@ -196,9 +196,10 @@ class Call:
             return out
         return settle(device, tuple(value for _, value in written_parts(self.sig, placed)))
 
-    @property
+    @cached_property
     def tensor_dtypes(self) -> frozenset[str]:
-        """Names (among the twelve) of the dtypes of every tensor argument."""
+        """Names (among the twelve) of the dtypes of every tensor argument (read once per
+        call: every example's bookkeeping asks, and a tensor's dtype never changes)."""
         names: set[str] = set()
         for _, v in self.values:
             for t in v if isinstance(v, list | tuple) else (v,):
