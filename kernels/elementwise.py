@@ -202,7 +202,8 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
     ``kw``, ``compute`` (computation dtype) and ``result`` (result dtype); its value is cast to the
     result dtype. ``validate(compute, result, *args, **kw)`` may raise CPU's errors first.
     ``out_same_dtype``: ``out=`` must have exactly the result dtype (ATen's plain unary ops);
-    ``"noncomplex"``: only for non-complex inputs (``abs``); ``"tensor_weight"``: only when the
+    ``"noncomplex"``: only for non-complex inputs (``abs``; a complex input's complex out must
+    have the input's dtype); ``"tensor_weight"``: only when the
     last operand is a tensor of at least one dimension (``lerp``: a 0-dim weight promotes). ``scalar_opmath``: a Python-number
     last operand keeps the computation precision instead of being rounded to a float16/bfloat16
     common dtype first (``lerp``'s weight). ``raw_scalars``: Python-number operands reach ``fn``
@@ -241,8 +242,16 @@ def make_pointwise(name: str, fn: ArrayFn, kind: KindSpec, *, nin: int, mode: st
                         f"Found dtype {scalar_type_name(out.dtype)} but expected "
                         f"{scalar_type_name(result)}"
                     )
-                else:
-                    check_result_fits(result, out.dtype)
+                if (out_same_dtype == "noncomplex" and operands[0].dtype.is_complex
+                        and out.dtype.is_complex and out.dtype != operands[0].dtype):
+                    # a complex input into a complex out runs ATen's complex -> complex kernel,
+                    # whose TensorIterator wants the input's own dtype (abs(complex64,
+                    # out=complex128) raises on CPU); a real out takes the real result, cast
+                    raise RuntimeError(
+                        f"Found dtype {scalar_type_name(out.dtype)} but expected "
+                        f"{scalar_type_name(operands[0].dtype)}"
+                    )
+                check_result_fits(result, out.dtype)
 
         if validate is not None:
             try:
