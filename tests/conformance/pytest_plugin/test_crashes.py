@@ -22,6 +22,24 @@ def _env() -> dict[str, str]:
         [str(DATA), str(Path.cwd()), os.environ.get("PYTHONPATH", "")]), "CI": ""}
 
 
+def _forked_run(tmp_path: Path, crashes: str, backend: str, ops: str, checks: str
+                ) -> tuple[str, list[dict]]:
+    """A -n 0 plugin run of fixture backend ``backend`` whose hints name ``crashes`` as
+    ``cpu_crashes`` (its items forked): pytest's stdout and the verdict records, in order."""
+    importlib.import_module("kernels")
+    hints = tmp_path / "hints.yaml"
+    hints.write_text(f"ops:\n  - names: ['{crashes}']\n    cpu_crashes: true\n")
+    out = tmp_path / "r.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conformance", "--backend",
+         f"privateuse1:{backend}", "--ops", ops, "--checks", checks, "--max-examples", "3",
+         "--hypothesis-db", "none", "-p", "no:cacheprovider", "-n", "0", "--hints", str(hints),
+         "--results", str(out), "--rootdir", str(tmp_path), "-q"],
+        capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=600)
+    return done.stdout, [r for r in map(json.loads, out.read_text().splitlines())
+                         if r["record"] == "verdict"]
+
+
 def test_judge_follows_who_crashes_alone() -> None:
     assert judge({"cpu": "ok", "backend": "crashed (SIGSEGV)"})[:2] == ("crash", None)
     # both die alone: the oracle's call kills a process too, so it is not the backend's
@@ -240,20 +258,11 @@ def test_a_forked_items_oracle_death_is_retried_in_another_forked_child(tmp_path
     forked it is intact, so the recorded calls are searched in another forked child of it, not
     in a fresh pytest process; the verdict is the same: earned on the recorded calls, saying
     what killed CPU first, and a -n 0 run lives on to the next item."""
-    importlib.import_module("kernels")
-    hints = tmp_path / "hints.yaml"
-    hints.write_text("ops:\n  - names: ['smooth_l1_loss_backward*']\n    cpu_crashes: true\n")
-    out = tmp_path / "r.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "conformance", "--backend",
-         "privateuse1:crashy_schema_oracle", "--ops", "smooth_l1_loss_backward|neg", "--checks",
-         "forward", "--max-examples", "3", "--hypothesis-db", "none", "-p", "no:cacheprovider",
-         "-n", "0", "--hints", str(hints), "--results", str(out), "--rootdir", str(tmp_path),
-         "-q"], capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=600)
-    recs = {r["overload"]: r for r in map(json.loads, out.read_text().splitlines())
-            if r["record"] == "verdict"}
+    stdout, records = _forked_run(tmp_path, "smooth_l1_loss_backward*", "crashy_schema_oracle",
+                                  "smooth_l1_loss_backward|neg", "forward")
+    recs = {r["overload"]: r for r in records}
     rec = recs.get("smooth_l1_loss_backward")
-    assert rec is not None, done.stdout[-3000:]
+    assert rec is not None, stdout[-3000:]
     assert rec["verdict"] == "pass" and rec["examples"] > 0, rec["message"]
     assert rec["sources"] == {"corpus": rec["examples"]}
     assert "after CPU (the oracle) crashed the process on a schema-drawn example " \
@@ -270,19 +279,9 @@ def test_an_autograd_item_that_kills_cpu_dies_in_a_child_of_the_fork_server(
     first, CPU's ``neg`` kills any process that calls it on a tensor requiring grad, and a -n 0
     run lives on: ``neg::autograd`` is the oracle's death in a forked child (a skip, not held
     against the backend) and ``neg_::autograd`` after it earns its pass in the same process."""
-    importlib.import_module("kernels")
-    hints = tmp_path / "hints.yaml"
-    hints.write_text("ops:\n  - names: ['neg']\n    cpu_crashes: true\n")
-    out = tmp_path / "r.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "conformance", "--backend",
-         "privateuse1:crashy_grad_oracle", "--ops", "abs|neg", "--checks", "autograd",
-         "--max-examples", "3", "--hypothesis-db", "none", "-p", "no:cacheprovider",
-         "-n", "0", "--hints", str(hints), "--results", str(out), "--rootdir", str(tmp_path),
-         "-q"], capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=600)
-    recs = [r for r in map(json.loads, out.read_text().splitlines())
-            if r["record"] == "verdict" and r["category"] != "not_applicable"]
-    assert [r["overload"] for r in recs] == ["abs", "abs_", "neg", "neg_"], done.stdout[-3000:]
+    stdout, records = _forked_run(tmp_path, "neg", "crashy_grad_oracle", "abs|neg", "autograd")
+    recs = [r for r in records if r["category"] != "not_applicable"]
+    assert [r["overload"] for r in recs] == ["abs", "abs_", "neg", "neg_"], stdout[-3000:]
     got = {r["overload"]: (r["verdict"], r["category"]) for r in recs}
     assert got["abs"] == got["neg_"] == ("pass", None), recs
     assert got["neg"] == ("skip", "cpu_crashed"), recs
