@@ -62,6 +62,7 @@ class Watchdog:
         self._ceiling = 0.0  # monotonic time the item may not run past
         self._fault_at = 0.0  # monotonic time faulthandler's deadline is set for
         self._seconds = 0.0  # the armed item's per-call timeout
+        self._grace = 0.0  # and its grace (read before every call: worked out once per item)
         self._stderr: Any = None
         threading.Thread(target=self._loop, name="conformance-watchdog", daemon=True).start()
 
@@ -84,6 +85,7 @@ class Watchdog:
             dog._progress = now
             dog._ceiling = now + seconds * ITEM_CEILING
             dog._seconds = seconds
+            dog._grace = cls.grace(seconds)
             dog._stderr = sys.stderr  # parked on the same file (a later one may have no fileno)
             dog._fault_at = now + seconds + cls.grace(seconds)
             faulthandler.dump_traceback_later(seconds + cls.grace(seconds), exit=True,
@@ -97,7 +99,7 @@ class Watchdog:
         than half the grace after it (re-armed here, before the call can hold the GIL)."""
         now = time.monotonic()
         self._progress = now
-        grace = self.grace(self._seconds)
+        grace = self._grace
         if self._fault_at < now + self._seconds + grace / 2:
             import faulthandler
 
