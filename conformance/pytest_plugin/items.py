@@ -194,7 +194,6 @@ def collect(state: State, session: pytest.Session, config: pytest.Config,
             stacklevel=1)
 
 
-
 def start_fork_server(state: State, session: pytest.Session) -> None:
     """At this process's first item, before any backward: fork the server that forks the items
     which backpropagate and must be isolated (:mod:`.forkserver`), where this session has one
