@@ -85,12 +85,18 @@ class ForkServer:
         ``recorded_only``) that writes its record to ``out_fd``; the child's process id."""
         request = json.dumps({"nodeid": nodeid, "recorded_only": recorded_only}).encode()
         socket.send_fds(self.sock, [request + b"\n"], [out_fd])
-        return int(_message(self.sock)["pid"])
+        reply = _message(self.sock)
+        if "pid" not in reply:
+            raise RuntimeError(f"the fork server (process {self.pid}) ended: {nodeid} not run")
+        return int(reply["pid"])
 
     def reap(self) -> int:
         """The exit code of the child :meth:`spawn` started, once it has ended (negative: the
         signal that ended it)."""
-        return int(_message(self.sock)["code"])
+        reply = _message(self.sock)
+        if "code" not in reply:
+            raise RuntimeError(f"the fork server (process {self.pid}) ended before its child")
+        return int(reply["code"])
 
     def close(self) -> None:
         """End the server (it reads the closed socket's end and exits) and wait for it."""
