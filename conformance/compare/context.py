@@ -6,6 +6,7 @@ backend owes).
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -121,12 +122,18 @@ class Context:
                     keep: Callable[[Any], Any] | None = None) -> list[Any]:
         """``n`` more CPU answers of a call CPU has answered (seeded-random ops: how far CPU's
         values spread), each as ``keep`` makes it (all of it by default). Reruns: the marker
-        names the call already, so it is not rewritten; the watchdog still sees each rerun as
-        a call (its per-call timeout)."""
+        names the call already, so it is rewritten at most once a second (its start time is
+        the per-call clock of a forked item's parent), and the watchdog sees each rerun as a
+        call (its per-call timeout)."""
         tick = self.inflight.on_call
+        marked = time.monotonic()
         out = []
         for _ in range(n):
-            if tick is not None:
+            now = time.monotonic()
+            if now - marked > 1.0:
+                self.inflight.call(call, self.repro_fn, side="cpu")  # ticks the watchdog too
+                marked = now
+            elif tick is not None:
                 tick()
             got = call.run("cpu")
             out.append(got if keep is None else keep(got))
