@@ -103,11 +103,13 @@ def _due(state: State, nodeid: str, start: float) -> tuple[float, str] | None:
 Launch = Callable[[bool, int], tuple[int, Callable[[], int]]]
 
 
-def direct(run: Callable[[], Verdict], recorded: Callable[[], Verdict]) -> Launch:
-    """Children forked from this process, running ``run`` (or ``recorded``)."""
+def direct(state: State, run: Callable[[], Verdict], recorded: Callable[[], Verdict]) -> Launch:
+    """Children forked from this process (warmed for them first), running ``run`` (or
+    ``recorded``)."""
     import gc
 
     def launch(recorded_only: bool, out_fd: int) -> tuple[int, Callable[[], int]]:
+        warm_for_fork(state)
         # the parent's objects stay out of the child's garbage collections (Hypothesis collects
         # on its first test in a process: 0.6 CPU-s over the whole inherited heap, every page
         # copied)
@@ -122,7 +124,8 @@ def direct(run: Callable[[], Verdict], recorded: Callable[[], Verdict]) -> Launc
 
 
 def served(server: ForkServer, nodeid: str) -> Launch:
-    """Children forked by ``server`` (:mod:`.forkserver`), running the item ``nodeid``."""
+    """Children forked by ``server`` (:mod:`.forkserver`, warmed before it started), running the
+    item ``nodeid``."""
     def launch(recorded_only: bool, out_fd: int) -> tuple[int, Callable[[], int]]:
         return server.spawn(nodeid, recorded_only, out_fd), server.reap
 
@@ -137,7 +140,6 @@ def _fork_once(state: State, nodeid: str, launch: Launch, recorded_only: bool
     import select
     import signal
 
-    warm_for_fork(state)
     r, w = os.pipe()
     try:
         pid, reap = launch(recorded_only, w)

@@ -80,7 +80,7 @@ class ConformanceItem(pytest.Item):
         if hints.cpu_crashes and backend.fork_safe and hasattr(os, "fork"):
             # an item that backpropagates forks from the server (forked before any backward)
             if self.item.check.forks:
-                launch = direct(run, lambda: self.verdict(state, expected, recorded_only=True))
+                launch = direct(state, run, lambda: self.verdict(state, expected, recorded_only=True))
             elif state.fork_server is not None:
                 launch = served(state.fork_server, self.nodeid)
         if launch is not None:
