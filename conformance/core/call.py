@@ -63,6 +63,11 @@ class Call:
     #: :meth:`run` answers with the arguments written by an overload returning nothing
     #: (:func:`written`)
     written: bool = field(default=False, compare=False)
+    #: ``(drawn call, i, move, dtype)`` on the call :meth:`refill` made: the about-to-run
+    #: marker keeps a refill as its drawn call (once) and these, not as its tensors
+    #: (:mod:`conformance.core.callcodec`). Not an argument: a copy of the call
+    #: (``dataclasses.replace``: a check changing it) has none, and is kept whole.
+    origin: tuple[Any, ...] | None = field(default=None, init=False, compare=False, repr=False)
 
     def refill(self, i: int, *, move: bool = True, dtype: str | None = None) -> Call:
         """The ``i``-th refill of this call (``i`` = 0: the call itself): every tensor of
@@ -107,7 +112,14 @@ class Call:
                 n_types += 1
                 value = torch_dtype(target) if target else value
             values.append((name, value))
-        return replace(self, values=tuple(values))
+        new_call = replace(self, values=tuple(values))
+        object.__setattr__(new_call, "origin", (self, i, move, dtype))
+        if not to:  # the same dtypes and shapes: described as this call is (worked out once
+            # per drawn call, not per refill: the marker names every call)
+            for cached in ("_description", "tensor_dtypes"):
+                if cached in self.__dict__:
+                    new_call.__dict__[cached] = self.__dict__[cached]
+        return new_call
 
     @cached_property
     def _free_dtype(self) -> str | None:
@@ -294,7 +306,7 @@ class AutogradCall(Call):
 def as_kind(call: Call, kind: type[_C], **extra: Any) -> _C:
     """``call`` as a :class:`Call` variant ``kind`` (every field of ``call`` kept, ``extra``
     set): the type of a call says which repro it gets and what a check reads from it."""
-    kept = {f.name: getattr(call, f.name) for f in fields(Call)}
+    kept = {f.name: getattr(call, f.name) for f in fields(Call) if f.init}
     return kind(**kept, **extra)
 
 

@@ -51,6 +51,15 @@ def _record(cls: type, values: tuple[Any, ...]) -> Any:
     return cls(**dict(zip(_init_fields(cls), values, strict=True)))
 
 
+def _whole_record(cls: type, values: tuple[Any, ...]) -> Any:
+    return cls(**dict(zip(_init_fields(cls, True), values, strict=True)))
+
+
+#: The bytes of a call that is exactly a refill of the head's drawn call start with this tag,
+#: then the refill's number, ``move`` and ``dtype`` (:meth:`CallCodec.dump`).
+_REFILL_TAG = "refill of the drawn call"
+
+
 #: Fields of a record that a repro does not read and the marker leaves out: how a call's tensors
 #: were filled (the tensors themselves are kept) and which of them a hint pins, which only draw
 #: further refills.
@@ -58,11 +67,12 @@ _LEFT_OUT = frozenset({"fills", "pinned"})
 
 
 @cache
-def _init_fields(cls: type) -> tuple[str, ...]:
+def _init_fields(cls: type, whole: bool = False) -> tuple[str, ...]:
     """The fields a record of class ``cls`` is rebuilt from: those its constructor takes, less
-    :data:`_LEFT_OUT` (each has a default). Its cached properties (``Call``'s description, its
-    refill dtypes) are left out with them: they are worked out again where read."""
-    return tuple(f.name for f in fields(cls) if f.init and f.name not in _LEFT_OUT)
+    :data:`_LEFT_OUT` (each has a default; ``whole``: all of them, for a drawn call whose
+    refills are made again from it). Its cached properties (``Call``'s description, its refill
+    dtypes) are left out with them: they are worked out again where read."""
+    return tuple(f.name for f in fields(cls) if f.init and (whole or f.name not in _LEFT_OUT))
 
 
 class _Unsupported(Exception):
@@ -82,11 +92,14 @@ _BY_NAME = frozenset({types.FunctionType, type, torch.dtype})
 
 class _Pickler(pickle.Pickler):
     """Pickles tensors as bytes, the signature as its fields; ``shared``: objects written
-    once per item (the signature), referred to by number."""
+    once (the signature, a refill's drawn call), referred to by number; ``whole``: records
+    with their fills (a drawn call, whose refills are made again from it)."""
 
-    def __init__(self, file: io.BytesIO, shared: tuple[Any, ...] = ()) -> None:
+    def __init__(self, file: io.BytesIO, shared: tuple[Any, ...] = (), *,
+                 whole: bool = False) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.shared = {id(obj): i for i, obj in enumerate(shared)}
+        self.whole = whole
 
     def reducer_override(self, obj: Any) -> Any:
         kind = type(obj)
@@ -104,9 +117,14 @@ class _Pickler(pickle.Pickler):
         if obj is DEVICE:
             return _device, ()
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            cls = type(obj)
-            return _record, (cls, tuple(getattr(obj, name) for name in _init_fields(cls)))
+            return self._reduce_record(obj)
         return NotImplemented
+
+    def _reduce_record(self, obj: Any) -> tuple[Any, ...]:
+        cls = type(obj)
+        if self.whole:
+            return _whole_record, (cls, tuple(getattr(obj, n) for n in _init_fields(cls, True)))
+        return _record, (cls, tuple(getattr(obj, name) for name in _init_fields(cls)))
 
 
 class _Unpickler(pickle.Unpickler):
@@ -137,31 +155,43 @@ def _reduce_tensor(t: torch.Tensor) -> tuple[Any, ...]:
 class CallCodec:
     """Writes calls of one item as bytes: the repro function and the signature, the same for
     every call of an item, are pickled once (:meth:`head`, the signature referred to from each
-    call's bytes by number), each call at :meth:`dump`."""
+    call's bytes by number), each call at :meth:`dump`. A refill (``Call.origin``) is kept as
+    its drawn call, pickled once into the head with its fills, and which refill it is: its
+    tensors are made again where the repro is read (a drawn call's refills cost one pickling
+    of a call between them, not one each)."""
 
     def __init__(self) -> None:
-        self._key: tuple[int, int] | None = None
-        self._shared: tuple[Any, ...] = ()
+        self._shared: tuple[Any, ...] = (None, None, None)  # repro, signature, drawn call
+        self._unkept: Any = None  # the drawn call that could not be pickled (its refills whole)
         self._head: bytes | None = b""
         self._buf = io.BytesIO()
         self._pickler = _Pickler(self._buf)  # one per head: its shared objects
 
     def head(self, repro: Callable[[Any], str], call: Any) -> bytes | None:
-        """The bytes of ``call``'s repro function and signature; ``None`` where they cannot be
-        pickled (a lambda)."""
+        """The bytes of ``call``'s repro function and signature (and, for a refill, its drawn
+        call); ``None`` where they cannot be pickled (a lambda)."""
         sig = getattr(call, "sig", None)
-        key = (id(repro), id(sig))  # ids of live objects: self._shared holds them
-        if key != self._key:
-            self._key, self._shared = key, (repro, sig)
-            buf = io.BytesIO()
-            try:
-                _Pickler(buf).dump(self._shared)
-            except Exception:  # noqa: BLE001 - rendered at once instead (asked once per item)
-                self._head = None
-            else:
-                self._head = buf.getvalue()
-            self._pickler = _Pickler(self._buf, self._shared[1:])
+        origin = getattr(call, "origin", None)
+        drawn = origin[0] if origin is not None and origin[0] is not self._unkept else None
+        kept, kept_sig, kept_drawn = self._shared  # a call that is no refill keeps the
+        # drawn call of the refills around it in the head: it is pickled once for them all
+        if kept is not repro or kept_sig is not sig or (drawn is not None
+                                                         and kept_drawn is not drawn):
+            self._head = self._pickled_head((repro, sig, drawn))
+            if self._head is None and drawn is not None:  # its refills are kept whole
+                self._unkept = drawn
+                self._head = self._pickled_head((repro, sig, None))
+            self._pickler = _Pickler(self._buf, self._shared[1:2])
         return self._head
+
+    def _pickled_head(self, shared: tuple[Any, ...]) -> bytes | None:
+        self._shared = shared  # held: a head is asked for by the identity of these objects
+        buf = io.BytesIO()
+        try:
+            _Pickler(buf, whole=True).dump(shared)
+        except Exception:  # noqa: BLE001 - rendered at once instead (asked once per head)
+            return None
+        return buf.getvalue()
 
     def dump(self, repro: Callable[[Any], str], call: Any) -> bytes | None:
         """``(repro, call)`` as bytes for :func:`render_call`; ``None`` where some part of them
@@ -169,6 +199,10 @@ class CallCodec:
         head = self.head(repro, call)
         if head is None:
             return None
+        origin = getattr(call, "origin", None)
+        if origin is not None and origin[0] is self._shared[2]:
+            body = pickle.dumps((_REFILL_TAG, *origin[1:]), protocol=pickle.HIGHEST_PROTOCOL)
+            return b"%d\n" % len(head) + head + body
         buf = self._buf  # one buffer and pickler for every call (their set-up cost a tenth)
         buf.seek(0)
         buf.truncate()
@@ -189,6 +223,10 @@ def render_call(data: bytes) -> str:
     """The repro of a call kept by :meth:`CallCodec.dump`."""
     size, _, rest = data.partition(b"\n")
     n = int(size)
-    shared = pickle.loads(rest[:n])  # noqa: S301 - our own marker, written by this process
-    call = _Unpickler(io.BytesIO(rest[n:]), shared[1:]).load()
-    return str(shared[0](call))
+    repro, sig, drawn = pickle.loads(rest[:n])  # noqa: S301 - our own marker, written by
+    # this process
+    call = _Unpickler(io.BytesIO(rest[n:]), (sig,)).load()
+    if isinstance(call, tuple) and call[:1] == (_REFILL_TAG,):
+        _, i, move, dtype = call
+        call = drawn.refill(i, move=move, dtype=dtype)
+    return str(repro(call))

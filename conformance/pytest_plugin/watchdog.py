@@ -4,6 +4,7 @@ was CPU's call, ``cpu_timeout``) and its process ends; so is an item past its ce
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -47,8 +48,13 @@ class Watchdog:
     One per process, armed for each item and disarmed after it: a ``threading.Timer`` and a
     ``faulthandler`` deadline started and cancelled per item cost 3.7 ms of wall time an item
     (thread start and join; measured, 1.2 ms even without the Timer), ~45 s of an all-checks
-    run on two workers. Here arming notifies one waiting thread (microseconds), and faulthandler
-    is re-armed rather than cancelled (its re-arm is cheap, its cancel waits for its thread).
+    run on two workers. Here arming notifies one waiting thread (microseconds), and
+    faulthandler's deadline is left as the last call set it when an item ends: each re-arm of
+    it joins faulthandler's thread and starts another (0.3-0.7 ms on a loaded machine; twice
+    an item, ~10 s of a ten-check run on two workers). The next item re-arms it only where it
+    falls outside what :meth:`progress` keeps (at least ``timeout + grace/2`` ahead, at most
+    ``timeout + grace``), and this thread parks it far ahead once the process has idled
+    between items until half a grace before it (a worker waiting for work is not killed).
     """
 
     _instance: Watchdog | None = None
@@ -60,7 +66,7 @@ class Watchdog:
         self._armed: tuple[State, ConformanceItem, float] | None = None
         self._progress = 0.0  # monotonic time the call in flight started (or the item)
         self._ceiling = 0.0  # monotonic time the item may not run past
-        self._fault_at = 0.0  # monotonic time faulthandler's deadline is set for
+        self._fault_at = math.inf  # monotonic time faulthandler's deadline is set for (none)
         self._seconds = 0.0  # the armed item's per-call timeout
         self._grace = 0.0  # and its grace (read before every call: worked out once per item)
         self._stderr: Any = None
@@ -85,11 +91,16 @@ class Watchdog:
             dog._progress = now
             dog._ceiling = now + seconds * ITEM_CEILING
             dog._seconds = seconds
-            dog._grace = cls.grace(seconds)
-            dog._stderr = sys.stderr  # parked on the same file (a later one may have no fileno)
-            dog._fault_at = now + seconds + cls.grace(seconds)
-            faulthandler.dump_traceback_later(seconds + cls.grace(seconds), exit=True,
-                                              file=dog._stderr)
+            grace = dog._grace = cls.grace(seconds)
+            # the deadline the last item's calls left is kept where it lies within progress's
+            # bounds (an item that starts is a call that starts); faulthandler writes to the
+            # file it was given, so a new sys.stderr re-arms it too (parked on it as well: a
+            # later one may have no fileno)
+            if sys.stderr is not dog._stderr or not \
+                    now + seconds + grace / 2 <= dog._fault_at <= now + seconds + grace:
+                dog._stderr = sys.stderr
+                dog._fault_at = now + seconds + grace
+                faulthandler.dump_traceback_later(seconds + grace, exit=True, file=dog._stderr)
             state.inflight.on_call = dog.progress
             dog._cv.notify()
         return dog
@@ -108,10 +119,9 @@ class Watchdog:
                                               file=self._stderr)
 
     def cancel(self) -> None:
-        import faulthandler
-
+        """The item is over: no deadline (faulthandler's is left to the next item, or parked
+        by the thread if none comes before it nears: see the class's notes)."""
         self.disarm()
-        faulthandler.dump_traceback_later(self._PARKED, exit=True, file=self._stderr)
 
     def disarm(self) -> None:
         """No deadline: the thread waits for the next item (faulthandler's is left as it is)."""
@@ -126,15 +136,18 @@ class Watchdog:
         """At the end of the session: faulthandler's deadline goes (the thread only waits)."""
         import faulthandler
 
-        if cls._instance is not None:
-            cls._instance.disarm()
-            faulthandler.cancel_dump_traceback_later()
+        dog = cls._instance
+        if dog is not None:
+            dog.disarm()
+            with dog._cv:
+                dog._fault_at = math.inf  # nothing for the thread to park
+                faulthandler.cancel_dump_traceback_later()
 
     def _loop(self) -> None:
         with self._cv:
             while True:
                 if self._armed is None:
-                    self._cv.wait()
+                    self._idle()
                     continue
                 state, node, seconds = self._armed
                 now = time.monotonic()
@@ -142,6 +155,20 @@ class Watchdog:
                 if now >= due:
                     self.fire(state, node, seconds, ceiling=due == self._ceiling)
                 self._cv.wait(max(0.0, due - now))
+
+    def _idle(self) -> None:
+        """Between items: wait for the next one, parking faulthandler's deadline once it is
+        half a grace away (it was set for calls that have ended)."""
+        left = self._fault_at - self._grace / 2 - time.monotonic()
+        if left > self._PARKED / 2:  # parked already, or none set
+            self._cv.wait()
+        elif left > 0:
+            self._cv.wait(left)
+        else:
+            import faulthandler
+
+            self._fault_at = time.monotonic() + self._PARKED
+            faulthandler.dump_traceback_later(self._PARKED, exit=True, file=self._stderr)
 
     @staticmethod
     def fire(state: State, node: ConformanceItem, seconds: float, *,

@@ -89,6 +89,35 @@ def test_drawn_calls_render_as_at_once_without_their_fills(repro):
     assert any(seen)  # fills were there to leave out
 
 
+def test_a_refill_is_kept_as_its_drawn_call_and_its_number(repro):
+    """A refill's tensors are not written per call: the head keeps its drawn call (with its
+    fills) once, each refill's bytes say which refill it is, and the repro read back is the one
+    rendered at once. A copy a check changed (``replace``) is no refill any more: kept whole."""
+    from dataclasses import replace
+
+    from conformance.core.fills import Fill
+
+    big = Fill("float32", (64, 64), seed=7)
+    other = Fill("int64", (64,), seed=3, specials=((2, 1),))
+    drawn = Call(sig=_sig("add.Tensor"),
+                 values=(("self", big.tensor()), ("other", other.tensor()), ("alpha", 2)),
+                 fills=(("self", None, big), ("other", None, other)))
+    codec = CallCodec()
+    first = codec.dump(repro, drawn.refill(1))
+    assert first is not None and render_call(first) == repro(drawn.refill(1))
+    assert int(first.partition(b"\n")[0]) > 64 * 64 * 4  # the head: the drawn tensors, once
+    for i in range(2, 16):
+        refill = drawn.refill(i)
+        kept = codec.dump(repro, refill)
+        assert kept is not None and render_call(kept) == repro(refill), i
+        assert len(kept) - len(first) < 100  # no tensor bytes of its own
+    changed = replace(drawn.refill(4), notes=("out= pre-sized",))  # an even one: float32
+    assert changed.origin is None
+    kept = codec.dump(repro, changed)
+    assert kept is not None and render_call(kept) == repro(changed)
+    assert len(kept) > len(first) + 64 * 64 * 4  # its tensors written with it
+
+
 def test_what_cannot_be_kept_is_rendered_at_once(repro):
     call = _calls()[0]
     assert dump_call(lambda c: "x", call) is None  # a lambda: not picklable

@@ -154,6 +154,29 @@ def test_faulthandler_never_fires_before_the_call_in_flight_ran_its_timeout(dog)
     watch.disarm()
 
 
+def test_items_in_quick_succession_leave_faulthandler_armed(dog) -> None:
+    """Each re-arm of faulthandler joins its thread and starts another: items that follow one
+    another keep the deadline their calls left (within the bounds a call's start keeps), and a
+    process idle between items has it parked, half a grace before it would fire."""
+    inflight = Inflight(None)
+    grace = Watchdog.grace(0.2)  # 2 s
+    for node in ("a", "b", "c", "d"):
+        watch = Watchdog.arm(_state(inflight, 0.2), types.SimpleNamespace(nodeid=node), 0.2)  # type: ignore[arg-type]
+        inflight.call(_Call(), lambda c: "", side="xla")  # type: ignore[arg-type]
+        watch.cancel()
+    assert dog.faults == [0.2 + grace]  # armed by the first item only; nothing fired
+    deadline = time.monotonic() + 0.2 + grace
+    while len(dog.faults) < 2 and time.monotonic() < deadline + 1:
+        time.sleep(0.05)
+    parked_at = time.monotonic()
+    assert dog.faults[1:] == [Watchdog._PARKED] and parked_at <= deadline - grace / 4
+    assert not dog.fired
+    # an item after a long rest is armed afresh (a parked deadline is too far)
+    watch = Watchdog.arm(_state(inflight, 0.2), types.SimpleNamespace(nodeid="e"), 0.2)  # type: ignore[arg-type]
+    watch.cancel()
+    assert dog.faults[2:] == [0.2 + grace]
+
+
 def test_a_forked_item_is_overdue_by_its_childs_call(tmp_path: Path) -> None:
     from conformance.pytest_plugin.isolation import _due
 
