@@ -121,7 +121,7 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
     def _reduce_record(self, obj: Any) -> tuple[Any, ...]:
-        cls = type(obj)
+        cls: type = type(obj)
         if self.whole:
             return _whole_record, (cls, tuple(getattr(obj, n) for n in _init_fields(cls, True)))
         return _record, (cls, tuple(getattr(obj, name) for name in _init_fields(cls)))
