@@ -157,6 +157,11 @@ def _warm(device: str) -> None:
     * one elementwise op on the backend: a backend's first call can import what it needs
       lazily (the reference backend's promotion reaches ``torch._prims_common``, which imports
       sympy: ~1 s);
+    * a tensor of each of the twelve dtypes to the backend and back: a backend's first use of
+      a dtype can import what it needs (the reference backend's bfloat16 imports ml_dtypes,
+      ~1 s of CPU). Left in the windows, the engine paid it at plugin set-up (not counted) and
+      the anchor inside its ~2.5 s loop: its rate read 600 per CPU s instead of ~1,000, and
+      the ratio 1.8 instead of ~1.1 (docs/decisions.md#engine-speed, session 26);
     * one ``torch.testing.assert_close`` whose tensors differ: its first call imports
       ``torch.distributed.tensor`` (0.6 s), which the anchor's ``op_db`` import (not counted)
       has already imported and the engine meets at its first mismatch;
@@ -166,7 +171,11 @@ def _warm(device: str) -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
+    from opdb.dtypes import torch_dtypes
+
     (torch.ones(2, device=device) + torch.ones(2, dtype=torch.int32, device=device)).abs().cpu()
+    for dtype in torch_dtypes():
+        torch.ones(2, dtype=dtype, device=device).cpu()
     try:
         torch.testing.assert_close(torch.zeros(1), torch.ones(1))
     except AssertionError:
