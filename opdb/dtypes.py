@@ -104,9 +104,11 @@ def torch_dtypes(names: tuple[str, ...] | None = None) -> tuple[torch.dtype, ...
     return tuple(table[n] for n in (names or DTYPE_NAMES))
 
 
+@cache
 def default_tolerance(dtype: torch.dtype | str) -> tuple[float, float]:
     """``(rtol, atol)`` that ``torch.testing.assert_close`` uses by default for ``dtype``
-    (``(0.0, 0.0)`` for exact dtypes): torch's own table, not a copy."""
+    (``(0.0, 0.0)`` for exact dtypes): torch's own table, not a copy (read once per dtype:
+    every compared tensor asks)."""
     from torch.testing._comparison import default_tolerances
 
     return default_tolerances(torch_dtype(dtype) if isinstance(dtype, str) else dtype)
