@@ -196,8 +196,13 @@ def quiet() -> np.errstate:
 
 
 def opmath(a: np.ndarray) -> np.ndarray:
-    """float16/bfloat16 arrays upcast to float32 (CPU's "opmath" type); others unchanged."""
-    return a.astype(np.float32) if a.dtype in _low_np() else a
+    """float16/bfloat16 arrays upcast to float32 (CPU's "opmath" type); others unchanged.
+    bfloat16 is ml_dtypes' (a ``V`` kind): only an array of such a kind asks for the table,
+    so a float32 matmul (the backend probes' at start-up) does not import ml_dtypes."""
+    dt = a.dtype
+    if dt == np.float16 or (dt.kind == "V" and dt in _low_np()):
+        return a.astype(np.float32)
+    return a
 
 
 def scalar_type_name(dtype: torch.dtype) -> str:

@@ -21,6 +21,7 @@ Design (read this before writing a kernel):
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any, cast
@@ -177,21 +178,17 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     Writing into it writes into the tensor (that is how ``out=``/in-place kernels store results).
     Conjugate/negative bits (lazy ``conj()`` views) are resolved into a copy.
     """
-    dev = t.device.type
-    if dev != DEVICE:
-        if dev == "cpu":
-            return _cpu_numpy(t)
+    if t.is_cpu:
+        return _cpu_numpy(t)
+    # an mlu storage carries its buffer; any other device's has none (``t.device`` is built
+    # only then: it costs a sixth of this function, which runs for every operand)
+    buf = getattr(t.untyped_storage(), _BUF, None)
+    if buf is None:
         raise RuntimeError(f"mlu kernel got a tensor on {t.device}; expected mlu or cpu")
     dt = NP_DTYPE[t.dtype]
     isz = dt.itemsize
     try:
-        arr = np.ndarray(
-            t.shape,
-            dt,
-            getattr(t.untyped_storage(), _BUF),
-            t.storage_offset() * isz,
-            [s * isz for s in t.stride()],
-        )
+        arr = np.ndarray(t.shape, dt, buf, t.storage_offset() * isz, [s * isz for s in t.stride()])
     except (ValueError, TypeError):
         if t.numel() != 0:
             raise
@@ -244,11 +241,16 @@ def empty(shape: Sequence[int], dtype: torch.dtype,
           strides: Sequence[int] | None = None) -> torch.Tensor:
     """A new uninitialised mlu tensor (contiguous unless ``strides`` is given)."""
     shape = [int(s) for s in shape]
-    if any(s < 0 for s in shape):
+    if shape and min(shape) < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {shape}")
     dt = np_dtype(dtype)
-    st = contiguous_strides(shape) if strides is None else [int(s) for s in strides]
-    root = np.empty(_storage_nbytes(shape, st, dt.itemsize), np.uint8)
+    if strides is None:  # contiguous: its bytes are its elements' (most tensors made here)
+        st = contiguous_strides(shape)
+        nbytes = math.prod(shape) * dt.itemsize
+    else:
+        st = [int(s) for s in strides]
+        nbytes = _storage_nbytes(shape, st, dt.itemsize)
+    root = np.empty(nbytes, np.uint8)
     _device.track(root)
     return _attach(shape, dtype, root, st)
 

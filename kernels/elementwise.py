@@ -47,7 +47,7 @@ ArrayFn = Callable[..., Any]
 def check_same_device(name: str, args: tuple[Any, ...], argnames: tuple[str, ...]) -> None:
     """CPU tensors are allowed next to mlu tensors only as 0-dim "CPU scalars" (as on CUDA)."""
     for a, n in zip(args, argnames, strict=False):
-        if isinstance(a, torch.Tensor) and a.device.type == "cpu" and a.dim() != 0:
+        if isinstance(a, torch.Tensor) and a.is_cpu and a.dim() != 0:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but got {n} is on cpu, "
                 f"different from other tensors on mlu:0 (when checking argument in method "
