@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 _PRIMITIVES: dict[int, Callable[[Any], Any]] = {}
 _INTEGERS: dict[tuple[int, int], st.SearchStrategy[int]] = {}
 _SAMPLED: dict[tuple[Any, ...], st.SearchStrategy[Any]] = {}
+_BOOLEANS: st.SearchStrategy[bool] | None = None
 
 
 def cached_integers(lo: int, hi: int) -> st.SearchStrategy[int]:
@@ -59,9 +60,24 @@ def cached_sampled(elements: Sequence[Any]) -> st.SearchStrategy[Any]:
         return st.sampled_from(key)
     if strategy is None:
         strategy = _SAMPLED[key] = st.sampled_from(key)
-        if len(key) > 1:  # one element is st.just: no choice at all
-            _PRIMITIVES[id(strategy)] = _sampled_choice(key)
+        # one element is st.just: no choice at all, so none is made (its span neither)
+        _PRIMITIVES[id(strategy)] = _sampled_choice(key) if len(key) > 1 else _only(key[0])
     return strategy
+
+
+def _only(value: Any) -> Callable[[Any], Any]:
+    return lambda data: value
+
+
+def cached_booleans() -> st.SearchStrategy[bool]:
+    """``st.booleans()``, one object, whose choice :func:`composite`'s draw makes itself
+    (``ConjectureData.draw_boolean()``, as its own ``do_draw``)."""
+    global _BOOLEANS
+    if _BOOLEANS is None:
+        _BOOLEANS = st.booleans()
+        _PRIMITIVES[id(_BOOLEANS)] = lambda data: data.draw_boolean()
+    return _BOOLEANS
+
 
 
 def _sampled_choice(elements: tuple[Any, ...]) -> Callable[[Any], Any]:
@@ -72,14 +88,16 @@ def _sampled_choice(elements: tuple[Any, ...]) -> Callable[[Any], Any]:
 
 @cache
 def _primitive_takes_our_call(kind: Any) -> bool:
-    """Whether ``kind.draw_integer`` takes the call the cached strategies make (Hypothesis'
-    ``draw_integer(min_value, max_value, *, weights)``, as of 6.170): else they are drawn through
-    the strategy layer, as before."""
+    """Whether ``kind.draw_integer`` and ``kind.draw_boolean`` take the calls the cached
+    strategies make (Hypothesis' ``draw_integer(min_value, max_value, *, weights)`` and
+    ``draw_boolean(p)``, as of 6.170): else they are drawn through the strategy layer, as
+    before."""
     try:
         params = inspect.signature(kind.draw_integer).parameters
+        boolean = inspect.signature(kind.draw_boolean).parameters
     except (AttributeError, TypeError, ValueError):
         return False
-    return {"min_value", "max_value", "weights"} <= set(params)
+    return {"min_value", "max_value", "weights"} <= set(params) and "p" in boolean
 
 
 class Draw:

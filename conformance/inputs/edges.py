@@ -16,11 +16,10 @@ from dataclasses import replace
 from typing import Any
 
 import torch
-from hypothesis import strategies as st
 
 from conformance.core.call import Call
 from conformance.core.signature import OpSignature
-from conformance.inputs.drawing import composite
+from conformance.inputs.drawing import cached_booleans, cached_integers, composite
 from conformance.inputs.strategies import forward_calls
 from opdb.opdata import ArgHint, OpHints
 
@@ -70,6 +69,6 @@ def edge_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
     """:func:`~conformance.inputs.strategies.forward_calls`, half the time with its bounded
     arguments on their bounds (:func:`with_edges`)."""
     call: Call = draw(forward_calls(sig, hints))
-    if not draw(st.booleans(), label="edge parameters"):
+    if not draw(cached_booleans(), label="edge parameters"):
         return call
-    return with_edges(call, hints, draw(st.integers(0, 2**16), label="edge positions"))
+    return with_edges(call, hints, draw(cached_integers(0, 2**16), label="edge positions"))

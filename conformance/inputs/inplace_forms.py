@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from hypothesis import strategies as st
 
 from conformance.core.call import Call, as_kind, settle
 from conformance.core.signature import OpSignature
-from conformance.inputs.drawing import composite
+from conformance.inputs.drawing import cached_booleans, cached_sampled, composite
 from conformance.inputs.strategies import forward_calls
 from conformance.inputs.values import draw_tensor
 from opdb.dtypes import DTYPE_NAMES, dtype_name
@@ -146,14 +145,14 @@ def inplace_calls(draw: Any, sig: OpSignature, hints: OpHints) -> Call:
 
     made = [variant("view", kind) for kind in view_kinds(x.dim())]
     own = dtype_name(x.dtype)  # the detail keeps self's own dtype: the control of a refusal
-    new = draw(st.sampled_from([d for d in DTYPE_NAMES if d != own]), label="self dtype")
+    new = draw(cached_sampled([d for d in DTYPE_NAMES if d != own]), label="self dtype")
     made.append(variant("dtype", own, {me: _redraw(draw, hints, me, new, tuple(x.shape))}))
     if broadcasts:
         full = tuple(x.shape)
         other = values[others[0]]
         dims = [i for i, s in enumerate(full) if s != 0]
-        if dims and draw(st.booleans(), label="self size 1 where other is not?"):
-            d = draw(st.sampled_from(dims), label="dim")
+        if dims and draw(cached_booleans(), label="self size 1 where other is not?"):
+            d = draw(cached_sampled(dims), label="dim")
             wide, narrow = list(full), list(full)
             wide[d], narrow[d] = max(full[d], 2), 1
         else:  # other has one more (leading) dimension than self

@@ -27,11 +27,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
-from hypothesis import strategies as st
 
 from conformance.core.call import Call
 from conformance.core.signature import ArgSpec, OpSignature
-from conformance.inputs.drawing import composite
+from conformance.inputs.drawing import cached_booleans, cached_integers, cached_sampled, composite
 from conformance.inputs.strategies import forward_calls
 from opdb.dtypes import BOOL, INTEGRAL
 from opdb.opdata import OpHints
@@ -242,7 +241,7 @@ def invalid_calls(draw: Any, sig: OpSignature, hints: OpHints) -> EdgeCall:
     """A forward call with one of its :func:`sites` made invalid or empty."""
     base: Call = draw(forward_calls(sig, hints))
     found = sites(sig, hints)
-    site = draw(st.sampled_from(found), label="site") if found else None
-    low = draw(st.booleans(), label="negative side")
-    pos = draw(st.integers(0, 2**16), label="position")
+    site = draw(cached_sampled(found), label="site") if found else None
+    low = draw(cached_booleans(), label="negative side")
+    pos = draw(cached_integers(0, 2**16), label="position")
     return mutate(replace(base, fills=()), site, hints, low, pos)

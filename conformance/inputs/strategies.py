@@ -40,7 +40,7 @@ from conformance.core.call import AutogradCall, Call
 from conformance.core.fills import Fill
 from conformance.core.signature import DEFAULTED, DEVICE, ArgSpec, NoStrategy, OpSignature
 from conformance.inputs.dims import is_dim_name
-from conformance.inputs.drawing import cached_integers, cached_sampled, composite
+from conformance.inputs.drawing import cached_booleans, cached_integers, cached_sampled, composite
 from conformance.inputs.shape_menus import ZERO_ONE_IN, is_fixed, menu
 from conformance.inputs.values import (
     draw_fill,
@@ -393,7 +393,7 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature
         if spec.is_list:
             n = spec.list_size or 2
             return draw(st.lists(st.booleans(), min_size=n, max_size=n), label=spec.name)
-        return draw(st.booleans(), label=spec.name)
+        return draw(cached_booleans(), label=spec.name)
     if base == "float":
         flo = float(hint.min) if hint.min is not None else -2.0
         fhi = float(hint.max) if hint.max is not None else 2.0
@@ -462,7 +462,7 @@ def _tensor_list(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSig
                                     pinned=True))
         return out
     if hint.maybe_empty and plan.list_form is not None and draw(
-            st.booleans(), label=f"{spec.name} empty?"):
+            cached_booleans(), label=f"{spec.name} empty?"):
         return []  # an optional state list (hints: maybe_empty), left out as its op allows
     dtype = plan.dtypes.get(spec.name) or next(iter(plan.dtypes.values()), "float32")
     if plan.list_form is not None and plan.lists_zipped is None:
@@ -519,7 +519,7 @@ def assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: Plan) -> Call:
             continue
         if spec.base == "Tensor" and spec.is_list:
             v = _tensor_list(draw, spec, hint, plan, sig) if not (spec.optional and draw(
-                st.integers(0, 3), label=f"{spec.name} is None?") == 0) else None
+                cached_integers(0, 3), label=f"{spec.name} is None?") == 0) else None
         elif spec.base == "Tensor":
             drawn = dict(values)
             _shape_along(plan, spec.name, hint, drawn)
