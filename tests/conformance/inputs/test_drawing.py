@@ -5,12 +5,19 @@ from __future__ import annotations
 from random import Random
 
 import pytest
+from hypothesis import strategies as st
 from hypothesis.control import BuildContext
 from hypothesis.internal.conjecture.data import ConjectureData
 
 import opdb
 from conformance.core.signature import OpSignature
-from conformance.inputs.drawing import Draw, cached_integers, cached_sampled, composite
+from conformance.inputs.drawing import (
+    Draw,
+    cached_booleans,
+    cached_integers,
+    cached_sampled,
+    composite,
+)
 from conformance.inputs.strategies import calls
 from opdb.opdata import load_hints
 
@@ -57,6 +64,10 @@ def test_the_fast_path_takes_the_cached_strategies_and_no_other():
             seen.append((min_value, max_value, weights))
             return max_value
 
+        def draw_boolean(self, p=0.5):
+            seen.append(("boolean", p))
+            return True
+
         def draw(self, strategy, label=None):
             seen.append(("strategy", label))
             return "slow"
@@ -64,11 +75,31 @@ def test_the_fast_path_takes_the_cached_strategies_and_no_other():
     draw = Draw(Data().draw)
     assert draw(cached_integers(2, 5)) == 5
     assert draw(cached_sampled(("a", "b", "c"))) == "c"
-    assert draw(cached_sampled(("only",))) == "slow"  # st.just: no choice to make
+    assert draw(cached_sampled(("only",))) == "only"  # st.just: no choice to make, none made
+    assert draw(cached_booleans()) is True
     wide = draw(cached_integers(0, 1000))
     assert wide == 1000 and seen[-1][2] is not None  # st.integers' weights past 127
     assert draw(cached_integers(0, 3).map(str), label="x") == "slow"
-    assert seen == [(2, 5, None), (0, 2, None), ("strategy", None), seen[3], ("strategy", "x")]
+    assert seen == [(2, 5, None), (0, 2, None), ("boolean", 0.5), seen[3], ("strategy", "x")]
+
+
+def test_the_fast_path_makes_the_choices_the_strategies_make():
+    """The same choice sequence gives the same values through the fast path as through the
+    strategies' own draws, and leaves the same choices behind (replay, the example database)."""
+    @composite
+    def fast(draw):
+        return (draw(cached_booleans()), draw(cached_sampled(("only",))),
+                draw(cached_integers(0, 300)), draw(cached_sampled(("a", "b", "c"))))
+
+    @st.composite
+    def slow(draw):
+        return (draw(st.booleans()), draw(st.just("only")), draw(st.integers(0, 300)),
+                draw(st.sampled_from(("a", "b", "c"))))
+
+    for choices in ([True, 299, 2], [False, 0, 1], [True, 150, 0]):
+        a, b = ConjectureData.for_choices(choices), ConjectureData.for_choices(choices)
+        assert a.draw(fast()) == b.draw(slow())
+        assert a.choices == b.choices == tuple(choices)
 
 
 def test_composite_keeps_the_signature_and_wraps_draw_once():
