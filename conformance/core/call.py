@@ -233,11 +233,9 @@ class Call:
 
     @cached_property
     def _description(self) -> str:
-        parts = []
-        for name, value in self.values:
-            text = brief(value, name in self.on_cpu)
-            spec = next(a for a in self.sig.args if a.name == name)
-            parts.append(f"{name}={text}" if spec.kwarg_only or spec.has_default else text)
+        named, on_cpu = self.sig.named_args, self.on_cpu
+        parts = [f"{name}={brief(value, name in on_cpu)}" if name in named
+                 else brief(value, name in on_cpu) for name, value in self.values]
         return f"{self.sig.name}({', '.join(parts)})"
 
 

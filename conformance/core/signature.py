@@ -86,6 +86,12 @@ class OpSignature:
         """``torch.ops.aten.<base>.<overload>`` (``default`` for an empty overload name)."""
         return getattr(getattr(torch.ops.aten, self.base), self.overload_name or "default")
 
+    @cached_property
+    def named_args(self) -> frozenset[str]:
+        """Arguments a call's description writes as ``name=value`` (keyword-only or
+        defaulted ones; read for every call the marker names)."""
+        return frozenset(a.name for a in self.args if a.kwarg_only or a.has_default)
+
     @property
     def tensor_args(self) -> tuple[ArgSpec, ...]:
         return tuple(a for a in self.args if a.is_tensor and not a.is_out)
