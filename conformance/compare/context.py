@@ -106,6 +106,11 @@ class Context:
     #: how results are compared, by call structure (:func:`conformance.compare.values.comparison_for`)
     comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     _current: tuple[frozenset[str], list[bool]] | None = None
+    #: backend refusals CPU shared (:meth:`expect_same_error`) since the device last worked:
+    #: ``(exception, call)`` of each (the first two kept, then the count), probed where it
+    #: matters (:meth:`settle_device`)
+    _unproven: list[tuple[BaseException, Call | None]] = field(default_factory=list)
+    _unproven_n: int = 0
     #: a check's own state across the examples of one item (the compile check's first call,
     #: which a later example's shape follows through one dynamic=True compilation)
     scratch: dict[str, Any] = field(default_factory=dict)
@@ -283,11 +288,15 @@ class Context:
         try:
             call.run(self.backend.device)
         except Exception as exc:  # noqa: BLE001
-            self.stop_if_unsupported(exc, call)
+            self.stop_if_unsupported(exc, call, probe=False)
             backend_exc = exc
         else:
             self.mark_ok(backend_ok=True)
-        self.judge_refusal(cpu_exc, backend_exc, call.describe(), values_call=call)
+        try:
+            self.judge_refusal(cpu_exc, backend_exc, call.describe(), values_call=call)
+        except CheckFailure:
+            self.settle_device()  # a failure is judged on a device known to work
+            raise
 
     def judge_refusal(self, cpu_exc: BaseException, backend_exc: BaseException | None,
                       where: str, *, values_call: Call | None = None,
@@ -343,13 +352,20 @@ class Context:
         self._values_skipped = True
         return False
 
-    def stop_if_unsupported(self, exc: BaseException, call: Call | None) -> None:
+    def stop_if_unsupported(self, exc: BaseException, call: Call | None, *,
+                            probe: bool = True) -> None:
         """A backend call raised ``exc``: a missing kernel of the backend ends the run as
         ``unsupported``; a device left unusable ends it as a ``crash`` (:meth:`device_alive`);
         else it returns. The dispatcher's message names a dispatch key: a kernel missing for
         another key (``'CPU'``: a CPU fallback copying back into a CPU ``out=`` through
         ``_copy_from_and_resize``) is the backend refusing the call, judged as any error
-        (:meth:`Backend.owns_key`), never a kernel the backend lacks."""
+        (:meth:`Backend.owns_key`), never a kernel the backend lacks.
+
+        ``probe=False``: a refusal CPU shares (an agreement, the promotion and invalid checks'
+        daily bread): the device is probed only where it matters, before a failure is judged
+        and at the end of the search (:meth:`settle_device`), or never, once a later backend
+        call works. Probed after each such refusal, the tiny op cost 7% of the promotion
+        check's time on the reference backend."""
         missing = missing_op_from(exc)
         if missing is not None and self.backend.owns_key(missing[1]):
             stop = Abort("unsupported", "missing_kernel",
@@ -357,21 +373,42 @@ class Context:
                          f"({error_line(exc)})", missing_op=missing[0])
             stop.call = call
             raise stop from None
-        self.device_alive(exc, call)
+        if probe:
+            self.device_alive(exc, call)
+            return
+        self._unproven_n += 1
+        if len(self._unproven) < 2:
+            self._unproven.append((exc, call))
+
+    def settle_device(self) -> None:
+        """Probe the device if a shared refusal left it unproven (:meth:`stop_if_unsupported`);
+        the ``device_lost`` crash where it no longer works."""
+        if self._unproven:
+            self.device_alive(*self._unproven[0])
 
     def device_alive(self, exc: BaseException, call: Call | None) -> None:
         """After the backend raised ``exc``: does its device still work? A sticky error (CUDA's
         device-side assert) makes every later call in the process fail, each a false verdict;
-        the run ends as a ``crash`` (``device_lost``) and the plugin replaces the process."""
+        the run ends as a ``crash`` (``device_lost``) and the plugin replaces the process. The
+        first refusal since the device last worked (:meth:`settle_device`) is the first call
+        it can be blamed on; the message says how many others came before the probe."""
         from conformance.core.backends import device_error
 
         lost = device_error(self.backend)
         if lost is None:
+            self._unproven.clear()
+            self._unproven_n = 0
             return
+        later = ""
+        if self._unproven:
+            (exc, call), n = self._unproven[0], self._unproven_n
+            if n > 1:
+                later = (f"; {n - 1} more refusal(s) came before the device was probed, the "
+                         f"next: {error_line(self._unproven[1][0])}")
         stop = Abort("crash", DEVICE_LOST,
                      f"{self.backend.device} was unusable after this call raised "
                      f"{error_line(exc)} (a tiny op then raised {lost}): a sticky device error, "
-                     f"every later call in the process would fail")
+                     f"every later call in the process would fail{later}")
         stop.call = call
         raise stop from None
 
@@ -483,6 +520,9 @@ class Context:
         self._source = call.source
 
     def mark_ok(self, *, cpu_ok: bool = False, backend_ok: bool = False) -> None:
+        if backend_ok and self._unproven:  # a backend call that worked: its device works
+            self._unproven.clear()
+            self._unproven_n = 0
         if self._current is None:
             return
         flags = self._current[1]

@@ -225,20 +225,30 @@ class Search:
             with shrink_budget(self.shrink_budget), prng_states_kept_once(), \
                     fixed_shapes(self.backend.compiles_per_shape):
                 test()
+            self.context.settle_device()  # no verdict on a device left unproven
         except Abort as stop:
             ended = self.aborted(stop)
             if ended is not None:
                 return ended
         except Unsatisfiable:
-            return self.verdict("skip", "no_valid_inputs", self.most_common_cpu_error(),
-                                ctx=self.ctx)
+            return self.device_lost() or self.verdict(
+                "skip", "no_valid_inputs", self.most_common_cpu_error(), ctx=self.ctx)
         except Flaky as exc:
-            return self.flaky(exc)
+            return self.device_lost() or self.flaky(exc)
         except (CheckFailure, BaseExceptionGroup) as exc:
-            return self.raised(exc)
+            return self.device_lost() or self.raised(exc)
         except Exception as exc:  # noqa: BLE001 - a harness bug is reported, not raised
             return self.harness_error(exc)
-        return self.judged()
+        return self.device_lost() or self.judged()  # the budget's stop left it unproven too
+
+    def device_lost(self) -> Verdict | None:
+        """The ``device_lost`` crash where a shared refusal left the device unproven and it no
+        longer works (:meth:`Context.settle_device`), else ``None``."""
+        try:
+            self.context.settle_device()
+        except Abort as stop:
+            return self.aborted(stop)
+        return None
 
     def strategy(self) -> tuple[Any, NoStrategy | None]:
         """The strategy searched (``None`` when nothing can be drawn) and why the schema
