@@ -271,10 +271,15 @@ def packaged_path() -> Path:
     return Path(str(resources.files("conformance") / "data" / "corpus" / CORPUS_FILE))
 
 
-@functools.cache
 def load(path: str | None = None) -> Corpus:
     """The corpus at ``path`` (default: the packaged one; an empty corpus when none is packaged),
-    read once per process."""
+    read once per process (``load()`` and ``load(None)`` alike: cached by the argument's value,
+    they were two reads, the second in whichever item came first)."""
+    return _load(path)
+
+
+@functools.cache
+def _load(path: str | None) -> Corpus:
     if path is None:
         packaged = packaged_path()
         if not packaged.is_file():

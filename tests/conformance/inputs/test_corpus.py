@@ -424,3 +424,10 @@ def test_bench_reach_counts_reached_items_and_lists_misses(tmp_path):
     assert "cudnn_batch_norm_backward.out" in sets["backward-registered"]
     assert "cudnn_batch_norm_backward.out" not in sets["backward"]
     assert "native_batch_norm_backward.out" in sets["backward"]
+
+
+def test_the_packaged_corpus_is_read_once_however_it_is_asked_for() -> None:
+    """The plugin's set-up asks ``load()``, every item's search ``load(None)``: one read."""
+    from conformance.inputs import corpus
+
+    assert corpus.load() is corpus.load(None)
