@@ -396,8 +396,7 @@ class Context:
 
         lost = device_error(self.backend)
         if lost is None:
-            self._unproven.clear()
-            self._unproven_n = 0
+            self._device_works()
             return
         later = ""
         if self._unproven:
@@ -411,6 +410,11 @@ class Context:
                      f"every later call in the process would fail{later}")
         stop.call = call
         raise stop from None
+
+    def _device_works(self) -> None:
+        """The device answered (a probe, or a backend call): no refusal is unproven."""
+        self._unproven.clear()
+        self._unproven_n = 0
 
     def cpu_unstable(self, call: Call, agrees: Callable[[Any], bool], reruns: int = 2) -> bool:
         """Whether CPU disagrees with itself on ``call``: asked only where a value comparison
@@ -521,8 +525,7 @@ class Context:
 
     def mark_ok(self, *, cpu_ok: bool = False, backend_ok: bool = False) -> None:
         if backend_ok and self._unproven:  # a backend call that worked: its device works
-            self._unproven.clear()
-            self._unproven_n = 0
+            self._device_works()
         if self._current is None:
             return
         flags = self._current[1]

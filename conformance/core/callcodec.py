@@ -47,12 +47,8 @@ def _tensor(data: bytes, dtype: torch.dtype, shape: tuple[int, ...], stride: tup
     return t.requires_grad_() if requires_grad else t
 
 
-def _record(cls: type, values: tuple[Any, ...]) -> Any:
-    return cls(**dict(zip(_init_fields(cls), values, strict=True)))
-
-
-def _whole_record(cls: type, values: tuple[Any, ...]) -> Any:
-    return cls(**dict(zip(_init_fields(cls, True), values, strict=True)))
+def _record(cls: type, values: tuple[Any, ...], whole: bool = False) -> Any:
+    return cls(**dict(zip(_init_fields(cls, whole), values, strict=True)))
 
 
 #: The bytes of a call that is exactly a refill of the head's drawn call start with this tag,
@@ -122,9 +118,8 @@ class _Pickler(pickle.Pickler):
 
     def _reduce_record(self, obj: Any) -> tuple[Any, ...]:
         cls: type = type(obj)
-        if self.whole:
-            return _whole_record, (cls, tuple(getattr(obj, n) for n in _init_fields(cls, True)))
-        return _record, (cls, tuple(getattr(obj, name) for name in _init_fields(cls)))
+        values = tuple(getattr(obj, name) for name in _init_fields(cls, self.whole))
+        return _record, (cls, values, self.whole)
 
 
 class _Unpickler(pickle.Unpickler):

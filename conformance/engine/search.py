@@ -225,7 +225,6 @@ class Search:
             with shrink_budget(self.shrink_budget), prng_states_kept_once(), \
                     fixed_shapes(self.backend.compiles_per_shape):
                 test()
-            self.context.settle_device()  # no verdict on a device left unproven
         except Abort as stop:
             ended = self.aborted(stop)
             if ended is not None:
@@ -239,7 +238,7 @@ class Search:
             return self.device_lost() or self.raised(exc)
         except Exception as exc:  # noqa: BLE001 - a harness bug is reported, not raised
             return self.harness_error(exc)
-        return self.device_lost() or self.judged()  # the budget's stop left it unproven too
+        return self.device_lost() or self.judged()  # no verdict on a device left unproven
 
     def device_lost(self) -> Verdict | None:
         """The ``device_lost`` crash where a shared refusal left the device unproven and it no

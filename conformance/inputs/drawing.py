@@ -79,7 +79,6 @@ def cached_booleans() -> st.SearchStrategy[bool]:
     return _BOOLEANS
 
 
-
 def _sampled_choice(elements: tuple[Any, ...]) -> Callable[[Any], Any]:
     # st.sampled_from's own do_draw without a filter: one index
     top = len(elements) - 1
