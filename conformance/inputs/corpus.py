@@ -363,6 +363,8 @@ def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str | None, draw: Any
                     pinned = hints.get(a.name).dtypes if dtype is not None else None
                     values.append((a.name, torch.empty(0, dtype=getattr(torch, pinned[0])
                                                        if pinned else out_dtype)))
+                elif not a.has_default_value:  # optional without a default: given, as None
+                    values.append((a.name, None))
                 continue
             raise ValueError(f"argument {a.name!r} was not recorded")
         rec = given[a.name]

@@ -366,7 +366,9 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature
     if base in DEFAULTED:
         if base == "Device":  # results go where the call runs (linspace.Tensor_Tensor, to, ...)
             return DEVICE
-        return _OMIT if spec.has_default else None
+        # an optional argument without a default value (``Generator? generator`` of
+        # ``rand.generator``) must be given: torch's binding refuses a call that leaves it out
+        return _OMIT if spec.has_default_value else None
     # optional arguments take their default (None) one time in three, as tensors do: the
     # default path is the one most calls take (nan_to_num's posinf=None maps inf to finfo.max)
     if spec.optional and base not in ("ScalarType",) \
@@ -412,8 +414,10 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature
         if spec.has_default_value:
             return _OMIT
         raise NoStrategy(f"argument 'str {spec.name}' needs its choices in opdb/data/hints.yaml")
-    if spec.has_default:
+    if spec.has_default_value:
         return _OMIT
+    if spec.optional:  # given, as None (see the DEFAULTED types above)
+        return None
     raise NoStrategy(f"argument '{spec.type} {spec.name}' has a type the strategies cannot draw")
 
 
