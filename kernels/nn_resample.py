@@ -89,6 +89,16 @@ def _check_4d(x: np.ndarray, name: str, output_size: Sequence[int] | None = None
         )
     if x.ndim != 4:
         raise RuntimeError(f"It is expected input_size equals to 4, but got size {x.ndim}")
+    if output_size is not None:
+        _check_positive(output_size, x.shape)
+
+
+def _check_positive(output_size: Sequence[int], input_size: Sequence[int]) -> None:
+    """ATen's upsample_2d_common_check: every spatial size, in and out, above zero."""
+    (oh, ow), (ih, iw) = output_size, input_size[2:]
+    if not (ih > 0 and iw > 0 and oh > 0 and ow > 0):
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"(H: {ih}, W: {iw}) output (H: {oh}, W: {ow})")
 
 
 @define("upsample_nearest2d", "upsample_nearest2d.out",
@@ -116,10 +126,8 @@ def _check_backward(grad_output: torch.Tensor, output_size: Sequence[int],
     """ATen's upsample_*2d_backward meta: upsample_2d_common_check, then grad_output's rank and
     its shape against the forward's output, before out= and the dtype dispatch."""
     _check_sizes(output_size, input_size)
-    (oh, ow), (ih, iw) = output_size, input_size[2:]
-    if not (ih > 0 and iw > 0 and oh > 0 and ow > 0):
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
-                           f"(H: {ih}, W: {iw}) output (H: {oh}, W: {ow})")
+    _check_positive(output_size, input_size)
+    oh, ow = output_size
     if grad_output.dim() != 4:
         raise RuntimeError(f"Expected grad_output to be a tensor of dimension 4 but got: "
                            f"dimension {grad_output.dim()}")

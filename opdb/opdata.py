@@ -17,8 +17,8 @@ expected-failures data.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -138,6 +138,9 @@ class OpHints:
     #: CPU (the oracle) may never return on a size-0 input: no size-0 side is drawn for the
     #: overload's schema shapes (an item would spend the per-call timeout instead of a verdict)
     nonempty: bool = False
+    #: optional arguments of which a call gives exactly one, the others None: torch refuses
+    #: a call that gives none or several (upsample ``.vec``: ``output_size``, ``scale_factors``)
+    one_of: tuple[str, ...] = ()
 
     def get(self, name: str) -> ArgHint:
         return self.args.get(name, ArgHint())
@@ -155,11 +158,7 @@ class Hints:
         own = self.ops.get(name)
         if own is None:
             return OpHints(args=self.arguments)
-        return OpHints(args={**self.arguments, **own.args}, max_side=own.max_side,
-                       values=own.values, result_on_device=own.result_on_device, ties=own.ties,
-                       collisions=own.collisions,
-                       cpu_crashes=own.cpu_crashes, cpu_ignores_strides=own.cpu_ignores_strides,
-                       nonempty=own.nonempty)
+        return replace(own, args={**self.arguments, **own.args})
 
 
 @dataclass(frozen=True)
@@ -363,7 +362,7 @@ def entry_list(path: DataPath | None, default: DataPath) -> tuple[str, list[Any]
 _ARG_KEYS = {"choices", "min", "max", "shape", "dtypes", "length", "device", "extremes",
              "along", "length_of", "maybe_empty"}
 _OP_KEYS = {"names", "args", "max_side", "values", "result_device", "ties", "cpu_crashes",
-            "cpu_ignores_strides", "collisions", "nonempty"}
+            "cpu_ignores_strides", "collisions", "nonempty", "one_of"}
 _TIE_KEYS = {"output", "unless"}
 _COLLISION_KEYS = {"writes", "unless"}
 
@@ -541,6 +540,7 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
                                  file=file, line=aline)
             args[k] = _arg_hint(v, file, aline)
         frozen_args = MappingProxyType(args)
+        one_of = _one_of(entry.get("one_of"), names, known, file, line)
         for name in names:
             ties = _tie_hint(entry["ties"], known[name], file, line) if "ties" in entry \
                 else None
@@ -552,7 +552,7 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
                            ties=ties, collisions=collisions,
                            cpu_crashes=entry.get("cpu_crashes", False),
                            cpu_ignores_strides=entry.get("cpu_ignores_strides", False),
-                           nonempty=entry.get("nonempty", False))
+                           nonempty=entry.get("nonempty", False), one_of=one_of)
             earlier = ops.get(name)
             if earlier is not None:  # a second entry naming the overload adds to the first
                 hint = OpHints(args=MappingProxyType({**earlier.args, **hint.args}),
@@ -564,11 +564,34 @@ def load_hints(path: DataPath | None = None, *, db: OpDB | None = None,
                                cpu_crashes=hint.cpu_crashes or earlier.cpu_crashes,
                                cpu_ignores_strides=hint.cpu_ignores_strides
                                or earlier.cpu_ignores_strides,
-                               nonempty=hint.nonempty or earlier.nonempty)
+                               nonempty=hint.nonempty or earlier.nonempty,
+                               one_of=hint.one_of or earlier.one_of)
             ops[name] = hint
             source[name] = (file, line)
     return Hints(arguments=MappingProxyType(arguments), ops=MappingProxyType(ops),
                  source=MappingProxyType(source))
+
+
+def _one_of(raw: Any, names: Sequence[str], known: OpDB, file: str, line: int | None
+            ) -> tuple[str, ...]:
+    """``one_of: [output_size, scale_factors]``: two or more arguments, each an optional one
+    (``T?``) of every overload the entry names (one of them is given, the others None)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) < 2 or not all(isinstance(a, str) for a in raw):
+        raise InputError("'one_of' must be a list of two or more argument names", file=file,
+                         line=line)
+    for name in names:
+        try:
+            optional = {a.name for a in known[name].schema.arguments
+                        if type(a.real_type).__name__ == "OptionalType"}
+        except RuntimeError:  # a schema torch cannot parse: nothing to check it against
+            continue
+        missing = [a for a in raw if a not in optional]
+        if missing:
+            raise InputError(f"{name}: 'one_of' names {missing[0]!r}, which is not an optional "
+                             "argument of it", file=file, line=line)
+    return tuple(raw)
 
 
 def _argument_names(ov: Any) -> tuple[str, ...]:

@@ -175,22 +175,30 @@ class Settlement:
 
 def fed_by_nonfinite(call: Call, shape: torch.Size,
                      position: tuple[int, int] | None = None) -> torch.Tensor:
-    """Per element of a result of ``shape``: whether an input element feeding it (an input
-    broadcast to the result: a pointwise op's) is inf or NaN; an input that does not broadcast,
-    or a non-finite Python number, feeds every element."""
+    """Per element of a result of ``shape``: whether an input element feeding it is inf or
+    NaN. Element by element (an input broadcast to the result) only for an op that computes
+    each result element from the inputs' elements at its position: a pointwise op, or a
+    ``_foreach_*`` op's result ``i`` from its lists' entries ``i``. Elsewhere an input holding
+    inf or NaN feeds every element, even one of the result's own shape (a resampling reads its
+    neighbours: upsample_bilinear2d 3x3 -> 3x3 weighs the row below by zero, 0 * NaN), as does
+    an input that does not broadcast or a non-finite Python number."""
     tensors, numbers = inputs_of(call, position)
     fed = torch.zeros(shape, dtype=torch.bool)
     if any(isinstance(x, float | complex) and not cmath.isfinite(x) for x in numbers):
         return ~fed
+    elementwise = call.sig.is_pointwise or call.sig.base.startswith("_foreach_")
     for t in tensors:
         if not (t.is_floating_point() or t.is_complex()) or t.is_meta:
             continue
         bad = _not_finite(readback.plain(dense(t)))
-        try:
-            fed |= bad.broadcast_to(shape)
-        except RuntimeError:
-            if bool(bad.any()):
-                return torch.ones(shape, dtype=torch.bool)
+        if elementwise:
+            try:
+                fed |= bad.broadcast_to(shape)
+                continue
+            except RuntimeError:  # it does not broadcast: it feeds every element
+                pass
+        if bool(bad.any()):
+            return torch.ones(shape, dtype=torch.bool)
     return fed
 
 

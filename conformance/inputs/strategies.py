@@ -358,8 +358,10 @@ def _scalar(draw: Any, plan: Plan, sig: OpSignature, name: str, hint: ArgHint) -
     return draw(small_scalars(dt), label=name)
 
 
-def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature) -> Any:
-    """One non-tensor argument (or ``_OMIT``)."""
+def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature,
+           required: bool = False) -> Any:
+    """One non-tensor argument (or ``_OMIT``); ``required``: an optional one given, not None
+    (the one of its overload's ``one_of`` arguments the call gives)."""
     if hint.choices is not None:
         return draw(cached_sampled(hint.choices), label=spec.name)
     base = spec.base
@@ -371,13 +373,14 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature
         return _OMIT if spec.has_default_value else None
     # optional arguments take their default (None) one time in three, as tensors do: the
     # default path is the one most calls take (nan_to_num's posinf=None maps inf to finfo.max)
-    if spec.optional and base not in ("ScalarType",) \
+    if spec.optional and not required and base not in ("ScalarType",) \
             and draw(cached_integers(0, 2), label=f"{spec.name} is None?") == 0:
         return None
     if base == "ScalarType":
         if plan.target is not None:
             return torch_dtype(plan.target)
-        if spec.optional and draw(cached_integers(0, 2), label=f"{spec.name} given?") != 0:
+        if spec.optional and not required \
+                and draw(cached_integers(0, 2), label=f"{spec.name} given?") != 0:
             return None
         return torch_dtype(draw(cached_sampled(DTYPE_NAMES), label=spec.name))
     if base in ("int", "SymInt"):
@@ -401,7 +404,7 @@ def _value(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan, sig: OpSignature
         fhi = float(hint.max) if hint.max is not None else 2.0
         strat = st.floats(flo, fhi, allow_subnormal=False)
         if spec.is_list:
-            n = spec.list_size or 2
+            n = hint.length or spec.list_size or 2
             return draw(st.lists(strat, min_size=n, max_size=n), label=spec.name)
         return draw(strat, label=spec.name)
     if base == "Scalar":
@@ -516,8 +519,12 @@ def _out_arg(draw: Any, spec: ArgSpec, hint: ArgHint, plan: Plan,
 
 def assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: Plan) -> Call:
     values: list[tuple[str, Any]] = []
+    given = draw(cached_sampled(hints.one_of), label="one_of") if hints.one_of else None
     for spec in sig.args:
         hint = hints.get(spec.name)
+        if spec.name in hints.one_of and spec.name != given:
+            values.append((spec.name, None))
+            continue
         if spec.is_out:
             values.append((spec.name, _out_arg(draw, spec, hint, plan, values)))
             continue
@@ -529,7 +536,7 @@ def assemble(draw: Any, sig: OpSignature, hints: OpHints, plan: Plan) -> Call:
             _shape_along(plan, spec.name, hint, drawn)
             v = _tensor_arg(draw, spec, _along(hint, drawn), plan, sig)
         else:
-            v = _value(draw, spec, hint, plan, sig)
+            v = _value(draw, spec, hint, plan, sig, required=spec.name == given)
         if v is _OMIT:
             continue
         if hint.device == "cpu" and spec.base == "Tensor":

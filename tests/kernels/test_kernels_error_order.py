@@ -381,6 +381,10 @@ CASES: dict[str, Callable[[str], Any]] = {
         z(0)(d), [1, 1], [0, 0, 1, 1]),
     "upsample_bilinear2d_backward output size 0": lambda d: A.upsample_bilinear2d_backward(
         z(1, 1, 0, 2)(d), [0, 2], [1, 1, 1, 1], False),
+    "upsample_nearest2d output size 0": lambda d: A.upsample_nearest2d(
+        z(1, 1, 2, 2)(d), [0, 3]),
+    "upsample_bilinear2d output size -2 (F.interpolate's .vec passes it on)": lambda d:
+        A.upsample_bilinear2d(z(1, 1, 2, 2)(d), [-2, 1], False),
     "upsample_nearest2d_backward grad of another shape": lambda d: A.upsample_nearest2d_backward(
         z(1, 1, 3, 2)(d), [2, 2], [1, 1, 1, 1]),
     "replication_pad3d_backward.grad_input rank before out dtype": lambda d:

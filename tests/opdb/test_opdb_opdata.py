@@ -103,6 +103,10 @@ def test_records_are_frozen(db):
     ("arguments:\n  max_exp_avg_sqs: {maybe_empty: 1}\n", r"'maybe_empty' must be true or false",
      2),
     ("ops:\n  - names: [mm]\n    nonempty: 1\n", r"'nonempty' must be true", 2),
+    ("ops:\n  - names: [upsample_nearest2d.vec]\n    one_of: output_size\n",
+     r"'one_of' must be a list of two or more argument names", 2),
+    ("ops:\n  - names: [upsample_nearest2d.vec]\n    one_of: [output_size, input]\n",
+     r"upsample_nearest2d.vec: 'one_of' names 'input', which is not an optional argument", 2),
     ("ops: [\n", r"invalid YAML", None),
 ])
 def test_hint_errors_name_file_and_line(tmp_path, db, text, message, line):
@@ -130,6 +134,17 @@ def test_nonempty_marks_overloads_and_merges(tmp_path, db):
     assert hints.for_op("cummax").nonempty and hints.for_op("cummax").max_side == 3
     assert not hints.for_op("cummin").nonempty
     assert load_hints(db=db).for_op("_cummax_helper").nonempty  # packaged: CPU hangs there
+
+
+def test_one_of_names_optional_arguments_and_merges(tmp_path, db):
+    path = _write(tmp_path, "ops:\n  - names: ['upsample_nearest*d.vec']\n"
+                            "    one_of: [output_size, scale_factors]\n"
+                            "  - names: [upsample_nearest2d.vec]\n    max_side: 3\n")
+    hints = load_hints(path, db=db)
+    got = hints.for_op("upsample_nearest2d.vec")
+    assert got.one_of == ("output_size", "scale_factors") and got.max_side == 3
+    assert hints.for_op("upsample_nearest1d.vec").one_of and not hints.for_op("mm").one_of
+    assert load_hints(db=db).for_op("upsample_bilinear2d.vec").one_of  # packaged
 
 
 def test_globs_name_families(tmp_path, db):

@@ -456,3 +456,31 @@ def test_a_float64_transform_whose_inputs_total_overflows_leaves_inf_or_a_number
     overflowed[0] = complex(INF, 0.0)
     with pytest.raises(CheckFailure):
         _judge(small, overflowed)
+
+
+def test_a_resampling_whose_zero_weight_tap_holds_nan_leaves_its_elements_open():
+    """upsample_bilinear2d.vec of a 3x3 image to 3x3: each output element reads its own input
+    element by weight 1 and the next one along each axis by weight 0. With a NaN in the last
+    row, CPU's kernel leaves the zero-weight taps out (the image back) where ATen's own
+    decomposition (and a kernel multiplying every tap: CUDA's form) gives NaN at the NaN's
+    neighbours too. The input, though of the result's shape, is each element's neighbourhood,
+    not its element: the NaN feeds every element (nonfinite_inputs, packaged tolerances), not
+    only the one at its own index. The same image without the NaN, answered wrong, still
+    fails."""
+    from torch._decomp import decomposition_table
+
+    image = torch.tensor([[[[0.0, 4.0, -2.0], [-1.0, 4.0, 3.0], [-2.0, NAN, 2.0]]]])
+    call = _call("upsample_bilinear2d.vec", input=image, output_size=[3, 3],
+                 align_corners=False, scale_factors=None)
+    cpu = call.run("cpu")
+    decomposed = decomposition_table[torch.ops.aten.upsample_bilinear2d.default](
+        image, [3, 3], False)
+    assert cpu[0, 0, 1, 0] == -1.0 and bool(decomposed[0, 0, 1, 0].isnan())
+    ctx = _judge(call, decomposed, load_tolerances())
+    assert {c for c, _ in ctx.infos} == {VALUE_UNSPECIFIED}
+    finite = _call("upsample_bilinear2d.vec", input=image.nan_to_num(), output_size=[3, 3],
+                   align_corners=False, scale_factors=None)
+    wrong = finite.run("cpu").clone()
+    wrong[0, 0, 1, 0] += 1.0
+    with pytest.raises(CheckFailure):
+        _judge(finite, wrong, load_tolerances())

@@ -153,6 +153,36 @@ def test_factory_device_argument_follows_the_call():
     check()
 
 
+@pytest.mark.parametrize("name", ["upsample_nearest2d.vec", "upsample_bilinear2d.vec",
+                                  "upsample_trilinear3d.vec"])
+def test_one_of_gives_exactly_one_of_its_arguments(name):
+    """F.interpolate's overloads take output_size or scale_factors, never both or neither
+    (hints ``one_of``): every draw gives one, as long as the input's spatial dims, and the
+    other None; both forms are drawn, and CPU runs most calls (each form was refused in every
+    draw before: 'Must specify exactly one of output_size and scale_factors')."""
+    sig = sig_of(name)
+    hints = load_hints().for_op(name)
+    spatial = {"2d": 2, "3d": 3}[name.split(".")[0][-2:]]
+    forms, ran = set(), []
+
+    @FAST
+    @given(calls(sig, hints, mode="forward"))
+    def check(call):
+        values = dict(call.values)
+        given_ = [n for n in ("output_size", "scale_factors") if values[n] is not None]
+        assert len(given_) == 1 and len(values[given_[0]]) == spatial
+        forms.add(given_[0])
+        try:
+            call.run("cpu")
+        except RuntimeError as exc:  # a scale that takes a side to 0, a dtype...
+            assert "exactly one" not in str(exc)
+            return
+        ran.append(call)
+
+    check()
+    assert forms == {"output_size", "scale_factors"} and len(ran) > 5
+
+
 @pytest.mark.parametrize("name", ["rand.generator", "randperm.generator",
                                   "randint_like.generator"])
 def test_an_optional_argument_without_a_default_is_given_as_none(name):
