@@ -349,6 +349,9 @@ def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str | None, draw: Any
             origin += f", recorded at {lead}"
         spec = retype(spec, sig, hints, dtype, lead=lead)
         out_dtype = getattr(torch, dtype)
+    else:  # an out= the spec lacks (a functional sibling's call) is at the recorded dtype
+        lead = lead_dtype(spec, sig, hints)
+        out_dtype = getattr(torch, lead) if lead is not None else None
     given = dict(spec.args)
     by_name = {a.name: a for a in sig.args}
     unknown = [n for n in given if n not in by_name]
@@ -359,8 +362,8 @@ def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str | None, draw: Any
     for a in sig.args:
         if a.name not in given:
             if a.has_default or a.is_out:
-                if a.is_out:  # empty; in a sweep at its dtype, or the one the hints pin
-                    pinned = hints.get(a.name).dtypes if dtype is not None else None
+                if a.is_out:  # empty, at the call's dtype or the one the hints pin
+                    pinned = hints.get(a.name).dtypes
                     values.append((a.name, torch.empty(0, dtype=getattr(torch, pinned[0])
                                                        if pinned else out_dtype)))
                 elif not a.has_default_value:  # optional without a default: given, as None

@@ -69,7 +69,8 @@ def dead_record(state: State, marker: dict[str, Any], *, who: str, code: int | N
     ``timeout_of: item``) (``hung``: its parent saw it do so); the oracle's death, or its own
     call's hang, a ``skip`` (``cpu_crashed``/``cpu_timeout``) unless its recorded calls alone
     give a verdict (:meth:`State.retry_recorded`, in ``retry`` where given); else a ``crash``
-    once the call is replayed alone in fresh processes (:meth:`State.crash_record`)."""
+    once the call is replayed alone in fresh processes (:meth:`State.crash_record`), unless the
+    replay puts it down to the oracle (then as the oracle's death)."""
     ceiling = marker.get("timeout_of") == "item"
     hung = hung or ceiling or call_overdue(marker, state.timeout)
     if marker.get("state") == "timeout" or hung:
@@ -84,7 +85,10 @@ def dead_record(state: State, marker: dict[str, Any], *, who: str, code: int | N
         rec = lost_record(state, marker, "skip", f"CPU (the oracle) crashed the process ({who})")
         rec["category"] = "cpu_crashed"
         return state.retry_recorded(marker, rec, retry)
-    return state.crash_record(marker, f"the process running it died ({who}{how_it_ended(code)})")
+    rec = state.crash_record(marker, f"the process running it died ({who}{how_it_ended(code)})")
+    if rec.get("category") == "cpu_crashed":  # the replay puts the death down to the oracle
+        return state.retry_recorded(marker, rec, retry)
+    return rec
 
 
 def lost_record(state: State, marker: dict[str, Any] | None, verdict: str, message: str

@@ -304,8 +304,10 @@ class State:
 
             replayed, where = attribute(marker, device=self.backend.device,
                                         cwd=self.config.rootpath)
-            rec["verdict"], rec["category"], tail = judge(replayed, composite=host_composite(
-                rec["overload"], host_memory=self.backend.host_memory))
+            rec["verdict"], rec["category"], tail = judge(
+                replayed, composite=host_composite(rec["overload"],
+                                                   host_memory=self.backend.host_memory),
+                cpu_crashes=self.hints.for_op(rec["overload"]).cpu_crashes)
             msg, sep, running = rec["message"].partition("; it was running")
             rec["message"] = msg + tail + sep + running
             rec["replay"] = replayed

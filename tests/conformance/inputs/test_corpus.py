@@ -212,6 +212,21 @@ def test_variants_borrow_their_functional_siblings_specs(small_corpus):
     call.run("cpu")
 
 
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "bfloat16"])
+def test_a_borrowed_call_gives_its_out_the_recorded_dtype(dtype):
+    """An out= variant borrowing its functional sibling's recorded call (which has no out)
+    gets an empty out at the dtype the call was recorded at: a float32 one (torch's default)
+    made CPU refuse every float64, complex or bfloat16 recording ("Expected out tensor to have
+    dtype double": convolution_backward.out was never judged in forward)."""
+    spec = Spec("neg", (("self", TensorArg(dtype, (3,), (1,), 0, (-1.0, 1.0))),), "t")
+    c = Corpus(specs={"neg": (spec,)}, header={})
+    sig = _sig("neg.out")
+    call = _draw(corpus.corpus_calls(sig, HINTS.for_op(sig.name), mode="forward", corpus=c))
+    out = dict(call.values)["out"]
+    assert str(out.dtype) == f"torch.{dtype}" and out.numel() == 0
+    call.run("cpu")  # a call CPU accepts
+
+
 def test_specs_that_do_not_fit_the_schema_are_not_used():
     spec = Spec("neg", (("self", TensorArg("float32", (2,), (1,))), ("bogus", 1)), "t")
     c = Corpus(specs={"neg": (spec,)}, header={})

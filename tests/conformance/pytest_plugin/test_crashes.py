@@ -49,6 +49,10 @@ def test_judge_follows_who_crashes_alone() -> None:
     assert (verdict, category) == ("skip", "cpu_crashed") and "not attributed" in tail
     verdict, _, tail = judge({"cpu": "ok", "backend": "ok"})
     assert verdict == "crash" and "depended on what ran before" in tail
+    # the same, for an op whose CPU the hints say kills or corrupts its process on some inputs
+    verdict, category, tail = judge({"cpu": "ok", "backend": "ok"}, cpu_crashes=True)
+    assert (verdict, category) == ("skip", "cpu_crashed") and "hints: cpu_crashes" in tail
+    assert judge({"cpu": "ok", "backend": "crashed (SIGSEGV)"}, cpu_crashes=True)[0] == "crash"
     assert judge(None) == ("crash", None, "")
     assert exit_outcome(-11) == "crashed (SIGSEGV)" and exit_outcome(0) == "ok" and exit_outcome(1) == "ok"
     assert exit_outcome(None) == "timeout" and exit_outcome(134) == "crashed (exit status 134)"
@@ -286,3 +290,32 @@ def test_an_autograd_item_that_kills_cpu_dies_in_a_child_of_the_fork_server(
     assert got["abs"] == got["neg_"] == ("pass", None), recs
     assert got["neg"] == ("skip", "cpu_crashed"), recs
     assert "a forked child of the test process" in recs[2]["message"], recs[2]["message"]
+
+
+def test_a_death_the_replay_puts_down_to_the_oracle_is_retried_on_recorded_calls() -> None:
+    """dead_record of a death in a backend call: where the replay gives it to the oracle
+    (``cpu_crashed``), the item's recorded calls are searched as for the oracle's own death;
+    a backend's crash is kept as it is."""
+    from conformance.pytest_plugin.records import dead_record
+
+    class FakeState:
+        timeout = None
+
+        def __init__(self, category: str | None) -> None:
+            self.category, self.retried = category, []
+
+        def crash_record(self, marker: dict, message: str) -> dict:
+            return {"verdict": "skip" if self.category else "crash", "category": self.category,
+                    "message": message}
+
+        def retry_recorded(self, marker: dict, rec: dict, retry: object = None) -> dict:
+            self.retried.append(rec)
+            return {**rec, "verdict": "pass"}
+
+    marker = {"side": "backend", "call": "_fft_c2r.out(...)", "state": "running"}
+    oracle = FakeState("cpu_crashed")
+    assert dead_record(oracle, marker, who="gw0", code=-6, ended="")["verdict"] == "pass"
+    assert len(oracle.retried) == 1
+    backend = FakeState(None)
+    assert dead_record(backend, marker, who="gw0", code=-6, ended="")["verdict"] == "crash"
+    assert not backend.retried
