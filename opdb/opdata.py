@@ -583,8 +583,7 @@ def _one_of(raw: Any, names: Sequence[str], known: OpDB, file: str, line: int | 
                          line=line)
     for name in names:
         try:
-            optional = {a.name for a in known[name].schema.arguments
-                        if type(a.real_type).__name__ == "OptionalType"}
+            optional = {a.name for a in known[name].arguments if a.optional}
         except RuntimeError:  # a schema torch cannot parse: nothing to check it against
             continue
         missing = [a for a in raw if a not in optional]

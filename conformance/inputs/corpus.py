@@ -340,18 +340,17 @@ def materialize(spec: Spec, sig: Any, hints: Any, *, mode: str | None, draw: Any
     from conformance.core.signature import DEVICE
 
     origin = f"corpus {spec.origin}"
-    out_dtype = None
+    # an out= the spec lacks (a functional sibling's call) is at the call's dtype: the recorded
+    # (lead) one, or the sweep's
+    lead = lead_dtype(spec, sig, hints)
+    out_dtype = getattr(torch, lead) if lead is not None else None
     if dtype is not None:
-        lead = lead_dtype(spec, sig, hints)
         if lead is None:
             raise ValueError("no recorded tensor whose dtype is free")
         if lead != dtype:
             origin += f", recorded at {lead}"
         spec = retype(spec, sig, hints, dtype, lead=lead)
         out_dtype = getattr(torch, dtype)
-    else:  # an out= the spec lacks (a functional sibling's call) is at the recorded dtype
-        lead = lead_dtype(spec, sig, hints)
-        out_dtype = getattr(torch, lead) if lead is not None else None
     given = dict(spec.args)
     by_name = {a.name: a for a in sig.args}
     unknown = [n for n in given if n not in by_name]
