@@ -722,6 +722,14 @@ def _clamp_out_reads_out(ref: Kernel) -> Kernel:
     return buggy
 
 
+def _fft_c2r_odd_nyquist(x: torch.Tensor, dim: Any, norm: int, last: int) -> torch.Tensor:
+    if last % 2:
+        x = x.clone()
+        end = x.narrow(dim[-1], x.shape[dim[-1]] - 1, 1)
+        end.copy_(end.real.clone().to(x.dtype))
+    return torch.ops.aten._fft_c2r(x, dim, norm, last)
+
+
 # -- issue 26's blind spots: one helper per class, written from the class, not from an op -----
 
 
@@ -1043,6 +1051,21 @@ MUTANTS: tuple[Mutant, ...] = (
            _topk_ignores_largest,
            w(t([1.0, 3.0, 2.0]), 1, -1, False, True, values=torch.empty(0),
              indices=torch.empty(0, dtype=I64))),
+    # -- transforms: what a vendor's FFT library gets wrong ----------------------------------
+    Mutant("fft_c2c_sign", "relations", "_fft_c2c", "forward and inverse exponents swapped "
+           "(a library whose sign convention is the other one)",
+           on_cpu(lambda x, dim, norm, forward: torch.ops.aten._fft_c2c(x, dim, norm,
+                                                                         not forward)),
+           w(t([1.0, 2j, 3.0, 0.0], torch.complex64), [0], 0, True)),
+    Mutant("fft_c2c_root_n", "relations", "_fft_c2c", "1/sqrt(n) normalization (norm='ortho') "
+           "not applied",
+           on_cpu(lambda x, dim, norm, forward: torch.ops.aten._fft_c2c(
+               x, dim, 0 if norm == 1 else norm, forward)),
+           w(t([1.0, 2j, 3.0, 4.0], torch.complex64), [0], 1, True)),
+    Mutant("fft_c2r_odd_nyquist", "relations", "_fft_c2r", "odd output length: the last input "
+           "element taken as a real Nyquist term (its imaginary part dropped), as for even ones",
+           on_cpu(_fft_c2r_odd_nyquist),
+           w(t([1.0, 0.5 + 1j], torch.complex64), [0], 0, 3)),
     # -- masking by a known failure (mlu.yaml lists a failure of each of these items) ------
     Mutant("digamma_reflection", "masking", "digamma", "negative non-integers use digamma(1-x) "
            "(reflection without pi*cot) — beside the known -0.0 pole sign",

@@ -319,7 +319,10 @@ def _ulp(magnitude: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     smallest normal)."""
     info = torch.finfo(dtype)
     m = magnitude.abs().clamp_min(info.smallest_normal)
-    return torch.exp2(torch.floor(torch.log2(m))) * info.eps
+    # the binade from frexp, exactly (floor(log2(m)) rounds to 1024 at float64's largest value,
+    # whose ulp then read as inf)
+    _, exponent = torch.frexp(m)
+    return torch.where(m.isfinite(), torch.ldexp(torch.full_like(m, info.eps), exponent - 1), m)
 
 
 def _input_scale(tensors: list[torch.Tensor], numbers: list[Any], shape: torch.Size,
@@ -327,25 +330,58 @@ def _input_scale(tensors: list[torch.Tensor], numbers: list[Any], shape: torch.S
     """Per result element, the largest finite magnitude among the inputs that feed it: an input
     tensor that broadcasts to the result's ``shape`` counts at its own (broadcast) elements, any
     other input tensor (a reduction's, a convolution's) and every Python number count
-    everywhere; with ``all_inputs`` (``scale: all_inputs``: a transform) every input does."""
+    everywhere. With ``all_inputs`` (``scale: all_inputs``: a transform) it is
+    :func:`transform_total`, everywhere (at most float64's largest value: a total past it is
+    held to ulps of that value, not excused by an infinite one)."""
+    if all_inputs:
+        total = min(transform_total(tensors), torch.finfo(torch.float64).max)
+        return torch.full(shape, total, dtype=torch.float64)
     scale = torch.zeros(shape, dtype=torch.float64)
     everywhere = 0.0
     for v in numbers:
         if math.isfinite(abs(v)):
             everywhere = max(everywhere, float(abs(v)))
     for t in tensors:
-        if t.dtype == torch.bool or t.numel() == 0 or t.device.type == "meta":
+        mag = _finite_magnitude(t)
+        if mag is None:
             continue
-        # in float64 first: an integral minimum is its own abs() (int16's -32768)
-        mag = t.detach().abs() if t.is_complex() else t.detach().to(torch.float64).abs()
-        mag = torch.where(mag.isfinite(), mag.to(torch.float64), 0.0)
         try:
-            if all_inputs:
-                raise RuntimeError("every element feeds every result")
             scale = torch.maximum(scale, torch.broadcast_to(mag, shape))
         except RuntimeError:
             everywhere = max(everywhere, float(mag.max()))
     return scale.clamp_min(everywhere)
+
+
+def _finite_magnitude(t: torch.Tensor) -> torch.Tensor | None:
+    """``t``'s absolute values in float64, non-finite ones as 0; ``None`` for a bool, empty or
+    meta tensor (no magnitude to read)."""
+    if t.dtype == torch.bool or t.numel() == 0 or t.device.type == "meta":
+        return None
+    t = readback.plain(dense(t.detach()))
+    # in float64 first: an integral minimum is its own abs() (int16's -32768)
+    mag = t.abs() if t.is_complex() else t.to(torch.float64).abs()
+    return torch.where(mag.isfinite(), mag.to(torch.float64), 0.0)
+
+
+#: The largest modulus of a transform's weights on its inputs: a real-output transform (irfft,
+#: hfft) adds an interior input and its conjugate mirror, each weighted by a unit root.
+TRANSFORM_WEIGHT = 2.0
+
+
+def transform_total(tensors: list[torch.Tensor]) -> float:
+    """The total magnitude of the terms each element of a transform of ``tensors`` sums (every
+    input element with a weight of modulus at most :data:`TRANSFORM_WEIGHT`): their finite
+    magnitudes summed, times that weight; ``inf`` where float64 overflows. A sum's rounding
+    error is bounded by its terms' total (Higham 3.1), so a transform's grows with its length,
+    not with its largest input; and where the total passes a dtype's range, some partial sum
+    may overflow there in any evaluation order. Python numbers are no terms (a transform's are
+    its length, dims and norm)."""
+    total = 0.0
+    for t in tensors:
+        mag = _finite_magnitude(t)
+        if mag is not None:
+            total += float(mag.sum())
+    return TRANSFORM_WEIGHT * total
 
 
 def _within_scale_ulps(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Tensor,

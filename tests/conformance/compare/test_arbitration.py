@@ -484,3 +484,47 @@ def test_a_resampling_whose_zero_weight_tap_holds_nan_leaves_its_elements_open()
     wrong[0, 0, 1, 0] += 1.0
     with pytest.raises(CheckFailure):
         _judge(finite, wrong, load_tolerances())
+
+
+def test_a_transform_whose_terms_total_overflows_leaves_a_backends_infinity_open():
+    """float32 irfft of [-1.1, 3.4e38, -3.8]: the answer 1.7e38 is finite, but the terms' total
+    (the interior input counts twice) passes float32's range, so whether a partial sum overflows
+    is the plan's: CPU scales by 1/n inside its plan and keeps 1.7e38, a plan that scales after
+    the transform (cuFFT through ATen's CUDA path; NumPy's pocketfft here) gives inf. The
+    backend's infinity is counted unspecified; a wrong finite value still fails against the
+    float64 reference."""
+    x = torch.tensor([-1.1239560842514038, 3.4028234663852886e+38, -3.8272476196289062])
+    call = _call("fft_irfft", self=x, n=None, dim=0, norm=None)
+    cpu = call.run("cpu")
+    assert bool(cpu.isfinite().all())
+    planned = cpu.clone()
+    planned[0], planned[2] = INF, -INF
+    ctx = _judge(call, planned)
+    assert {c for c, _ in ctx.infos} == {VALUE_UNSPECIFIED}
+    assert ctx.info_elements[VALUE_UNSPECIFIED] == 2
+    wrong = cpu.clone()
+    wrong[0] = 1.0e38
+    with pytest.raises(CheckFailure):
+        _judge(call, wrong)
+
+
+def test_elements_an_infinite_input_feeds_are_the_fft_plans():
+    """fft_hfft of complex128 [5.3+1.47j, -0.5-0.85j, 7.73+inf j, -6.25+3.35j], n = 6: output
+    3 meets the infinite imaginary part with a twiddle whose sine is exactly 0; CPU's plan skips
+    the product (28.01), one that multiplies every twiddle (NumPy's) gets inf * 0 = NaN.
+    tolerances.yaml's `nonfinite_inputs: unspecified` for the FFTs leaves it open, counted;
+    the same NaN from finite inputs still fails."""
+    z = torch.tensor([complex(5.3, 1.47), complex(-0.5, -0.85), complex(7.73, INF),
+                      complex(-6.25, 3.35)], dtype=torch.complex128)
+    call = _call("fft_hfft", self=z, n=6, dim=0, norm=None)
+    cpu = call.run("cpu")
+    assert math.isclose(float(cpu[3]), 28.01, rel_tol=1e-9)
+    planned = cpu.clone()
+    planned[3] = NAN
+    ctx = _judge(call, planned)
+    assert {c for c, _ in ctx.infos} == {VALUE_UNSPECIFIED}
+    finite = _call("fft_hfft", self=z.real.to(torch.complex128), n=6, dim=0, norm=None)
+    wrong = finite.run("cpu").clone()
+    wrong[3] = NAN
+    with pytest.raises(CheckFailure):
+        _judge(finite, wrong)

@@ -123,19 +123,48 @@ def test_each_element_may_agree_by_either_allowance():
     """The whole result agrees where every element does, each by torch.testing's tolerance or
     by the scale ulps, as the element-wise judgement (arbitration's) has it. _fft_r2c of float32
     [257] up to 1.05e37 (README command 1 at 0cb6059): one element's imaginary part 1.8e-6
-    apart from CPU's (only the ulps at the inputs' magnitude cover it), another whose real part
+    apart from CPU's (only the ulps of the terms' total cover it), another whose real part
     cancelled to near zero (only its modulus is close) failed the whole comparison though each
     element agreed, and mlu was ten times closer to float64 than CPU."""
     x = torch.tensor([1e37, -3e36, 2e36], dtype=torch.float32)
     call = _call("_fft_r2c", self=x, dim=[0], normalization=0, onesided=False)
     ctx = make_context(call)
-    expected = torch.tensor([2e36j, 2e36j], dtype=torch.complex64)
-    # 4 ulps of float32 at 1e37 are 2.54e30; rtol 1.3e-6 of |2e36| is 2.6e30
-    by_modulus_only = complex(2.55e30, 2e36)  # the real part misses the ulps
-    by_ulps_only = complex(0.0, 2e36 + 3.0e30)  # the modulus misses rtol
+    expected = torch.tensor([2e37j, 2e37j], dtype=torch.complex64)
+    # the terms' total is 2 * 1.5e37 = 3e37, where 4 ulps of float32 are 1.01e31; rtol 1.3e-6
+    # of |2e37| is 2.6e31
+    by_modulus_only = complex(1.5e31, 2e37)  # the real part misses the ulps
+    by_ulps_only = complex(0.0, 2e37 + 3e31)  # the modulus misses rtol
     assert_values(ctx, call, "out", "w", torch.tensor([by_modulus_only, by_ulps_only],
                                                       dtype=torch.complex64), expected)
-    by_neither = complex(0.0, 2e36 + 6.0e30)
+    by_neither = complex(0.0, 2e37 + 4e31)
     with pytest.raises(CheckFailure):
         assert_values(ctx, call, "out", "w", torch.tensor([by_modulus_only, by_neither],
                                                           dtype=torch.complex64), expected)
+
+
+def test_a_transforms_allowance_grows_with_its_length():
+    """An FFT's element sums every input: its rounding error is bounded by the terms' total
+    (tolerances.yaml `scale: all_inputs`), not by the largest input. fft_hfft2 of int64[2, 257]
+    near 9e18 (the forward check's tiled refill, 512 points): mlu 3.3e13 from CPU, 30 ulps of
+    float32 at the largest input and a tenth of one at the total. The allowance is 4 ulps of
+    twice the total (a real-output transform adds an input and its mirror): an error past it,
+    or any error of a short transform of the same values, still fails."""
+    long = torch.full((257,), 9e18, dtype=torch.float32)
+    call = _call("_fft_r2c", self=long, dim=[0], normalization=0, onesided=True)
+    ctx = make_context(call)
+    expected = torch.zeros(129, dtype=torch.complex64)
+    expected[0] = float(long.double().sum())
+    ulp_at_total = 2.0 ** 49  # float32 at 2 * 257 * 9e18 = 4.6e21, in [2**72, 2**73)
+    within = expected.clone()
+    within[5] = complex(3.3e13, 0.0)  # 30 ulps of 9e18 (2**40 each)
+    assert_values(ctx, call, "out", "w", within, expected)
+    beyond = expected.clone()
+    beyond[5] = complex(5 * ulp_at_total, 0.0)
+    with pytest.raises(CheckFailure):
+        assert_values(ctx, call, "out", "w", beyond, expected)
+    short = _call("_fft_r2c", self=long[:3], dim=[0], normalization=0, onesided=True)
+    short_expected = torch.tensor([float(long[:3].double().sum()), 0.0], dtype=torch.complex64)
+    off = short_expected.clone()
+    off[1] = complex(3.3e13, 0.0)
+    with pytest.raises(CheckFailure):
+        assert_values(make_context(short), short, "out", "w", off, short_expected)
