@@ -243,6 +243,58 @@ def _assumed(ctx: Context, call: Call, actual: torch.Tensor, rest: torch.Tensor,
     return assumed, tuple(counts)
 
 
+def _overflowed(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Tensor,
+                open_: torch.Tensor, reference: torch.Tensor | None,
+                position: tuple[int, int] | None) -> torch.Tensor:
+    """Of the elements ``open_`` (not finite on one side, not settled by CPU's reorderings),
+    those where an intermediate overflow decides between NaN, an infinity and a number: the
+    evaluation order's, not the backend's fault."""
+    overflowed = torch.zeros_like(open_)
+    if reference is not None and bool(open_.any()):
+        # both sides not finite where the float64 answer, rounded, is a number: an intermediate
+        # overflowed in the result dtype, and whether that gives NaN (inf - inf) or an infinity
+        # is the evaluation order's (_euclidean_dist of bfloat16 -2.5e38: CPU's GEMM step
+        # meets inf - inf, NaN; a backend summing the products wider keeps inf; the answer is
+        # 2.5e38); a finite answer of the backend's is judged below, against the reference
+        overflowed = open_ & _not_finite(actual) & _not_finite(expected) \
+            & ~_not_finite(reference)
+    kind = ctx.scale_kind(call.sig.name, expected.dtype)
+    if kind == "terms" and bool((open_ & ~overflowed & _not_finite(actual)).any()):
+        # a sum of terms whose total overflows in the result's dtype: some partial sum may
+        # overflow in any order, so the backend's inf or NaN is no fault even where CPU's order
+        # stayed finite (a float32 mean over 771 values of 1e36: CPU finite, a pairwise sum inf)
+        spill = terms_overflow(call, expected.shape, position,
+                               ctx.terms_scale(call, expected.shape, position))
+        if spill is not None:
+            overflowed = overflowed | (open_ & _not_finite(actual)
+                                       & _held(spill, actual, reference))
+    if kind == "all_inputs" and bool((open_ & ~overflowed).any()) \
+            and inputs_total_overflows(call, expected.dtype, position):
+        # a transform (every element sums every input, with weights of modulus at most 2) of
+        # finite inputs whose terms' total passes the dtype's range: some partial sum may
+        # overflow in any plan, so inf on one side and a number on the other is the plan's
+        # (float64 _fft_r2c of values near 1e308: CPU's pocketfft inf, NumPy's plan 1.77e308;
+        # float32 irfft of [-1.1, 3.4e38, -3.8]: CPU scales by 1/n inside its plan and keeps
+        # 1.7e38; cuFFT does not scale, so ATen's CUDA path, and Cambricon's, scale its result
+        # after the transform, which meets inf first). A result with a float64 reference is
+        # held to it where the backend gives a number, and where the reference is not finite
+        spill = open_ if reference is None else open_ & _not_finite(actual)
+        overflowed = overflowed | _held(spill, actual, reference)
+    return overflowed
+
+
+def _held(spill: torch.Tensor, actual: torch.Tensor,
+          reference: torch.Tensor | None) -> torch.Tensor:
+    """``spill`` less the elements where a non-finite rounded float64 answer is one to hold
+    to: NaN stays open there, as terms that each overflow the result dtype meet as inf - inf in
+    any order that rounds them to it (float32 addmm_: beta * self = 7.3e47 and alpha * a * b =
+    -1.2e51 are +inf and -inf in float32, NaN; CPU -inf, float64 -1.2e51 rounded -inf); a
+    finite value or another infinity still fails."""
+    if reference is None:
+        return spill
+    return spill & (~_not_finite(reference) | actual.isnan())
+
+
 def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Tensor, *,
              reorderings: Sequence[torch.Tensor], reference: torch.Tensor | None,
              position: tuple[int, int] | None = None,
@@ -269,47 +321,8 @@ def classify(ctx: Context, call: Call, actual: torch.Tensor, expected: torch.Ten
     for again in reorderings:
         if bool(loose.any()) and again.shape == expected.shape and again.dtype == expected.dtype:
             unspecified |= loose & agreement(ctx, call, actual, again, position=position)
-    overflowed = torch.zeros_like(bad)
-    if reference is not None and bool(loose.any()):
-        # both sides not finite where the float64 answer, rounded, is a number: an intermediate
-        # overflowed in the result dtype, and whether that gives NaN (inf - inf) or an infinity
-        # is the evaluation order's (_euclidean_dist of bfloat16 -2.5e38: CPU's GEMM step
-        # meets inf - inf, NaN; a backend summing the products wider keeps inf; the answer is
-        # 2.5e38); a finite answer of the backend's is judged below, against the reference
-        overflowed = loose & ~unspecified & _not_finite(actual) & _not_finite(expected) \
-            & ~_not_finite(reference)
-    if bool((loose & ~unspecified & ~overflowed & _not_finite(actual)).any()) \
-            and ctx.scale_kind(call.sig.name, expected.dtype) == "terms":
-        # a sum of terms whose total overflows in the result's dtype: some partial sum may
-        # overflow in any order, so the backend's inf or NaN is no fault even where CPU's order
-        # stayed finite (a float32 mean over 771 values of 1e36: CPU finite, a pairwise sum inf)
-        spill = terms_overflow(call, expected.shape, position,
-                               ctx.terms_scale(call, expected.shape, position))
-        if spill is not None:
-            if reference is not None:
-                # a non-finite rounded answer is one to hold to, except that NaN stays open
-                # there: terms that each overflow the result dtype meet as inf - inf in any
-                # order that rounds them to it (float32 addmm_: beta * self = 7.3e47 and
-                # alpha * a * b = -1.2e51 are +inf and -inf in float32, NaN; CPU -inf, float64
-                # -1.2e51 rounded -inf); a finite value or another infinity still fails
-                spill = spill & (~_not_finite(reference) | actual.isnan())
-            overflowed = overflowed | (loose & ~unspecified & _not_finite(actual) & spill)
-    if bool((loose & ~unspecified & ~overflowed).any()) \
-            and ctx.scale_kind(call.sig.name, expected.dtype) == "all_inputs" \
-            and inputs_total_overflows(call, expected.dtype, position):
-        # a transform (every element sums every input, with weights of modulus at most 2) of
-        # finite inputs whose terms' total passes the dtype's range: some partial sum may
-        # overflow in any plan, so inf on one side and a number on the other is the plan's
-        # (float64 _fft_r2c of values near 1e308: CPU's pocketfft inf, NumPy's plan 1.77e308;
-        # float32 irfft of [-1.1, 3.4e38, -3.8]: CPU scales by 1/n inside its plan and keeps
-        # 1.7e38; cuFFT does not scale, so ATen's CUDA path, and Cambricon's, scale its result
-        # after the transform, which meets inf first). A
-        # result with a float64 reference is held to it where the backend gives a number, and
-        # where the reference is itself not finite, as for a sum of terms above
-        spill = loose & ~unspecified
-        if reference is not None:
-            spill = spill & _not_finite(actual) & (~_not_finite(reference) | actual.isnan())
-        overflowed = overflowed | spill
+    overflowed = _overflowed(ctx, call, actual, expected, loose & ~unspecified, reference,
+                             position)
     left_open = torch.zeros_like(bad)
     if ctx.nonfinite_inputs_unspecified(call.sig.name, expected.dtype):
         left_open = bad & ~unspecified & fed_by_nonfinite(call, expected.shape, position)
